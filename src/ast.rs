@@ -1,0 +1,718 @@
+//! The typed AST: the one contract between the front end and both engines.
+//!
+//! Every modifier is an enum; operands are resolved to register ids, variable ids, label ids
+//! and function ids by the front end, which also checks each instruction's legal modifier set
+//! and operand types. Engines never see a string modifier and never re-validate.
+
+use std::fmt;
+
+/// A byte range in the module's source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Declares a modifier enum with its PTX spelling (without the leading dot).
+macro_rules! modifier_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($variant),+ }
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// The modifier as PTX spells it, without the dot.
+            pub fn ptx(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+            /// Parses the modifier text (without the dot).
+            pub fn from_ptx(text: &str) -> Option<Self> {
+                match text { $($text => Some($name::$variant),)+ _ => None }
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, ".{}", self.ptx())
+            }
+        }
+    };
+}
+
+modifier_enum! {
+    /// PTX fundamental types (PTX ISA 5.2.1).
+    Type {
+        Pred = "pred",
+        B8 = "b8", B16 = "b16", B32 = "b32", B64 = "b64",
+        U8 = "u8", U16 = "u16", U32 = "u32", U64 = "u64",
+        S8 = "s8", S16 = "s16", S32 = "s32", S64 = "s64",
+        F16 = "f16", F32 = "f32", F64 = "f64",
+    }
+}
+
+/// The kind of a fundamental type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TypeKind {
+    Pred,
+    Bits,
+    Unsigned,
+    Signed,
+    Float,
+}
+
+impl Type {
+    pub fn bits(self) -> u32 {
+        use Type::*;
+        match self {
+            Pred => 1,
+            B8 | U8 | S8 => 8,
+            B16 | U16 | S16 | F16 => 16,
+            B32 | U32 | S32 | F32 => 32,
+            B64 | U64 | S64 | F64 => 64,
+        }
+    }
+    /// Size in memory, in bytes (a predicate is not addressable; 1 for completeness).
+    pub fn bytes(self) -> usize {
+        (self.bits() as usize).div_ceil(8)
+    }
+    pub fn kind(self) -> TypeKind {
+        use Type::*;
+        match self {
+            Pred => TypeKind::Pred,
+            B8 | B16 | B32 | B64 => TypeKind::Bits,
+            U8 | U16 | U32 | U64 => TypeKind::Unsigned,
+            S8 | S16 | S32 | S64 => TypeKind::Signed,
+            F16 | F32 | F64 => TypeKind::Float,
+        }
+    }
+    pub fn is_signed(self) -> bool {
+        self.kind() == TypeKind::Signed
+    }
+    pub fn is_float(self) -> bool {
+        self.kind() == TypeKind::Float
+    }
+    /// Integer types: bit-size, unsigned and signed.
+    pub fn is_int(self) -> bool {
+        matches!(
+            self.kind(),
+            TypeKind::Bits | TypeKind::Unsigned | TypeKind::Signed
+        )
+    }
+    /// Mask of the type's bits within a u64.
+    pub fn mask(self) -> u64 {
+        match self.bits() {
+            64 => u64::MAX,
+            b => (1u64 << b) - 1,
+        }
+    }
+    /// The unsigned type of the same width (pred stays pred).
+    pub fn unsigned(self) -> Type {
+        match self.bits() {
+            8 => Type::U8,
+            16 => Type::U16,
+            32 => Type::U32,
+            64 => Type::U64,
+            _ => self,
+        }
+    }
+}
+
+modifier_enum! {
+    /// State spaces (PTX ISA 5.1).
+    Space {
+        Reg = "reg", Param = "param", Global = "global", Local = "local",
+        Shared = "shared", Const = "const",
+    }
+}
+
+modifier_enum! {
+    /// Comparison operators of `setp`, `slct` and `vset` (PTX ISA 9.7.7.1 tables 26–27).
+    CmpOp {
+        Eq = "eq", Ne = "ne", Lt = "lt", Le = "le", Gt = "gt", Ge = "ge",
+        Lo = "lo", Ls = "ls", Hi = "hi", Hs = "hs",
+        Equ = "equ", Neu = "neu", Ltu = "ltu", Leu = "leu", Gtu = "gtu", Geu = "geu",
+        Num = "num", Nan = "nan",
+    }
+}
+
+impl CmpOp {
+    /// Operators that apply to integer (and bit-size) types.
+    pub fn is_int(self) -> bool {
+        use CmpOp::*;
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge | Lo | Ls | Hi | Hs)
+    }
+    /// Operators that apply to floating-point types.
+    pub fn is_float(self) -> bool {
+        use CmpOp::*;
+        matches!(
+            self,
+            Eq | Ne | Lt | Le | Gt | Ge | Equ | Neu | Ltu | Leu | Gtu | Geu | Num | Nan
+        )
+    }
+}
+
+modifier_enum! {
+    /// Boolean combine operation of `setp` (`.and .or .xor`).
+    BoolOp { And = "and", Or = "or", Xor = "xor" }
+}
+
+modifier_enum! {
+    /// Floating-point rounding modifiers (PTX ISA 9.7.3, 9.7.9.21).
+    Rounding { Rn = "rn", Rz = "rz", Rm = "rm", Rp = "rp" }
+}
+
+modifier_enum! {
+    /// Integer rounding modifiers of `cvt` (round to an integral value).
+    IntRounding { Rni = "rni", Rzi = "rzi", Rmi = "rmi", Rpi = "rpi" }
+}
+
+impl IntRounding {
+    /// The same direction as a float rounding mode.
+    pub fn direction(self) -> Rounding {
+        match self {
+            IntRounding::Rni => Rounding::Rn,
+            IntRounding::Rzi => Rounding::Rz,
+            IntRounding::Rmi => Rounding::Rm,
+            IntRounding::Rpi => Rounding::Rp,
+        }
+    }
+}
+
+modifier_enum! {
+    /// `mul`/`mad` integer result selection.
+    MulMode { Lo = "lo", Hi = "hi", Wide = "wide" }
+}
+
+modifier_enum! {
+    /// Special registers (PTX ISA 10).
+    SpecialRegKind {
+        Tid = "tid", Ntid = "ntid", Ctaid = "ctaid", Nctaid = "nctaid",
+        Laneid = "laneid", Warpid = "warpid", Nwarpid = "nwarpid",
+    }
+}
+
+/// A special register read, e.g. `%tid.x` (dimension 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpecialReg {
+    pub kind: SpecialRegKind,
+    /// 0, 1, 2 for .x .y .z; 0 for scalar registers.
+    pub dim: u8,
+}
+
+modifier_enum! {
+    /// Sub-word selectors of video instructions (PTX ISA 9.7.18.1).
+    Selector { B0 = "b0", B1 = "b1", B2 = "b2", B3 = "b3", H0 = "h0", H1 = "h1" }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RegId(pub u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LabelId(pub u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FuncId(pub u32);
+
+/// A variable: module-level (`.global`, `.const`) or a function's own (parameters, return
+/// parameters, `.local` arrays, `.param` declared in a call sequence).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VarId {
+    Module(u32),
+    Function(u32),
+}
+
+/// An immediate operand as written; its bits for a given instruction type come from
+/// [`Imm::bits_for`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Imm {
+    /// Integer literal (the value with its sign; hex literals are taken as unsigned).
+    Int(i128),
+    /// `0fXXXXXXXX`: single-precision bits.
+    F32(u32),
+    /// `0dXXXXXXXXXXXXXXXX` or a decimal float literal: double-precision bits.
+    F64(u64),
+}
+
+impl Imm {
+    /// The immediate converted to an operand of type `ty`, as a bit pattern (PTX ISA 4.5.1:
+    /// integer literals are truncated to the type's width; float literals are converted).
+    pub fn bits_for(self, ty: Type) -> u64 {
+        match (self, ty) {
+            (Imm::Int(v), Type::F32) => (v as f32).to_bits() as u64,
+            (Imm::Int(v), Type::F64) => (v as f64).to_bits(),
+            (Imm::Int(v), t) => (v as u64) & t.mask(),
+            (Imm::F32(b), Type::F64) => (f32::from_bits(b) as f64).to_bits(),
+            (Imm::F32(b), t) => (b as u64) & t.mask(),
+            (Imm::F64(b), Type::F32) => (f64::from_bits(b) as f32).to_bits() as u64,
+            (Imm::F64(b), t) => b & t.mask(),
+        }
+    }
+}
+
+/// Base of a memory address operand `[base+offset]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AddrBase {
+    Reg(RegId),
+    Var(VarId),
+    /// An absolute address `[imm]`.
+    None,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Address {
+    pub base: AddrBase,
+    pub offset: i64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operand {
+    Reg(RegId),
+    /// A register with a sub-word selector (video instructions).
+    RegSel(RegId, Selector),
+    /// `!%p`: a negated predicate source.
+    NotPred(RegId),
+    /// `-%r`: a negated source (vmad).
+    NegReg(RegId),
+    Imm(Imm),
+    Special(SpecialReg),
+    Addr(Address),
+    /// `{a, b, ...}`; `None` is the sink `_`.
+    Vector(Vec<Option<RegId>>),
+    /// A variable's address (`mov.u64 %rd, var`).
+    Var(VarId),
+    /// The sink `_` as a whole destination.
+    Sink,
+}
+
+/// `@%p` or `@!%p`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Guard {
+    pub reg: RegId,
+    pub negated: bool,
+}
+
+modifier_enum! {
+    /// Integer binary operations with the same shape `op.type d, a, b` (PTX ISA 9.7.1, 9.7.8).
+    IntBinOp {
+        Add = "add", Sub = "sub", Min = "min", Max = "max",
+        Div = "div", Rem = "rem",
+        And = "and", Or = "or", Xor = "xor",
+        Shl = "shl", Shr = "shr",
+    }
+}
+
+modifier_enum! {
+    /// Integer unary operations `op.type d, a`.
+    IntUnOp {
+        Neg = "neg", Abs = "abs", Not = "not", Cnot = "cnot",
+        Popc = "popc", Clz = "clz", Brev = "brev",
+    }
+}
+
+/// Carry-flag use of the extended-precision forms (PTX ISA 9.7.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Carry {
+    /// Reads CC.CF (`addc`, `subc`, `madc`).
+    pub carry_in: bool,
+    /// Writes CC.CF (`.cc`).
+    pub carry_out: bool,
+}
+
+modifier_enum! {
+    /// Float binary operations `op{.rnd}{.ftz}{.sat}.type d, a, b` (PTX ISA 9.7.3).
+    FloatBinOp { Add = "add", Sub = "sub", Mul = "mul", Div = "div", Min = "min", Max = "max" }
+}
+
+modifier_enum! {
+    /// Float unary operations (PTX ISA 9.7.3).
+    FloatUnOp {
+        Neg = "neg", Abs = "abs", Sqrt = "sqrt", Rcp = "rcp", Rsqrt = "rsqrt",
+        Ex2 = "ex2", Lg2 = "lg2", Sin = "sin", Cos = "cos",
+    }
+}
+
+/// Precision qualifier of float `div`, `sqrt`, `rcp` and the approximate functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// IEEE-754 rounding in the given mode.
+    Ieee(Rounding),
+    /// `.approx`: fast approximation (we compute the correctly rounded result, which is within
+    /// every documented error bound).
+    Approx,
+    /// `.full` (`div.full.f32`): 2 ulp in PTX; computed correctly rounded here.
+    Full,
+}
+
+modifier_enum! {
+    /// Direction of `shf`.
+    ShfDir { L = "l", R = "r" }
+}
+
+modifier_enum! {
+    /// Shift-amount handling of `shf`.
+    ShfMode { Wrap = "wrap", Clamp = "clamp" }
+}
+
+modifier_enum! {
+    /// `prmt` modes (PTX ISA 9.7.8.7).
+    PrmtMode { F4e = "f4e", B4e = "b4e", Rc8 = "rc8", Ecl = "ecl", Ecr = "ecr", Rc16 = "rc16" }
+}
+
+/// Rounding of `cvt`: a float rounding (`.rn` …) or an integer rounding (`.rni` …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CvtRounding {
+    Float(Rounding),
+    Int(IntRounding),
+}
+
+/// Direction of `cvta`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CvtaDir {
+    /// `cvta.space`: space address to generic.
+    ToGeneric,
+    /// `cvta.to.space`: generic address to space.
+    ToSpace,
+}
+
+/// One instruction, its modifiers typed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Inst {
+    Mov {
+        ty: Type,
+        d: Operand,
+        a: Operand,
+    },
+    Ld {
+        space: Option<Space>,
+        volatile: bool,
+        vec: u8,
+        ty: Type,
+        d: Operand,
+        addr: Address,
+    },
+    St {
+        space: Option<Space>,
+        volatile: bool,
+        vec: u8,
+        ty: Type,
+        addr: Address,
+        a: Operand,
+    },
+    Cvta {
+        dir: CvtaDir,
+        space: Space,
+        ty: Type,
+        d: Operand,
+        a: Operand,
+    },
+    /// add sub min max div rem and or xor shl shr on integer and pred types.
+    IntBin {
+        op: IntBinOp,
+        ty: Type,
+        sat: bool,
+        carry: Carry,
+        d: Operand,
+        a: Operand,
+        b: Operand,
+    },
+    IntUn {
+        op: IntUnOp,
+        ty: Type,
+        d: Operand,
+        a: Operand,
+    },
+    Mul {
+        mode: MulMode,
+        ty: Type,
+        d: Operand,
+        a: Operand,
+        b: Operand,
+    },
+    Mad {
+        mode: MulMode,
+        ty: Type,
+        sat: bool,
+        carry: Carry,
+        d: Operand,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    Shf {
+        dir: ShfDir,
+        mode: ShfMode,
+        d: Operand,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    Bfe {
+        ty: Type,
+        d: Operand,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    Bfi {
+        ty: Type,
+        d: Operand,
+        f: Operand,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    Prmt {
+        mode: Option<PrmtMode>,
+        d: Operand,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    Setp {
+        cmp: CmpOp,
+        combine: Option<BoolOp>,
+        ftz: bool,
+        ty: Type,
+        p: Operand,
+        q: Operand,
+        a: Operand,
+        b: Operand,
+        c: Option<Operand>,
+    },
+    Selp {
+        ty: Type,
+        d: Operand,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    Slct {
+        ty: Type,
+        cty: Type,
+        ftz: bool,
+        d: Operand,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    Cvt {
+        dty: Type,
+        aty: Type,
+        rnd: Option<CvtRounding>,
+        ftz: bool,
+        sat: bool,
+        d: Operand,
+        a: Operand,
+    },
+    FloatBin {
+        op: FloatBinOp,
+        ty: Type,
+        prec: Precision,
+        ftz: bool,
+        sat: bool,
+        d: Operand,
+        a: Operand,
+        b: Operand,
+    },
+    FloatUn {
+        op: FloatUnOp,
+        ty: Type,
+        prec: Precision,
+        ftz: bool,
+        d: Operand,
+        a: Operand,
+    },
+    /// `fma` and float `mad`: one rounding of a*b+c.
+    Fma {
+        ty: Type,
+        rnd: Rounding,
+        ftz: bool,
+        sat: bool,
+        d: Operand,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    Bra {
+        uni: bool,
+        target: LabelId,
+    },
+    Call {
+        uni: bool,
+        func: FuncId,
+        rets: Vec<Operand>,
+        args: Vec<Operand>,
+    },
+    Ret,
+    Exit,
+}
+
+/// An instruction with its guard and where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instruction {
+    pub guard: Option<Guard>,
+    pub inst: Inst,
+    pub span: Span,
+    /// 1-based source line.
+    pub line: u32,
+}
+
+/// A declared register.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegDecl {
+    pub name: String,
+    pub ty: Type,
+}
+
+/// What a function-level variable is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VarRole {
+    /// The i-th input parameter (`.param`).
+    Param(u32),
+    /// The i-th return parameter of a `.func`.
+    Ret(u32),
+    /// Declared in the body (`.local`, `.param` of a call sequence, `.shared`, `.global`).
+    Body,
+}
+
+/// A variable in memory: its space, element type, byte size and initial bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarDecl {
+    pub name: String,
+    pub space: Space,
+    pub ty: Type,
+    pub align: u32,
+    /// Total size in bytes (element size × element count).
+    pub size: usize,
+    /// Initial contents (module `.global`/`.const` with initialisers); empty means zeroed.
+    pub init: Vec<u8>,
+    pub role: VarRole,
+}
+
+/// A function parameter: in `.param` space (memory) or `.reg` space (a register, `.func` only).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Param {
+    Mem(VarId),
+    Reg(RegId),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FuncKind {
+    Entry,
+    Func,
+}
+
+modifier_enum! {
+    /// Linkage directives.
+    Linkage { Visible = "visible", Extern = "extern", Weak = "weak" }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub name: String,
+    pub kind: FuncKind,
+    pub linkage: Option<Linkage>,
+    pub params: Vec<Param>,
+    pub rets: Vec<Param>,
+    pub regs: Vec<RegDecl>,
+    pub vars: Vec<VarDecl>,
+    /// `None` for a prototype without a body.
+    pub body: Option<Vec<Instruction>>,
+    /// Label id → index of the instruction it precedes.
+    pub labels: Vec<usize>,
+    pub span: Span,
+}
+
+impl Function {
+    pub fn var(&self, i: u32) -> &VarDecl {
+        &self.vars[i as usize]
+    }
+    pub fn reg(&self, r: RegId) -> &RegDecl {
+        &self.regs[r.0 as usize]
+    }
+    /// The PTX type of a parameter.
+    pub fn param_type(&self, p: &Param) -> Type {
+        match p {
+            Param::Mem(VarId::Function(i)) => self.var(*i).ty,
+            Param::Mem(VarId::Module(_)) => unreachable!("parameters are function variables"),
+            Param::Reg(r) => self.reg(*r).ty,
+        }
+    }
+    /// Byte size of a parameter.
+    pub fn param_size(&self, p: &Param) -> usize {
+        match p {
+            Param::Mem(VarId::Function(i)) => self.var(*i).size,
+            Param::Mem(VarId::Module(_)) => unreachable!("parameters are function variables"),
+            Param::Reg(r) => self.reg(*r).ty.bytes(),
+        }
+    }
+    pub fn param_name(&self, p: &Param) -> &str {
+        match p {
+            Param::Mem(VarId::Function(i)) => &self.var(*i).name,
+            Param::Mem(VarId::Module(_)) => unreachable!("parameters are function variables"),
+            Param::Reg(r) => &self.reg(*r).name,
+        }
+    }
+}
+
+/// The text a module was parsed from, for locating diagnostics and faults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    /// File name as given (or `<input>`).
+    pub path: String,
+    pub text: String,
+}
+
+impl Source {
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let before = &self.text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        (line, before[line_start..].chars().count() + 1)
+    }
+    /// The whole source line containing a byte offset, without its newline.
+    pub fn line_text(&self, offset: usize) -> &str {
+        let offset = offset.min(self.text.len());
+        let start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let end = self.text[offset..]
+            .find('\n')
+            .map_or(self.text.len(), |i| offset + i);
+        self.text[start..end].trim_end_matches('\r')
+    }
+}
+
+/// A parsed and validated PTX module.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Module {
+    /// `.version major.minor`.
+    pub version: (u32, u32),
+    /// `.target` entries as written (e.g. `sm_80`).
+    pub target: Vec<String>,
+    /// `.address_size` (64 unless stated).
+    pub address_size: u32,
+    /// Module-level `.global` and `.const` variables.
+    pub vars: Vec<VarDecl>,
+    pub functions: Vec<Function>,
+    pub source: Source,
+}
+
+impl Module {
+    /// Finds a function (with a body, or a prototype) by name.
+    pub fn function(&self, name: &str) -> Option<(FuncId, &Function)> {
+        self.functions
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.name == name)
+            .map(|(i, f)| (FuncId(i as u32), f))
+    }
+    pub fn func(&self, id: FuncId) -> &Function {
+        &self.functions[id.0 as usize]
+    }
+    /// The SM version of the first `sm_NN` target, if any.
+    pub fn sm_version(&self) -> Option<u32> {
+        self.target.iter().find_map(|t| {
+            t.strip_prefix("sm_")
+                .map(|s| s.trim_end_matches(|c: char| c.is_ascii_alphabetic()))
+                .and_then(|s| s.parse().ok())
+        })
+    }
+}

@@ -1,0 +1,617 @@
+//! PTX text → typed, validated [`Module`].
+//!
+//! The pest grammar (`ptx.pest`) gives a parse tree; this module walks it, resolves every name
+//! (registers, variables, labels, functions) and hands each instruction to [`instr`], which maps
+//! its modifier list onto the opcode's typed form and checks operand types. All problems are
+//! collected as located [`Diagnostic`]s.
+
+pub mod diag;
+mod instr;
+pub mod literal;
+
+use crate::ast::*;
+pub use diag::{Diagnostic, ParseError};
+use pest::Parser;
+use pest::iterators::Pair;
+use std::collections::HashMap;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "../ptx.pest"]
+struct PtxParser;
+
+/// Deepest nesting of `{`, `(` and `[` accepted. pest parses recursively, so unbounded nesting
+/// would overflow the stack; real PTX nests a few levels.
+pub const MAX_NESTING: usize = 64;
+
+/// Parses and validates a module.
+pub fn parse(text: &str, path: &str) -> Result<Module, ParseError> {
+    let source = Source {
+        path: path.to_string(),
+        text: text.to_string(),
+    };
+    if let Some(span) = too_deep(text) {
+        return Err(ParseError::single(
+            source,
+            span,
+            format!("nesting deeper than {MAX_NESTING} levels"),
+        ));
+    }
+    let tree = match PtxParser::parse(Rule::module, text) {
+        Ok(mut pairs) => pairs.next().expect("the module rule always yields a pair"),
+        Err(e) => {
+            let (span, message) = syntax_error(text, &e);
+            return Err(ParseError::single(source, span, message));
+        }
+    };
+    let mut b = ModuleBuilder {
+        source: &source,
+        line_starts: std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect(),
+        diags: Vec::new(),
+        module_vars: HashMap::new(),
+        funcs: HashMap::new(),
+    };
+    let module = b.build(tree);
+    let diagnostics = b.diags;
+    if diagnostics.is_empty() {
+        Ok(module)
+    } else {
+        Err(ParseError {
+            source,
+            diagnostics,
+        })
+    }
+}
+
+/// Finds the first bracket that opens beyond [`MAX_NESTING`], skipping comments and strings.
+fn too_deep(text: &str) -> Option<Span> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += 1;
+                }
+            }
+            b'{' | b'(' | b'[' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(Span {
+                        start: i,
+                        end: i + 1,
+                    });
+                }
+            }
+            b'}' | b')' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Turns pest's error into a message naming the offending text and what was expected.
+fn syntax_error(text: &str, e: &pest::error::Error<Rule>) -> (Span, String) {
+    let pos = match e.location {
+        pest::error::InputLocation::Pos(p) => p,
+        pest::error::InputLocation::Span((s, _)) => s,
+    };
+    let found: String = text[pos..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != ';' && *c != ',')
+        .take(40)
+        .collect();
+    let span = Span {
+        start: pos,
+        end: pos + found.len().max(1),
+    };
+    let expected = match &e.variant {
+        pest::error::ErrorVariant::ParsingError { positives, .. } if !positives.is_empty() => {
+            let mut names: Vec<&str> = positives.iter().map(|r| rule_name(*r)).collect();
+            names.dedup();
+            format!("; expected {}", names.join(" or "))
+        }
+        _ => String::new(),
+    };
+    let message = if found.is_empty() {
+        format!("syntax error: unexpected end of input{expected}")
+    } else {
+        format!("syntax error: unexpected `{found}`{expected}")
+    };
+    (span, message)
+}
+
+fn rule_name(r: Rule) -> &'static str {
+    match r {
+        Rule::EOI => "end of input",
+        Rule::operand => "an operand",
+        Rule::instruction | Rule::head | Rule::opcode => "an instruction",
+        Rule::ident => "an identifier",
+        Rule::reg_name => "a register",
+        Rule::type_mod => "a type such as .u32",
+        Rule::int_lit => "an integer",
+        Rule::imm => "an immediate",
+        Rule::version_num => "a version number",
+        Rule::top_item | Rule::function | Rule::module_var => "a directive or function",
+        Rule::statement | Rule::label_def | Rule::reg_decl | Rule::body_var => "a statement",
+        Rule::body => "`{`",
+        Rule::params | Rule::ret_params => "`(`",
+        Rule::param_decl | Rule::param_space => "a parameter",
+        _ => "valid PTX",
+    }
+}
+
+pub(crate) fn span_of(p: &Pair<Rule>) -> Span {
+    Span {
+        start: p.as_span().start(),
+        end: p.as_span().end(),
+    }
+}
+
+/// A name in a function's scope.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Name {
+    Reg(RegId),
+    Var(VarId),
+}
+
+struct ModuleBuilder<'s> {
+    source: &'s Source,
+    /// Byte offset of each line's start, for instruction line numbers.
+    line_starts: Vec<usize>,
+    diags: Vec<Diagnostic>,
+    module_vars: HashMap<String, u32>,
+    funcs: HashMap<String, FuncId>,
+}
+
+impl<'s> ModuleBuilder<'s> {
+    fn err(&mut self, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::new(span, msg));
+    }
+
+    fn build(&mut self, tree: Pair<'s, Rule>) -> Module {
+        let mut module = Module {
+            version: (0, 0),
+            target: Vec::new(),
+            address_size: 64,
+            vars: Vec::new(),
+            functions: Vec::new(),
+            source: self.source.clone(),
+        };
+        let items: Vec<Pair<Rule>> = tree.into_inner().collect();
+        // First pass: directives, module variables and every function's signature, so that
+        // calls may name functions defined later.
+        let mut bodies: Vec<(FuncId, Pair<Rule>)> = Vec::new();
+        for item in &items {
+            match item.as_rule() {
+                Rule::version => {
+                    let num = item.clone().into_inner().next().unwrap();
+                    let (maj, min) = num.as_str().split_once('.').unwrap();
+                    match (maj.parse(), min.parse()) {
+                        (Ok(a), Ok(b)) => module.version = (a, b),
+                        _ => self.err(span_of(&num), "invalid .version number"),
+                    }
+                }
+                Rule::target => {
+                    module.target = item.clone().into_inner().map(|t| t.as_str().to_string()).collect()
+                }
+                Rule::address_size => {
+                    let lit = item.clone().into_inner().next().unwrap();
+                    match literal::parse_int(lit.as_str()) {
+                        Some(32) => module.address_size = 32,
+                        Some(64) => module.address_size = 64,
+                        _ => self.err(span_of(&lit), ".address_size must be 32 or 64"),
+                    }
+                    if module.address_size == 32 {
+                        self.err(span_of(item), "only .address_size 64 is supported");
+                    }
+                }
+                Rule::module_var => {
+                    if let Some(var) = self.var_decl(item.clone(), VarRole::Body, true) {
+                        if self.module_vars.contains_key(&var.name) {
+                            self.err(span_of(item), format!("duplicate variable `{}`", var.name));
+                        }
+                        self.module_vars.insert(var.name.clone(), module.vars.len() as u32);
+                        module.vars.push(var);
+                    }
+                }
+                Rule::function => {
+                    let (func, body) = self.signature(item.clone());
+                    match self.funcs.get(&func.name).copied() {
+                        Some(id) => {
+                            let prev = &mut module.functions[id.0 as usize];
+                            if body.is_some() && prev.body.is_some() {
+                                self.err(func.span, format!("duplicate definition of `{}`", func.name));
+                            } else if body.is_some() {
+                                *prev = func;
+                                bodies.push((id, body.unwrap()));
+                            }
+                        }
+                        None => {
+                            let id = FuncId(module.functions.len() as u32);
+                            self.funcs.insert(func.name.clone(), id);
+                            module.functions.push(func);
+                            if let Some(body) = body {
+                                bodies.push((id, body));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (id, body) in bodies {
+            let mut func = std::mem::replace(
+                &mut module.functions[id.0 as usize],
+                placeholder_function(),
+            );
+            self.function_body(&module, &mut func, body);
+            module.functions[id.0 as usize] = func;
+        }
+        module
+    }
+
+    /// Parses a variable declaration (`module_var`, `body_var` or `param_decl`).
+    fn var_decl(&mut self, pair: Pair<'s, Rule>, role: VarRole, module_level: bool) -> Option<VarDecl> {
+        let span = span_of(&pair);
+        let mut space = Space::Param;
+        let mut align = None;
+        let mut ty = None;
+        let mut name = String::new();
+        let mut dims: Vec<Option<usize>> = Vec::new();
+        let mut init: Option<Pair<Rule>> = None;
+        let mut vec = 1;
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::var_space | Rule::param_space => {
+                    space = Space::from_ptx(&p.as_str()[1..]).expect("grammar spaces are known")
+                }
+                Rule::align => {
+                    let lit = p.into_inner().next().unwrap();
+                    match literal::parse_int(lit.as_str()) {
+                        Some(a) if a > 0 && (a as u64).is_power_of_two() && a <= 4096 => {
+                            align = Some(a as u32)
+                        }
+                        _ => self.err(span_of(&lit), "alignment must be a power of two up to 4096"),
+                    }
+                }
+                Rule::vec_mod => vec = if p.as_str() == ".v2" { 2 } else { 4 },
+                Rule::type_mod => ty = self.type_of(&p),
+                Rule::ident => name = p.as_str().to_string(),
+                Rule::array_dim => {
+                    let n = p.clone().into_inner().next().map(|l| literal::parse_int(l.as_str()));
+                    match n {
+                        None => dims.push(None),
+                        Some(Some(n)) if n > 0 && n <= (1 << 30) => dims.push(Some(n as usize)),
+                        Some(_) => self.err(span_of(&p), "array size must be between 1 and 2^30"),
+                    }
+                }
+                Rule::initializer => init = Some(p),
+                Rule::linkage | Rule::ptr_attr => {}
+                r => unreachable!("unexpected {r:?} in a declaration"),
+            }
+        }
+        let ty = ty?;
+        if ty == Type::Pred {
+            self.err(span, "predicates cannot be stored in memory");
+            return None;
+        }
+        if module_level && !matches!(space, Space::Global | Space::Const) {
+            self.err(span, format!("module-level {space} variables are not supported"));
+            return None;
+        }
+        if space == Space::Shared {
+            self.err(span, ".shared variables are not supported yet");
+            return None;
+        }
+        let elem = ty.bytes() * vec;
+        let mut count = 1usize;
+        let mut unsized_array = false;
+        for d in &dims {
+            match d {
+                Some(n) => count = count.saturating_mul(*n),
+                None => unsized_array = true,
+            }
+        }
+        let mut bytes = Vec::new();
+        if let Some(init) = init {
+            if !matches!(space, Space::Global | Space::Const) {
+                self.err(span_of(&init), "only .global and .const variables take initialisers");
+            }
+            self.flatten_init(init, ty, &mut bytes);
+            if unsized_array {
+                count = bytes.len() / elem.max(1);
+            } else if bytes.len() > count * elem {
+                self.err(span, format!("initialiser has more elements than `{name}` holds"));
+            }
+        } else if unsized_array && role == VarRole::Body {
+            self.err(span, format!("array `{name}` needs a size or an initialiser"));
+        }
+        let size = count.saturating_mul(elem);
+        if size > (1 << 30) {
+            self.err(span, format!("variable `{name}` is larger than 1 GiB"));
+            return None;
+        }
+        if !bytes.is_empty() {
+            bytes.resize(size, 0);
+        }
+        Some(VarDecl {
+            name,
+            space,
+            ty,
+            align: align.unwrap_or(ty.bytes() as u32 * vec as u32),
+            size,
+            init: bytes,
+            role,
+        })
+    }
+
+    fn flatten_init(&mut self, p: Pair<'s, Rule>, ty: Type, out: &mut Vec<u8>) {
+        for item in p.into_inner() {
+            match item.as_rule() {
+                Rule::initializer => self.flatten_init(item, ty, out),
+                Rule::imm => {
+                    let span = span_of(&item);
+                    match instr::immediate(&item) {
+                        Some(imm) => {
+                            if let Err(m) = instr::check_imm(imm, ty) {
+                                self.err(span, m);
+                            }
+                            out.extend_from_slice(&imm.bits_for(ty).to_le_bytes()[..ty.bytes()]);
+                        }
+                        None => self.err(span, "invalid literal"),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn type_of(&mut self, p: &Pair<'s, Rule>) -> Option<Type> {
+        let t = Type::from_ptx(&p.as_str()[1..]);
+        if t.is_none() {
+            self.err(span_of(p), format!("type `{}` is not supported", p.as_str()));
+        }
+        t
+    }
+
+    /// A function's header: kind, name, parameters. Returns the body pair when there is one.
+    fn signature(&mut self, pair: Pair<'s, Rule>) -> (Function, Option<Pair<'s, Rule>>) {
+        let mut f = placeholder_function();
+        f.span = span_of(&pair);
+        let mut body = None;
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::linkage => f.linkage = Linkage::from_ptx(&p.as_str()[1..]),
+                Rule::entry_kw => f.kind = FuncKind::Entry,
+                Rule::func_kw => f.kind = FuncKind::Func,
+                Rule::ident => f.name = p.as_str().to_string(),
+                Rule::ret_params | Rule::params => {
+                    let is_ret = p.as_rule() == Rule::ret_params;
+                    for (i, decl) in p.into_inner().enumerate() {
+                        let role = if is_ret { VarRole::Ret(i as u32) } else { VarRole::Param(i as u32) };
+                        let dspan = span_of(&decl);
+                        let is_reg = decl.clone().into_inner().next().unwrap().as_str() == ".reg";
+                        let Some(var) = self.var_decl(decl, role, false) else { continue };
+                        let param = if is_reg {
+                            f.regs.push(RegDecl { name: var.name, ty: var.ty });
+                            Param::Reg(RegId(f.regs.len() as u32 - 1))
+                        } else {
+                            f.vars.push(var);
+                            Param::Mem(VarId::Function(f.vars.len() as u32 - 1))
+                        };
+                        if is_reg && f.kind == FuncKind::Entry {
+                            self.err(dspan, "kernel parameters must be in .param space");
+                        }
+                        if is_ret { f.rets.push(param) } else { f.params.push(param) }
+                    }
+                }
+                Rule::body => body = Some(p),
+                _ => {}
+            }
+        }
+        if f.kind == FuncKind::Entry && !f.rets.is_empty() {
+            self.err(f.span, "a kernel (.entry) cannot return values");
+        }
+        (f, body)
+    }
+
+    fn function_body(&mut self, module: &Module, func: &mut Function, body: Pair<'s, Rule>) {
+        let mut labels = HashMap::new();
+        self.collect_labels(body.clone(), &mut labels);
+        let mut fb = FnBuilder {
+            mb: self,
+            module,
+            scopes: vec![HashMap::new()],
+            labels,
+            label_pos: Vec::new(),
+            body: Vec::new(),
+        };
+        fb.label_pos = vec![usize::MAX; fb.labels.len()];
+        // Parameters are in the outermost scope.
+        for (i, v) in func.vars.iter().enumerate() {
+            fb.scopes[0].insert(v.name.clone(), Name::Var(VarId::Function(i as u32)));
+        }
+        for (i, r) in func.regs.iter().enumerate() {
+            fb.scopes[0].insert(r.name.clone(), Name::Reg(RegId(i as u32)));
+        }
+        fb.block(func, body);
+        let FnBuilder { body, label_pos, .. } = fb;
+        func.body = Some(body);
+        func.labels = label_pos;
+    }
+
+    fn collect_labels(&mut self, body: Pair<'s, Rule>, labels: &mut HashMap<String, (LabelId, Span)>) {
+        for st in body.into_inner() {
+            match st.as_rule() {
+                Rule::label_def => {
+                    let id = st.clone().into_inner().next().unwrap();
+                    let name = id.as_str().to_string();
+                    if labels.contains_key(&name) {
+                        self.err(span_of(&id), format!("duplicate label `{name}`"));
+                    } else {
+                        let n = labels.len() as u32;
+                        labels.insert(name, (LabelId(n), span_of(&id)));
+                    }
+                }
+                Rule::body => self.collect_labels(st, labels),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn placeholder_function() -> Function {
+    Function {
+        name: String::new(),
+        kind: FuncKind::Func,
+        linkage: None,
+        params: Vec::new(),
+        rets: Vec::new(),
+        regs: Vec::new(),
+        vars: Vec::new(),
+        body: None,
+        labels: Vec::new(),
+        span: Span::default(),
+    }
+}
+
+/// Builds one function body: scopes, declarations, labels and instructions.
+pub(crate) struct FnBuilder<'a, 's> {
+    mb: &'a mut ModuleBuilder<'s>,
+    pub(crate) module: &'a Module,
+    scopes: Vec<HashMap<String, Name>>,
+    pub(crate) labels: HashMap<String, (LabelId, Span)>,
+    label_pos: Vec<usize>,
+    body: Vec<Instruction>,
+}
+
+impl<'a, 's> FnBuilder<'a, 's> {
+    pub(crate) fn err(&mut self, span: Span, msg: impl Into<String>) {
+        self.mb.err(span, msg);
+    }
+
+    /// 1-based line of a byte offset.
+    pub(crate) fn line_of(&self, offset: usize) -> u32 {
+        self.mb.line_starts.partition_point(|&s| s <= offset) as u32
+    }
+
+    pub(crate) fn lookup(&self, name: &str) -> Option<Name> {
+        for scope in self.scopes.iter().rev() {
+            if let Some(n) = scope.get(name) {
+                return Some(*n);
+            }
+        }
+        self.mb
+            .module_vars
+            .get(name)
+            .map(|&i| Name::Var(VarId::Module(i)))
+    }
+
+    pub(crate) fn func_id(&self, name: &str) -> Option<FuncId> {
+        self.mb.funcs.get(name).copied()
+    }
+
+    fn declare(&mut self, name: String, n: Name, span: Span) {
+        let scope = self.scopes.last_mut().unwrap();
+        if scope.contains_key(&name) {
+            self.mb.err(span, format!("`{name}` is already declared in this scope"));
+        } else {
+            scope.insert(name, n);
+        }
+    }
+
+    fn block(&mut self, func: &mut Function, body: Pair<'s, Rule>) {
+        for st in body.into_inner() {
+            let span = span_of(&st);
+            match st.as_rule() {
+                Rule::label_def => {
+                    let name = st.into_inner().next().unwrap().as_str();
+                    let id = self.labels[name].0;
+                    self.label_pos[id.0 as usize] = self.body.len();
+                }
+                Rule::reg_decl => self.reg_decl(func, st),
+                Rule::body_var => {
+                    if let Some(var) = self.mb.var_decl(st, VarRole::Body, false) {
+                        if !matches!(var.space, Space::Local | Space::Param) {
+                            self.err(span, format!("{} variables inside a function are not supported", var.space));
+                            continue;
+                        }
+                        let id = VarId::Function(func.vars.len() as u32);
+                        let name = var.name.clone();
+                        func.vars.push(var);
+                        self.declare(name, Name::Var(id), span);
+                    }
+                }
+                Rule::body => {
+                    self.scopes.push(HashMap::new());
+                    self.block(func, st);
+                    self.scopes.pop();
+                }
+                Rule::instruction => {
+                    if let Some(inst) = instr::build(self, func, st) {
+                        self.body.push(inst);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn reg_decl(&mut self, func: &mut Function, st: Pair<'s, Rule>) {
+        let mut ty = None;
+        for p in st.into_inner() {
+            match p.as_rule() {
+                Rule::vec_mod => {
+                    self.err(span_of(&p), "vector registers are not supported");
+                    return;
+                }
+                Rule::type_mod => {
+                    ty = self.mb.type_of(&p);
+                    if ty.is_none() {
+                        return;
+                    }
+                }
+                Rule::reg_item => {
+                    let span = span_of(&p);
+                    let mut inner = p.into_inner();
+                    let name = inner.next().unwrap().as_str().to_string();
+                    let ty = ty.unwrap();
+                    match inner.next() {
+                        None => {
+                            func.regs.push(RegDecl { name: name.clone(), ty });
+                            self.declare(name, Name::Reg(RegId(func.regs.len() as u32 - 1)), span);
+                        }
+                        Some(n) => match literal::parse_int(n.as_str()) {
+                            Some(n) if (0..=65536).contains(&n) => {
+                                for i in 0..n {
+                                    let full = format!("{name}{i}");
+                                    func.regs.push(RegDecl { name: full.clone(), ty });
+                                    self.declare(full, Name::Reg(RegId(func.regs.len() as u32 - 1)), span);
+                                }
+                            }
+                            _ => self.err(span_of(&n), "register range must be between 0 and 65536"),
+                        },
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! ptxjit: NVIDIA PTX on x86-64 CPUs — a typed front end, a reference interpreter and (next)
+//! a Cranelift JIT behind one engine interface.
+
+pub mod ast;
+pub mod frontend;
+
+pub use ast::Module;
+pub use frontend::ParseError;
+
+impl Module {
+    /// Parses and validates PTX text; `path` names it in diagnostics.
+    pub fn parse_named(text: &str, path: &str) -> Result<Module, ParseError> {
+        frontend::parse(text, path)
+    }
+    /// Parses and validates PTX text.
+    pub fn parse(text: &str) -> Result<Module, ParseError> {
+        frontend::parse(text, "<input>")
+    }
+}

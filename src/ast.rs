@@ -443,20 +443,22 @@ pub enum Inst {
         b: Operand,
         c: Operand,
     },
+    /// `bfe.type d, a, pos, len`.
     Bfe {
         ty: Type,
         d: Operand,
         a: Operand,
-        b: Operand,
-        c: Operand,
+        pos: Operand,
+        len: Operand,
     },
+    /// `bfi.type f, a, b, pos, len` (the manual calls the destination `f`).
     Bfi {
         ty: Type,
         d: Operand,
-        f: Operand,
         a: Operand,
         b: Operand,
-        c: Operand,
+        pos: Operand,
+        len: Operand,
     },
     Prmt {
         mode: Option<PrmtMode>,

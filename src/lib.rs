@@ -2,10 +2,15 @@
 //! a Cranelift JIT behind one engine interface.
 
 pub mod ast;
+pub mod engine;
 pub mod frontend;
+pub mod interp;
+pub mod softfloat;
 
 pub use ast::Module;
+pub use engine::{Arg, Dim3, Engine, Fault, RunError, Value};
 pub use frontend::ParseError;
+pub use interp::Interpreter;
 
 impl Module {
     /// Parses and validates PTX text; `path` names it in diagnostics.

@@ -887,8 +887,8 @@ fn bitfield(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
             ty,
             d: cx.dst(&ops[0], ty)?,
             a: cx.src(&ops[1], ty)?,
-            b: cx.src(&ops[2], U32)?,
-            c: cx.src(&ops[3], U32)?,
+            pos: cx.src(&ops[2], U32)?,
+            len: cx.src(&ops[3], U32)?,
         })
     } else {
         let ty = cx.one_type(&[B32, B64])?;
@@ -896,10 +896,10 @@ fn bitfield(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         Ok(Inst::Bfi {
             ty,
             d: cx.dst(&ops[0], ty)?,
-            f: cx.src(&ops[1], ty)?,
-            a: cx.src(&ops[2], ty)?,
-            b: cx.src(&ops[3], U32)?,
-            c: cx.src(&ops[4], U32)?,
+            a: cx.src(&ops[1], ty)?,
+            b: cx.src(&ops[2], ty)?,
+            pos: cx.src(&ops[3], U32)?,
+            len: cx.src(&ops[4], U32)?,
         })
     }
 }
@@ -1009,7 +1009,7 @@ fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         return err(cx.head, "cvt takes two types: cvt.dtype.atype");
     };
     for (t, s) in [(dty, dspan), (aty, aspan)] {
-        if matches!(t, Pred | F16) {
+        if matches!(t.kind(), TypeKind::Pred | TypeKind::Bits) || t == F16 {
             return err(s, format!("cvt does not support {t} here"));
         }
     }

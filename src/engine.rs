@@ -1,0 +1,165 @@
+//! What every engine offers: calling a `.func`, launching an `.entry`, and the values,
+//! arguments and errors they exchange with the host.
+
+use crate::ast::{Source, Span, Type};
+use std::fmt;
+
+/// A typed scalar: the PTX type and its bit pattern in the low bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Value {
+    pub ty: Type,
+    pub bits: u64,
+}
+
+impl Value {
+    pub fn new(ty: Type, bits: u64) -> Value {
+        Value {
+            ty,
+            bits: bits & ty.mask(),
+        }
+    }
+    pub fn u32(v: u32) -> Value {
+        Value::new(Type::U32, v as u64)
+    }
+    pub fn u64(v: u64) -> Value {
+        Value::new(Type::U64, v)
+    }
+    pub fn s32(v: i32) -> Value {
+        Value::new(Type::S32, v as u32 as u64)
+    }
+    pub fn s64(v: i64) -> Value {
+        Value::new(Type::S64, v as u64)
+    }
+    pub fn f32(v: f32) -> Value {
+        Value::new(Type::F32, v.to_bits() as u64)
+    }
+    pub fn f64(v: f64) -> Value {
+        Value::new(Type::F64, v.to_bits())
+    }
+    /// Little-endian bytes of the value at its type's size.
+    pub fn to_le_bytes(self) -> Vec<u8> {
+        self.bits.to_le_bytes()[..self.ty.bytes()].to_vec()
+    }
+    /// Equality where any NaN equals any NaN of the same type.
+    pub fn same_as(self, other: Value) -> bool {
+        if self.ty != other.ty {
+            return false;
+        }
+        let nan = |v: Value| match v.ty {
+            Type::F32 => f32::from_bits(v.bits as u32).is_nan(),
+            Type::F64 => f64::from_bits(v.bits).is_nan(),
+            _ => false,
+        };
+        self.bits == other.bits || (nan(self) && nan(other))
+    }
+}
+
+impl fmt::Display for Value {
+    /// The CLI's output format: `0x` + zero-padded lowercase hex for integers, `0f`/`0d` +
+    /// hex bits for floats.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ty {
+            Type::F32 => write!(f, "0f{:08x}", self.bits),
+            Type::F64 => write!(f, "0d{:016x}", self.bits),
+            Type::Pred => write!(f, "{}", self.bits & 1),
+            t => write!(f, "0x{:0width$x}", self.bits, width = t.bytes() * 2),
+        }
+    }
+}
+
+/// A kernel argument: a scalar, or a buffer passed as its 64-bit global address.
+#[derive(Debug)]
+pub enum Arg<'a> {
+    Scalar(Value),
+    Buffer(&'a mut [u8]),
+}
+
+/// Grid and block extents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+impl Dim3 {
+    pub fn new(x: u32, y: u32, z: u32) -> Dim3 {
+        Dim3 { x, y, z }
+    }
+    pub fn x(x: u32) -> Dim3 {
+        Dim3 { x, y: 1, z: 1 }
+    }
+    pub fn count(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+    /// The i-th point in x-major order.
+    pub fn point(self, i: u64) -> [u32; 3] {
+        let x = (i % self.x as u64) as u32;
+        let y = ((i / self.x as u64) % self.y as u64) as u32;
+        let z = (i / (self.x as u64 * self.y as u64)) as u32;
+        [x, y, z]
+    }
+}
+
+impl fmt::Display for Dim3 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({},{},{})", self.x, self.y, self.z)
+    }
+}
+
+/// A fault inside running PTX: where it happened and what.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fault {
+    pub message: String,
+    /// The function or kernel that was running.
+    pub function: String,
+    /// Block and thread indices (`%ctaid`, `%tid`).
+    pub ctaid: [u32; 3],
+    pub tid: [u32; 3],
+    /// The faulting instruction.
+    pub span: Span,
+    pub line: u32,
+    /// The address involved, for memory faults.
+    pub address: Option<u64>,
+}
+
+/// Why a call or launch did not complete.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunError {
+    /// The request itself is wrong (unknown function, wrong argument count or types).
+    Usage(String),
+    /// The PTX faulted while running.
+    Fault(Box<Fault>, Box<Source>),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Usage(m) => write!(f, "error: {m}"),
+            RunError::Fault(fault, source) => {
+                crate::frontend::diag::render(source, fault.span, &fault.message, f)?;
+                write!(
+                    f,
+                    "  = in `{}`, block ({},{},{}), thread ({},{},{})",
+                    fault.function,
+                    fault.ctaid[0],
+                    fault.ctaid[1],
+                    fault.ctaid[2],
+                    fault.tid[0],
+                    fault.tid[1],
+                    fault.tid[2]
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// An engine runs a parsed module: the interpreter now, the JIT next.
+pub trait Engine {
+    /// Calls a `.func` with scalar arguments; returns its return values in order.
+    fn call(&self, func: &str, args: &[Value]) -> Result<Vec<Value>, RunError>;
+    /// Launches an `.entry` over `grid` blocks of `block` threads.
+    fn launch(&self, kernel: &str, grid: Dim3, block: Dim3, args: &mut [Arg]) -> Result<(), RunError>;
+}

@@ -1,0 +1,315 @@
+//! The soft-float reference: exact IEEE-754 arithmetic in every rounding mode, on bit patterns,
+//! built on `rustc_apfloat` (the soft-float of rustc and Miri). Both engines may call it; the
+//! interpreter uses it for every directed rounding, the JIT for its portable fallback.
+//!
+//! Also holds PTX's float conventions shared by both engines: the canonical NaN, flush to
+//! zero, saturation, and the functions PTX only approximates (`ex2`, `lg2`, `sin`, `cos`,
+//! `rsqrt`), for which we define one result each.
+
+use crate::ast::Rounding;
+use rustc_apfloat::ieee::{Double, Single};
+use rustc_apfloat::{Float, FloatConvert, Round};
+
+/// The two float formats PTX computes in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fmt {
+    F32,
+    F64,
+}
+
+impl Fmt {
+    pub fn of(ty: crate::ast::Type) -> Fmt {
+        match ty {
+            crate::ast::Type::F64 => Fmt::F64,
+            _ => Fmt::F32,
+        }
+    }
+    /// The canonical NaN PTX produces for f32 (`0x7fffffff`, PTX ISA 9.7.3 notes); for f64
+    /// we choose the same shape, `0x7fffffffffffffff`.
+    pub fn canonical_nan(self) -> u64 {
+        match self {
+            Fmt::F32 => 0x7fff_ffff,
+            Fmt::F64 => 0x7fff_ffff_ffff_ffff,
+        }
+    }
+    pub fn is_nan(self, bits: u64) -> bool {
+        match self {
+            Fmt::F32 => f32::from_bits(bits as u32).is_nan(),
+            Fmt::F64 => f64::from_bits(bits).is_nan(),
+        }
+    }
+    pub fn sign_bit(self) -> u64 {
+        match self {
+            Fmt::F32 => 1 << 31,
+            Fmt::F64 => 1 << 63,
+        }
+    }
+    /// True for subnormal (denormal) values, excluding zero.
+    pub fn is_subnormal(self, bits: u64) -> bool {
+        match self {
+            Fmt::F32 => f32::from_bits(bits as u32).is_subnormal(),
+            Fmt::F64 => f64::from_bits(bits).is_subnormal(),
+        }
+    }
+    /// `.ftz`: a subnormal becomes a zero of the same sign.
+    pub fn flush(self, bits: u64) -> u64 {
+        if self.is_subnormal(bits) {
+            bits & self.sign_bit()
+        } else {
+            bits
+        }
+    }
+    /// Replaces any NaN by the canonical NaN.
+    pub fn canonical(self, bits: u64) -> u64 {
+        if self.is_nan(bits) {
+            self.canonical_nan()
+        } else {
+            bits
+        }
+    }
+    /// `.sat`: clamps to [0.0, 1.0]; NaN becomes +0.0 (PTX ISA 9.7.3).
+    pub fn saturate(self, bits: u64) -> u64 {
+        match self {
+            Fmt::F32 => {
+                let v = f32::from_bits(bits as u32);
+                if v.is_nan() || v <= 0.0 {
+                    0
+                } else if v >= 1.0 {
+                    1.0f32.to_bits() as u64
+                } else {
+                    bits
+                }
+            }
+            Fmt::F64 => {
+                let v = f64::from_bits(bits);
+                if v.is_nan() || v <= 0.0 {
+                    0
+                } else if v >= 1.0 {
+                    1.0f64.to_bits()
+                } else {
+                    bits
+                }
+            }
+        }
+    }
+}
+
+fn round(r: Rounding) -> Round {
+    match r {
+        Rounding::Rn => Round::NearestTiesToEven,
+        Rounding::Rz => Round::TowardZero,
+        Rounding::Rm => Round::TowardNegative,
+        Rounding::Rp => Round::TowardPositive,
+    }
+}
+
+/// Applies an apfloat operation in the given format.
+macro_rules! in_fmt {
+    ($fmt:expr, |$t:ident| $body:expr) => {
+        match $fmt {
+            Fmt::F32 => {
+                type $t = Single;
+                $body
+            }
+            Fmt::F64 => {
+                type $t = Double;
+                $body
+            }
+        }
+    };
+}
+
+fn from(f: Fmt, bits: u64) -> u128 {
+    match f {
+        Fmt::F32 => (bits & 0xffff_ffff) as u128,
+        Fmt::F64 => bits as u128,
+    }
+}
+
+/// a + b, rounded once.
+pub fn add(f: Fmt, r: Rounding, a: u64, b: u64) -> u64 {
+    in_fmt!(f, |T| T::from_bits(from(f, a)).add_r(T::from_bits(from(f, b)), round(r)).value.to_bits() as u64)
+}
+
+/// a - b, rounded once.
+pub fn sub(f: Fmt, r: Rounding, a: u64, b: u64) -> u64 {
+    in_fmt!(f, |T| T::from_bits(from(f, a)).sub_r(T::from_bits(from(f, b)), round(r)).value.to_bits() as u64)
+}
+
+/// a × b, rounded once.
+pub fn mul(f: Fmt, r: Rounding, a: u64, b: u64) -> u64 {
+    in_fmt!(f, |T| T::from_bits(from(f, a)).mul_r(T::from_bits(from(f, b)), round(r)).value.to_bits() as u64)
+}
+
+/// a ÷ b, rounded once.
+pub fn div(f: Fmt, r: Rounding, a: u64, b: u64) -> u64 {
+    in_fmt!(f, |T| T::from_bits(from(f, a)).div_r(T::from_bits(from(f, b)), round(r)).value.to_bits() as u64)
+}
+
+/// a × b + c in infinite precision, rounded once.
+pub fn fma(f: Fmt, r: Rounding, a: u64, b: u64, c: u64) -> u64 {
+    in_fmt!(f, |T| T::from_bits(from(f, a))
+        .mul_add_r(T::from_bits(from(f, b)), T::from_bits(from(f, c)), round(r))
+        .value
+        .to_bits() as u64)
+}
+
+/// √a, rounded once. The round-to-nearest root is computed by the host (IEEE-754 requires it
+/// correctly rounded); the exact residual a − r² (one fused multiply-add, exact for a
+/// correctly rounded root) tells on which side of the true root r lies, which fixes the
+/// directed modes.
+pub fn sqrt(f: Fmt, r: Rounding, a: u64) -> u64 {
+    match f {
+        Fmt::F32 => {
+            let x = f32::from_bits(a as u32);
+            let root = x.sqrt();
+            if root.is_nan() || root.is_infinite() || root == 0.0 || r == Rounding::Rn {
+                return root.to_bits() as u64;
+            }
+            let residual = (-root).mul_add(root, x);
+            let adjusted = match r {
+                Rounding::Rz | Rounding::Rm if residual < 0.0 => root.next_down(),
+                Rounding::Rp if residual > 0.0 => root.next_up(),
+                _ => root,
+            };
+            adjusted.to_bits() as u64
+        }
+        Fmt::F64 => {
+            let x = f64::from_bits(a);
+            let root = x.sqrt();
+            if root.is_nan() || root.is_infinite() || root == 0.0 || r == Rounding::Rn {
+                return root.to_bits();
+            }
+            let residual = (-root).mul_add(root, x);
+            let adjusted = match r {
+                Rounding::Rz | Rounding::Rm if residual < 0.0 => root.next_down(),
+                Rounding::Rp if residual > 0.0 => root.next_up(),
+                _ => root,
+            };
+            adjusted.to_bits()
+        }
+    }
+}
+
+/// Integer → float, rounded once.
+pub fn from_int(f: Fmt, r: Rounding, v: i128) -> u64 {
+    in_fmt!(f, |T| T::from_i128_r(v, round(r)).value.to_bits() as u64)
+}
+
+/// Float → integer of `width` bits with rounding `r`: saturating, NaN → 0 (PTX ISA 9.7.9.21).
+/// Returns the value as a two's-complement bit pattern in the low `width` bits.
+pub fn to_int(f: Fmt, r: Rounding, bits: u64, signed: bool, width: u32) -> u64 {
+    let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+    in_fmt!(f, |T| {
+        let x = T::from_bits(from(f, bits));
+        if x.is_nan() {
+            return 0;
+        }
+        if signed {
+            (x.to_i128_r(width as usize, round(r), &mut true).value as u64) & mask
+        } else {
+            (x.to_u128_r(width as usize, round(r), &mut true).value as u64) & mask
+        }
+    })
+}
+
+/// Rounds to an integral value in the same format (cvt.rni.f32.f32 and friends).
+pub fn round_integral(f: Fmt, r: Rounding, bits: u64) -> u64 {
+    in_fmt!(f, |T| T::from_bits(from(f, bits)).round_to_integral(round(r)).value.to_bits() as u64)
+}
+
+/// f32 → f64 (exact) or f64 → f32 (rounded once).
+pub fn convert(from_fmt: Fmt, to: Fmt, r: Rounding, bits: u64) -> u64 {
+    let mut lost = false;
+    match (from_fmt, to) {
+        (Fmt::F32, Fmt::F64) => {
+            let v: Double = Single::from_bits(from(from_fmt, bits)).convert_r(round(r), &mut lost).value;
+            v.to_bits() as u64
+        }
+        (Fmt::F64, Fmt::F32) => {
+            let v: Single = Double::from_bits(bits as u128).convert_r(round(r), &mut lost).value;
+            v.to_bits() as u64
+        }
+        _ => bits,
+    }
+}
+
+/// `ex2.approx`: 2^a. PTX bounds the error (2 ulp for f32); we define the result as the
+/// host's `exp2` in double precision rounded to the format, the same in both engines.
+pub fn ex2_approx(f: Fmt, a: u64) -> u64 {
+    approx(f, a, f64::exp2)
+}
+
+/// `lg2.approx`: log2(a), defined like [`ex2_approx`].
+pub fn lg2_approx(f: Fmt, a: u64) -> u64 {
+    approx(f, a, f64::log2)
+}
+
+/// `sin.approx`, defined like [`ex2_approx`].
+pub fn sin_approx(f: Fmt, a: u64) -> u64 {
+    approx(f, a, f64::sin)
+}
+
+/// `cos.approx`, defined like [`ex2_approx`].
+pub fn cos_approx(f: Fmt, a: u64) -> u64 {
+    approx(f, a, f64::cos)
+}
+
+/// `rsqrt.approx`: 1/√a, defined like [`ex2_approx`].
+pub fn rsqrt_approx(f: Fmt, a: u64) -> u64 {
+    approx(f, a, |x| 1.0 / x.sqrt())
+}
+
+fn approx(f: Fmt, a: u64, op: fn(f64) -> f64) -> u64 {
+    match f {
+        Fmt::F32 => (op(f32::from_bits(a as u32) as f64) as f32).to_bits() as u64,
+        Fmt::F64 => op(f64::from_bits(a)).to_bits(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directed_rounding_of_one_third() {
+        let one = 1.0f32.to_bits() as u64;
+        let three = 3.0f32.to_bits() as u64;
+        let rn = div(Fmt::F32, Rounding::Rn, one, three);
+        let rz = div(Fmt::F32, Rounding::Rz, one, three);
+        let rp = div(Fmt::F32, Rounding::Rp, one, three);
+        // 1/3 = 0x3eaaaaab rounded to nearest (the tail 0xaaa... rounds up).
+        assert_eq!(rn, 0x3eaa_aaab);
+        assert_eq!(rz, 0x3eaa_aaaa);
+        assert_eq!(rp, 0x3eaa_aaab);
+    }
+
+    #[test]
+    fn directed_sqrt_brackets_the_root() {
+        let two = 2.0f64.to_bits();
+        let lo = f64::from_bits(sqrt(Fmt::F64, Rounding::Rz, two));
+        let hi = f64::from_bits(sqrt(Fmt::F64, Rounding::Rp, two));
+        assert_eq!(hi, lo.next_up());
+        assert!(lo * lo < 2.0 || (lo as f64).mul_add(lo, -2.0) < 0.0);
+        // Exact roots stay exact in every mode.
+        let four = 4.0f32.to_bits() as u64;
+        for r in Rounding::ALL {
+            assert_eq!(sqrt(Fmt::F32, *r, four), 2.0f32.to_bits() as u64);
+        }
+    }
+
+    #[test]
+    fn float_to_int_saturates_and_maps_nan_to_zero() {
+        let big = 1e20f32.to_bits() as u64;
+        assert_eq!(to_int(Fmt::F32, Rounding::Rz, big, true, 32), 0x7fff_ffff);
+        assert_eq!(to_int(Fmt::F32, Rounding::Rz, big, false, 32), 0xffff_ffff);
+        let neg = (-1e20f32).to_bits() as u64;
+        assert_eq!(to_int(Fmt::F32, Rounding::Rz, neg, true, 32), 0x8000_0000);
+        assert_eq!(to_int(Fmt::F32, Rounding::Rz, neg, false, 32), 0);
+        assert_eq!(to_int(Fmt::F32, Rounding::Rz, 0x7fc0_0000, true, 32), 0);
+        let x = (-2.5f64).to_bits();
+        assert_eq!(to_int(Fmt::F64, Rounding::Rn, x, true, 64) as i64, -2);
+        assert_eq!(to_int(Fmt::F64, Rounding::Rm, x, true, 64) as i64, -3);
+        assert_eq!(to_int(Fmt::F64, Rounding::Rp, x, true, 64) as i64, -2);
+    }
+}

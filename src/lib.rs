@@ -2,6 +2,7 @@
 //! a Cranelift JIT behind one engine interface.
 
 pub mod ast;
+pub mod cli;
 pub mod engine;
 pub mod frontend;
 pub mod interp;

@@ -1,9 +1,13 @@
+//! The `ptxjit` command; see `ptxjit::cli` for its contract.
+
 fn main() {
-    for p in std::env::args().skip(1) {
-        let t = std::fs::read_to_string(&p).unwrap();
-        match ptxjit::frontend::parse(&t, &p) {
-            Ok(m) => println!("{p}: ok, {} functions, {} instrs", m.functions.len(), m.functions.iter().map(|f| f.body.as_ref().map_or(0, |b| b.len())).sum::<usize>()),
-            Err(e) => println!("{e}"),
-        }
-    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let stdin = std::io::stdin();
+    let code = ptxjit::cli::run(
+        &args,
+        &mut stdin.lock(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+    std::process::exit(code);
 }

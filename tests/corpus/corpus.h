@@ -17,6 +17,8 @@
 #define SQRT(x) __builtin_sqrt(x)
 #define FMAF(a, b, c) __builtin_fmaf(a, b, c)
 #define FMA(a, b, c) __builtin_fma(a, b, c)
+#define BREV32(x) __builtin_bitreverse32(x)
+#define BREV64(x) __builtin_bitreverse64(x)
 #else
 #include <math.h>
 #define KERNEL extern "C" void
@@ -35,6 +37,13 @@ extern Dim3 host_tid, host_ntid, host_ctaid, host_nctaid;
 #define SQRT(x) sqrt(x)
 #define FMAF(a, b, c) fmaf(a, b, c)
 #define FMA(a, b, c) fma(a, b, c)
+static inline uint64_t host_brev(uint64_t x, int bits) {
+  uint64_t r = 0;
+  for (int i = 0; i < bits; i++) r |= ((x >> i) & 1) << (bits - 1 - i);
+  return r;
+}
+#define BREV32(x) ((uint32_t)host_brev((x), 32))
+#define BREV64(x) host_brev((x), 64)
 #endif
 #define GLOBAL_X (CTAID_X * NTID_X + TID_X)
 #define GLOBAL_Y (CTAID_Y * NTID_Y + TID_Y)

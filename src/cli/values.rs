@@ -1,0 +1,161 @@
+//! Values on the command line: scalars typed by a PTX parameter, and `launch`'s argument
+//! SPECs (`TYPE:VALUE`, `TYPE[]:V1,V2`, `TYPE[]:@PATH`, `TYPE[N]`).
+
+use crate::ast::{Type, TypeKind};
+use crate::engine::Value;
+
+/// Parses one scalar of type `ty`: integers in decimal (negative for signed types) or `0x`
+/// hex; floats in decimal or as PTX hex bits `0fXXXXXXXX` / `0dXXXXXXXXXXXXXXXX`.
+pub fn parse_value(ty: Type, text: &str) -> Result<Value, String> {
+    let bad = || format!("`{text}` is not a valid {ty} value");
+    match ty.kind() {
+        TypeKind::Float => {
+            let bits = if let Some(h) = text.strip_prefix("0f").or(text.strip_prefix("0F")) {
+                if ty != Type::F32 || h.len() != 8 {
+                    return Err(format!("`{text}`: 0f takes 8 hex digits and is for .f32"));
+                }
+                u64::from_str_radix(h, 16).map_err(|_| bad())?
+            } else if let Some(h) = text.strip_prefix("0d").or(text.strip_prefix("0D")) {
+                if ty != Type::F64 || h.len() != 16 {
+                    return Err(format!("`{text}`: 0d takes 16 hex digits and is for .f64"));
+                }
+                u64::from_str_radix(h, 16).map_err(|_| bad())?
+            } else if ty == Type::F32 {
+                text.parse::<f32>().map_err(|_| bad())?.to_bits() as u64
+            } else {
+                text.parse::<f64>().map_err(|_| bad())?.to_bits()
+            };
+            Ok(Value::new(ty, bits))
+        }
+        _ => {
+            let (neg, body) = match text.strip_prefix('-') {
+                Some(b) => (true, b),
+                None => (false, text),
+            };
+            let mag = if let Some(h) = body.strip_prefix("0x").or(body.strip_prefix("0X")) {
+                u128::from_str_radix(h, 16).map_err(|_| bad())?
+            } else {
+                if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(bad());
+                }
+                body.parse::<u128>().map_err(|_| bad())?
+            };
+            let bits = ty.bits();
+            if neg {
+                if !ty.is_signed() {
+                    return Err(format!("`{text}`: negative values need a signed type, not {ty}"));
+                }
+                if mag > 1u128 << (bits - 1) {
+                    return Err(format!("`{text}` is out of range for {ty}"));
+                }
+                Ok(Value::new(ty, (mag as u64).wrapping_neg()))
+            } else {
+                if mag > ty.mask() as u128 {
+                    return Err(format!("`{text}` is out of range for {ty}"));
+                }
+                Ok(Value::new(ty, mag as u64))
+            }
+        }
+    }
+}
+
+/// A `launch` argument as given on the command line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Spec {
+    Scalar(Value),
+    /// A buffer of elements of `ty`, with its initial bytes.
+    Buffer { ty: Type, bytes: Vec<u8> },
+}
+
+fn spec_type(s: &str) -> Result<Type, String> {
+    match Type::from_ptx(s) {
+        Some(t) if t.kind() != TypeKind::Pred && t != Type::F16 => Ok(t),
+        _ => Err(format!("unknown argument type `{s}` (use u8…u64, s8…s64, b8…b64, f32, f64)")),
+    }
+}
+
+/// Parses a SPEC; `@PATH` files are read here.
+pub fn parse_spec(spec: &str) -> Result<Spec, String> {
+    let (head, value) = match spec.split_once(':') {
+        Some((h, v)) => (h, Some(v)),
+        None => (spec, None),
+    };
+    let Some(open) = head.find('[') else {
+        let ty = spec_type(head)?;
+        let v = value.ok_or_else(|| format!("`{spec}`: a scalar needs a value, as in {head}:5"))?;
+        return Ok(Spec::Scalar(parse_value(ty, v)?));
+    };
+    let ty = spec_type(&head[..open])?;
+    let count = head[open + 1..]
+        .strip_suffix(']')
+        .ok_or_else(|| format!("`{spec}`: missing `]`"))?;
+    if !count.is_empty() {
+        let n: usize = count.parse().map_err(|_| format!("`{spec}`: bad element count `{count}`"))?;
+        if value.is_some() {
+            return Err(format!("`{spec}`: give either a count or values, as in {ty}[]:1,2"));
+        }
+        if n.checked_mul(ty.bytes()).is_none_or(|b| b > 1 << 34) {
+            return Err(format!("`{spec}`: buffer too large"));
+        }
+        return Ok(Spec::Buffer { ty, bytes: vec![0; n * ty.bytes()] });
+    }
+    let value = value.ok_or_else(|| format!("`{spec}`: a buffer needs values or a count"))?;
+    let bytes = if let Some(path) = value.strip_prefix('@') {
+        let b = std::fs::read(path).map_err(|e| format!("`{spec}`: cannot read {path}: {e}"))?;
+        if b.len() % ty.bytes() != 0 {
+            return Err(format!("`{spec}`: {path} has {} bytes, not a multiple of {}", b.len(), ty.bytes()));
+        }
+        b
+    } else {
+        let mut b = Vec::new();
+        for v in value.split(',').filter(|s| !s.is_empty()) {
+            b.extend(parse_value(ty, v.trim())?.to_le_bytes());
+        }
+        b
+    };
+    Ok(Spec::Buffer { ty, bytes })
+}
+
+/// A buffer's contents as typed values separated by spaces.
+pub fn format_buffer(ty: Type, bytes: &[u8]) -> String {
+    bytes
+        .chunks(ty.bytes())
+        .map(|c| {
+            let mut v = [0u8; 8];
+            v[..c.len()].copy_from_slice(c);
+            Value::new(ty, u64::from_le_bytes(v)).to_string()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalars() {
+        assert_eq!(parse_value(Type::S32, "-1").unwrap().bits, 0xffff_ffff);
+        assert_eq!(parse_value(Type::U8, "0xff").unwrap().bits, 0xff);
+        assert!(parse_value(Type::U8, "256").is_err());
+        assert!(parse_value(Type::U32, "-1").is_err());
+        assert!(parse_value(Type::S8, "-129").is_err());
+        assert_eq!(parse_value(Type::S8, "-128").unwrap().bits, 0x80);
+        assert_eq!(parse_value(Type::F32, "1.5").unwrap().bits, 0x3fc0_0000);
+        assert_eq!(parse_value(Type::F32, "0f3fc00000").unwrap().bits, 0x3fc0_0000);
+        assert_eq!(parse_value(Type::F64, "0d3ff8000000000000").unwrap().bits, 0x3ff8_0000_0000_0000);
+        assert!(parse_value(Type::F32, "0d3ff8000000000000").is_err());
+    }
+
+    #[test]
+    fn specs() {
+        assert_eq!(parse_spec("u32:7").unwrap(), Spec::Scalar(Value::u32(7)));
+        assert_eq!(
+            parse_spec("u16[]:1,2").unwrap(),
+            Spec::Buffer { ty: Type::U16, bytes: vec![1, 0, 2, 0] }
+        );
+        assert_eq!(parse_spec("f32[2]").unwrap(), Spec::Buffer { ty: Type::F32, bytes: vec![0; 8] });
+        assert!(parse_spec("q32:1").is_err());
+        assert!(parse_spec("u32[").is_err());
+    }
+}

@@ -1,0 +1,213 @@
+//! The clang-16 corpus (tests/corpus): each kernel's PTX is launched on every engine and its
+//! buffers compared bit for bit with what the same C source computes on the host, compiled
+//! by g++ with tests/corpus/host.cpp. Sources, PTX and how to regenerate: tests/corpus/regen.sh.
+
+mod common;
+
+use common::{Rng, engines};
+use ptxjit::{Arg, Dim3, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One kernel argument: a buffer with generated contents, a zeroed output buffer, or a
+/// scalar.
+enum Gen {
+    /// `elem` bytes per element, `n` elements, each value's bits from the generator.
+    Buf(usize, usize, fn(&mut Rng, usize) -> u64),
+    Zeros(usize, usize),
+    Scalar(Value),
+}
+
+fn f32_bits(v: f64) -> u64 {
+    (v as f32).to_bits() as u64
+}
+
+struct Case {
+    kernel: &'static str,
+    grid: Dim3,
+    block: Dim3,
+    args: Vec<Gen>,
+}
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+/// Compiles the host harness for one kernel (g++, no fused multiply-add, as the PTX).
+fn host_binary(kernel: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("corpus-host");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(kernel);
+    let out = Command::new("g++")
+        .current_dir(corpus_dir())
+        .args(["-std=c++17", "-O1", "-ffp-contract=off", "-fno-strict-aliasing"])
+        .arg(format!("-DKERNEL_FILE=\"{kernel}.cu\""))
+        .arg(format!("-DKERNEL_NAME={kernel}"))
+        .arg("host.cpp")
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("g++ must be installed (see .ci/run)");
+    assert!(out.status.success(), "g++ failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+fn dim(d: Dim3) -> String {
+    format!("{},{},{}", d.x, d.y, d.z)
+}
+
+fn run_case(case: Case) {
+    let ptx = std::fs::read_to_string(corpus_dir().join(format!("{}.ptx", case.kernel))).unwrap();
+    let mut rng = Rng::new(case.kernel.len() as u64 * 7919 + case.kernel.as_bytes()[0] as u64);
+    // Inputs.
+    let inputs: Vec<Option<Vec<u8>>> = case
+        .args
+        .iter()
+        .map(|g| match g {
+            Gen::Buf(elem, n, f) => Some((0..*n).flat_map(|i| f(&mut rng, i).to_le_bytes()[..*elem].to_vec()).collect()),
+            Gen::Zeros(elem, n) => Some(vec![0; elem * n]),
+            Gen::Scalar(_) => None,
+        })
+        .collect();
+    // Expected: the host build of the same source.
+    let exe = host_binary(case.kernel);
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("corpus-{}", case.kernel));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = Command::new(&exe);
+    cmd.arg(dim(case.grid)).arg(dim(case.block));
+    for (k, (g, input)) in case.args.iter().zip(&inputs).enumerate() {
+        match (g, input) {
+            (Gen::Scalar(v), _) => {
+                let text = match v.ty {
+                    ptxjit::ast::Type::F32 => format!("{:e}", f32::from_bits(v.bits as u32)),
+                    ptxjit::ast::Type::F64 => format!("{:e}", f64::from_bits(v.bits)),
+                    t if t.is_signed() => format!("{}", ptxjit::interp::int::sext(v.bits, t.bits())),
+                    _ => format!("{}", v.bits),
+                };
+                cmd.arg(text);
+            }
+            (_, Some(bytes)) => {
+                let (i, o) = (tmp.join(format!("in{k}")), tmp.join(format!("out{k}")));
+                std::fs::write(&i, bytes).unwrap();
+                cmd.arg(format!("{}:{}", i.display(), o.display()));
+            }
+            _ => unreachable!(),
+        }
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "host run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let expected: Vec<Option<Vec<u8>>> = inputs
+        .iter()
+        .enumerate()
+        .map(|(k, i)| i.as_ref().map(|_| std::fs::read(tmp.join(format!("out{k}"))).unwrap()))
+        .collect();
+    for (name, engine) in engines(&ptx) {
+        let mut bufs = inputs.clone();
+        let mut args: Vec<Arg> = Vec::new();
+        for (g, b) in case.args.iter().zip(bufs.iter_mut()) {
+            args.push(match (g, b) {
+                (Gen::Scalar(v), _) => Arg::Scalar(*v),
+                (_, Some(b)) => Arg::Buffer(b.as_mut_slice()),
+                _ => unreachable!(),
+            });
+        }
+        engine
+            .launch(case.kernel, case.grid, case.block, &mut args)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        drop(args);
+        for (k, (got, want)) in bufs.iter().zip(&expected).enumerate() {
+            if let (Some(got), Some(want)) = (got, want)
+                && got != want
+            {
+                let at = got.iter().zip(want).position(|(a, b)| a != b).unwrap();
+                panic!(
+                    "{name}: {} arg{k} differs from the host at byte {at}: got {:02x?}, want {:02x?}",
+                    case.kernel,
+                    &got[at..(at + 8).min(got.len())],
+                    &want[at..(at + 8).min(want.len())]
+                );
+            }
+        }
+    }
+}
+
+macro_rules! corpus_test {
+    ($name:ident, $grid:expr, $block:expr, [$($arg:expr),* $(,)?]) => {
+        #[test]
+        fn $name() {
+            run_case(Case { kernel: stringify!($name), grid: $grid, block: $block, args: vec![$($arg),*] });
+        }
+    };
+}
+
+fn any(r: &mut Rng, _: usize) -> u64 {
+    r.next()
+}
+fn small_f32(r: &mut Rng, _: usize) -> u64 {
+    f32_bits(r.f64_in(-100.0, 100.0))
+}
+
+corpus_test!(vecadd, Dim3::x(3), Dim3::x(32), [
+    Gen::Buf(4, 96, small_f32), Gen::Buf(4, 96, small_f32), Gen::Zeros(4, 96), Gen::Scalar(Value::s32(90)),
+]);
+corpus_test!(saxpy, Dim3::x(2), Dim3::x(32), [
+    Gen::Scalar(Value::f32(2.5)), Gen::Buf(4, 64, small_f32), Gen::Buf(4, 64, small_f32), Gen::Scalar(Value::u32(60)),
+]);
+corpus_test!(matmul, Dim3::new(2, 2, 1), Dim3::new(8, 8, 1), [
+    Gen::Buf(4, 144, small_f32), Gen::Buf(4, 144, small_f32), Gen::Zeros(4, 144), Gen::Scalar(Value::s32(12)),
+]);
+corpus_test!(transpose, Dim3::new(2, 1, 1), Dim3::new(8, 8, 1), [
+    Gen::Buf(4, 91, any), Gen::Zeros(4, 91), Gen::Scalar(Value::u32(13)), Gen::Scalar(Value::u32(7)),
+]);
+corpus_test!(collatz, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(4, 64, |r, i| if i < 2 { i as u64 } else { 1 + r.below(100_000) }), Gen::Zeros(4, 64), Gen::Scalar(Value::u32(64)),
+]);
+corpus_test!(bitops, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(4, 64, |r, i| match i { 0 => 0, 1 => u32::MAX as u64, 2 => 1, _ => r.next() >> (r.below(32) + 32) }),
+    Gen::Zeros(4, 512),
+]);
+corpus_test!(divrem, Dim3::x(1), Dim3::x(64), [
+    Gen::Buf(4, 64, |r, i| if i == 0 { i32::MIN as u32 as u64 } else { r.next() }),
+    Gen::Buf(4, 64, |r, _| { let v = 1 + r.below(5000) as i64; (if r.below(2) == 0 { -v - 1 } else { v }) as u64 }),
+    Gen::Buf(8, 64, |r, i| if i == 0 { i64::MIN as u64 } else { r.next() }),
+    Gen::Buf(8, 64, |r, _| { let v = 1 + (r.next() >> r.below(63)) as i64 / 2; (if r.below(2) == 0 { -v - 1 } else { v }) as u64 }),
+    Gen::Zeros(8, 384),
+]);
+corpus_test!(fmath, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(4, 64, small_f32), Gen::Buf(4, 64, small_f32), Gen::Buf(8, 64, |r, _| r.f64_in(-1e6, 1e6).to_bits()),
+    Gen::Zeros(4, 256), Gen::Zeros(8, 128),
+]);
+corpus_test!(convert, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(4, 64, |r, _| f32_bits(r.f64_in(-2e9, 2e9))), Gen::Buf(8, 64, |r, _| r.f64_in(-9e18, 9e18).to_bits()),
+    Gen::Buf(4, 64, any), Gen::Zeros(8, 512),
+]);
+corpus_test!(gather, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(8, 1024, any), Gen::Buf(4, 64, |r, _| r.below(127)), Gen::Zeros(8, 64),
+    Gen::Scalar(Value::u64(8)), Gen::Scalar(Value::u32(64)),
+]);
+corpus_test!(selects, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(4, 64, |r, i| if i < 4 { [0, 100, 101, u32::MAX as u64][i] } else { r.next() >> r.below(40) }),
+    Gen::Buf(4, 64, |r, i| if i == 0 { 0 } else { r.next() }),
+    Gen::Zeros(4, 320),
+]);
+corpus_test!(mulhi, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(4, 64, any), Gen::Buf(4, 64, |r, i| if i == 0 { u32::MAX as u64 } else { r.next() }), Gen::Zeros(8, 256),
+]);
+corpus_test!(mandel, Dim3::new(3, 2, 1), Dim3::new(8, 8, 1), [
+    Gen::Zeros(4, 24 * 16), Gen::Scalar(Value::u32(24)), Gen::Scalar(Value::u32(16)), Gen::Scalar(Value::s32(64)),
+]);
+corpus_test!(stencil, Dim3::new(3, 2, 1), Dim3::new(8, 8, 1), [
+    Gen::Buf(4, 20 * 12, |r, _| r.below(1000)), Gen::Zeros(4, 20 * 12), Gen::Scalar(Value::s32(20)), Gen::Scalar(Value::s32(12)),
+]);
+corpus_test!(hash, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(1, 256, any), Gen::Zeros(8, 64), Gen::Scalar(Value::u32(12)),
+]);
+corpus_test!(reduce_local, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(1, 64 * 20, any), Gen::Zeros(8, 64), Gen::Scalar(Value::u32(20)),
+]);
+corpus_test!(local_sort, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(4, 64 * 16, |r, _| r.next() >> r.below(33)), Gen::Zeros(4, 64 * 16),
+]);
+corpus_test!(u128_mul, Dim3::x(2), Dim3::x(32), [
+    Gen::Buf(8, 64, any), Gen::Buf(8, 64, any), Gen::Zeros(8, 128), Gen::Scalar(Value::s32(60)),
+]);

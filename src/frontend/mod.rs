@@ -257,10 +257,8 @@ impl<'s> ModuleBuilder<'s> {
             }
         }
         for (id, body) in bodies {
-            let mut func = std::mem::replace(
-                &mut module.functions[id.0 as usize],
-                placeholder_function(),
-            );
+            // The module keeps the signature while the body is built, for recursive calls.
+            let mut func = module.functions[id.0 as usize].clone();
             self.function_body(&module, &mut func, body);
             module.functions[id.0 as usize] = func;
         }

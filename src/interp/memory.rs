@@ -99,14 +99,18 @@ impl<'r> SharedMemory<'r> {
     }
     /// The region containing `addr`, if any.
     pub fn find(&self, addr: u64) -> Option<&'r Region> {
+        self.below(addr).filter(|r| r.contains(addr))
+    }
+    /// The region with the highest base at or below `addr`.
+    pub fn below(&self, addr: u64) -> Option<&'r Region> {
         let i = self.regions.partition_point(|r| r.base() <= addr);
-        if i == 0 {
-            return None;
-        }
-        let r = self.regions[i - 1];
-        r.contains(addr).then_some(r)
+        (i > 0).then(|| self.regions[i - 1])
     }
 }
+
+/// How far past a region's end an address may be and still be reported as out of bounds of
+/// that region (rather than as pointing at no memory).
+pub const NEAR_MISS: u64 = 1 << 16;
 
 /// Why an access was refused.
 pub fn describe_access(is_store: bool, space: Option<Space>, bytes: usize) -> String {

@@ -447,7 +447,26 @@ impl<'a> Thread<'a> {
             .find(|r| r.contains(addr))
             .or_else(|| self.l.shared.find(addr));
         let Some(r) = region else {
-            return trap(format!("{what} at address {addr:#x}: no memory there"), Some(addr));
+            // Just past the end of a region: name it.
+            let near = self
+                .own
+                .iter()
+                .filter(|r| r.base() <= addr)
+                .chain(self.l.shared.below(addr))
+                .max_by_key(|r| r.base())
+                .filter(|r| addr - r.base() < r.size() as u64 + memory::NEAR_MISS);
+            return match near {
+                Some(r) => trap(
+                    format!(
+                        "{what} at address {addr:#x}: out of bounds, {} bytes past the end of {} ({} bytes)",
+                        addr - r.base() - r.size() as u64,
+                        r.name,
+                        r.size()
+                    ),
+                    Some(addr),
+                ),
+                None => trap(format!("{what} at address {addr:#x}: no memory there"), Some(addr)),
+            };
         };
         if !memory::space_allows(space, r.space) {
             return trap(format!("{what} at address {addr:#x}, which is in {} ({} space)", r.name, r.space), Some(addr));

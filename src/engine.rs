@@ -161,5 +161,11 @@ pub trait Engine {
     /// Calls a `.func` with scalar arguments; returns its return values in order.
     fn call(&self, func: &str, args: &[Value]) -> Result<Vec<Value>, RunError>;
     /// Launches an `.entry` over `grid` blocks of `block` threads.
-    fn launch(&self, kernel: &str, grid: Dim3, block: Dim3, args: &mut [Arg]) -> Result<(), RunError>;
+    fn launch(
+        &self,
+        kernel: &str,
+        grid: Dim3,
+        block: Dim3,
+        args: &mut [Arg],
+    ) -> Result<(), RunError>;
 }

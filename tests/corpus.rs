@@ -40,7 +40,12 @@ fn host_binary(kernel: &str) -> PathBuf {
     let exe = dir.join(kernel);
     let out = Command::new("g++")
         .current_dir(corpus_dir())
-        .args(["-std=c++17", "-O1", "-ffp-contract=off", "-fno-strict-aliasing"])
+        .args([
+            "-std=c++17",
+            "-O1",
+            "-ffp-contract=off",
+            "-fno-strict-aliasing",
+        ])
         .arg(format!("-DKERNEL_FILE=\"{kernel}.cu\""))
         .arg(format!("-DKERNEL_NAME={kernel}"))
         .arg("host.cpp")
@@ -48,7 +53,11 @@ fn host_binary(kernel: &str) -> PathBuf {
         .arg(&exe)
         .output()
         .expect("g++ must be installed (see .ci/run)");
-    assert!(out.status.success(), "g++ failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "g++ failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     exe
 }
 
@@ -64,7 +73,11 @@ fn run_case(case: Case) {
         .args
         .iter()
         .map(|g| match g {
-            Gen::Buf(elem, n, f) => Some((0..*n).flat_map(|i| f(&mut rng, i).to_le_bytes()[..*elem].to_vec()).collect()),
+            Gen::Buf(elem, n, f) => Some(
+                (0..*n)
+                    .flat_map(|i| f(&mut rng, i).to_le_bytes()[..*elem].to_vec())
+                    .collect(),
+            ),
             Gen::Zeros(elem, n) => Some(vec![0; elem * n]),
             Gen::Scalar(_) => None,
         })
@@ -81,7 +94,9 @@ fn run_case(case: Case) {
                 let text = match v.ty {
                     ptxjit::ast::Type::F32 => format!("{:e}", f32::from_bits(v.bits as u32)),
                     ptxjit::ast::Type::F64 => format!("{:e}", f64::from_bits(v.bits)),
-                    t if t.is_signed() => format!("{}", ptxjit::interp::int::sext(v.bits, t.bits())),
+                    t if t.is_signed() => {
+                        format!("{}", ptxjit::interp::int::sext(v.bits, t.bits()))
+                    }
                     _ => format!("{}", v.bits),
                 };
                 cmd.arg(text);
@@ -95,11 +110,18 @@ fn run_case(case: Case) {
         }
     }
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "host run failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "host run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let expected: Vec<Option<Vec<u8>>> = inputs
         .iter()
         .enumerate()
-        .map(|(k, i)| i.as_ref().map(|_| std::fs::read(tmp.join(format!("out{k}"))).unwrap()))
+        .map(|(k, i)| {
+            i.as_ref()
+                .map(|_| std::fs::read(tmp.join(format!("out{k}"))).unwrap())
+        })
         .collect();
     for (name, engine) in engines(&ptx) {
         let mut bufs = inputs.clone();
@@ -147,67 +169,226 @@ fn small_f32(r: &mut Rng, _: usize) -> u64 {
     f32_bits(r.f64_in(-100.0, 100.0))
 }
 
-corpus_test!(vecadd, Dim3::x(3), Dim3::x(32), [
-    Gen::Buf(4, 96, small_f32), Gen::Buf(4, 96, small_f32), Gen::Zeros(4, 96), Gen::Scalar(Value::s32(90)),
-]);
-corpus_test!(saxpy, Dim3::x(2), Dim3::x(32), [
-    Gen::Scalar(Value::f32(2.5)), Gen::Buf(4, 64, small_f32), Gen::Buf(4, 64, small_f32), Gen::Scalar(Value::u32(60)),
-]);
-corpus_test!(matmul, Dim3::new(2, 2, 1), Dim3::new(8, 8, 1), [
-    Gen::Buf(4, 144, small_f32), Gen::Buf(4, 144, small_f32), Gen::Zeros(4, 144), Gen::Scalar(Value::s32(12)),
-]);
-corpus_test!(transpose, Dim3::new(2, 1, 1), Dim3::new(8, 8, 1), [
-    Gen::Buf(4, 91, any), Gen::Zeros(4, 91), Gen::Scalar(Value::u32(13)), Gen::Scalar(Value::u32(7)),
-]);
-corpus_test!(collatz, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(4, 64, |r, i| if i < 2 { i as u64 } else { 1 + r.below(100_000) }), Gen::Zeros(4, 64), Gen::Scalar(Value::u32(64)),
-]);
-corpus_test!(bitops, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(4, 64, |r, i| match i { 0 => 0, 1 => u32::MAX as u64, 2 => 1, _ => r.next() >> (r.below(32) + 32) }),
-    Gen::Zeros(4, 512),
-]);
-corpus_test!(divrem, Dim3::x(1), Dim3::x(64), [
-    Gen::Buf(4, 64, |r, i| if i == 0 { i32::MIN as u32 as u64 } else { r.next() }),
-    Gen::Buf(4, 64, |r, _| { let v = 1 + r.below(5000) as i64; (if r.below(2) == 0 { -v - 1 } else { v }) as u64 }),
-    Gen::Buf(8, 64, |r, i| if i == 0 { i64::MIN as u64 } else { r.next() }),
-    Gen::Buf(8, 64, |r, _| { let v = 1 + (r.next() >> r.below(63)) as i64 / 2; (if r.below(2) == 0 { -v - 1 } else { v }) as u64 }),
-    Gen::Zeros(8, 384),
-]);
-corpus_test!(fmath, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(4, 64, small_f32), Gen::Buf(4, 64, small_f32), Gen::Buf(8, 64, |r, _| r.f64_in(-1e6, 1e6).to_bits()),
-    Gen::Zeros(4, 256), Gen::Zeros(8, 128),
-]);
-corpus_test!(convert, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(4, 64, |r, _| f32_bits(r.f64_in(-2e9, 2e9))), Gen::Buf(8, 64, |r, _| r.f64_in(-9e18, 9e18).to_bits()),
-    Gen::Buf(4, 64, any), Gen::Zeros(8, 512),
-]);
-corpus_test!(gather, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(8, 1024, any), Gen::Buf(4, 64, |r, _| r.below(127)), Gen::Zeros(8, 64),
-    Gen::Scalar(Value::u64(8)), Gen::Scalar(Value::u32(64)),
-]);
-corpus_test!(selects, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(4, 64, |r, i| if i < 4 { [0, 100, 101, u32::MAX as u64][i] } else { r.next() >> r.below(40) }),
-    Gen::Buf(4, 64, |r, i| if i == 0 { 0 } else { r.next() }),
-    Gen::Zeros(4, 320),
-]);
-corpus_test!(mulhi, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(4, 64, any), Gen::Buf(4, 64, |r, i| if i == 0 { u32::MAX as u64 } else { r.next() }), Gen::Zeros(8, 256),
-]);
-corpus_test!(mandel, Dim3::new(3, 2, 1), Dim3::new(8, 8, 1), [
-    Gen::Zeros(4, 24 * 16), Gen::Scalar(Value::u32(24)), Gen::Scalar(Value::u32(16)), Gen::Scalar(Value::s32(64)),
-]);
-corpus_test!(stencil, Dim3::new(3, 2, 1), Dim3::new(8, 8, 1), [
-    Gen::Buf(4, 20 * 12, |r, _| r.below(1000)), Gen::Zeros(4, 20 * 12), Gen::Scalar(Value::s32(20)), Gen::Scalar(Value::s32(12)),
-]);
-corpus_test!(hash, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(1, 256, any), Gen::Zeros(8, 64), Gen::Scalar(Value::u32(12)),
-]);
-corpus_test!(reduce_local, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(1, 64 * 20, any), Gen::Zeros(8, 64), Gen::Scalar(Value::u32(20)),
-]);
-corpus_test!(local_sort, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(4, 64 * 16, |r, _| r.next() >> r.below(33)), Gen::Zeros(4, 64 * 16),
-]);
-corpus_test!(u128_mul, Dim3::x(2), Dim3::x(32), [
-    Gen::Buf(8, 64, any), Gen::Buf(8, 64, any), Gen::Zeros(8, 128), Gen::Scalar(Value::s32(60)),
-]);
+corpus_test!(
+    vecadd,
+    Dim3::x(3),
+    Dim3::x(32),
+    [
+        Gen::Buf(4, 96, small_f32),
+        Gen::Buf(4, 96, small_f32),
+        Gen::Zeros(4, 96),
+        Gen::Scalar(Value::s32(90)),
+    ]
+);
+corpus_test!(
+    saxpy,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Scalar(Value::f32(2.5)),
+        Gen::Buf(4, 64, small_f32),
+        Gen::Buf(4, 64, small_f32),
+        Gen::Scalar(Value::u32(60)),
+    ]
+);
+corpus_test!(
+    matmul,
+    Dim3::new(2, 2, 1),
+    Dim3::new(8, 8, 1),
+    [
+        Gen::Buf(4, 144, small_f32),
+        Gen::Buf(4, 144, small_f32),
+        Gen::Zeros(4, 144),
+        Gen::Scalar(Value::s32(12)),
+    ]
+);
+corpus_test!(
+    transpose,
+    Dim3::new(2, 1, 1),
+    Dim3::new(8, 8, 1),
+    [
+        Gen::Buf(4, 91, any),
+        Gen::Zeros(4, 91),
+        Gen::Scalar(Value::u32(13)),
+        Gen::Scalar(Value::u32(7)),
+    ]
+);
+corpus_test!(
+    collatz,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(4, 64, |r, i| if i < 2 {
+            i as u64
+        } else {
+            1 + r.below(100_000)
+        }),
+        Gen::Zeros(4, 64),
+        Gen::Scalar(Value::u32(64)),
+    ]
+);
+corpus_test!(
+    bitops,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(4, 64, |r, i| match i {
+            0 => 0,
+            1 => u32::MAX as u64,
+            2 => 1,
+            _ => r.next() >> (r.below(32) + 32),
+        }),
+        Gen::Zeros(4, 512),
+    ]
+);
+corpus_test!(
+    divrem,
+    Dim3::x(1),
+    Dim3::x(64),
+    [
+        Gen::Buf(4, 64, |r, i| if i == 0 {
+            i32::MIN as u32 as u64
+        } else {
+            r.next()
+        }),
+        Gen::Buf(4, 64, |r, _| {
+            let v = 1 + r.below(5000) as i64;
+            (if r.below(2) == 0 { -v - 1 } else { v }) as u64
+        }),
+        Gen::Buf(8, 64, |r, i| if i == 0 {
+            i64::MIN as u64
+        } else {
+            r.next()
+        }),
+        Gen::Buf(8, 64, |r, _| {
+            let v = 1 + (r.next() >> r.below(63)) as i64 / 2;
+            (if r.below(2) == 0 { -v - 1 } else { v }) as u64
+        }),
+        Gen::Zeros(8, 384),
+    ]
+);
+corpus_test!(
+    fmath,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(4, 64, small_f32),
+        Gen::Buf(4, 64, small_f32),
+        Gen::Buf(8, 64, |r, _| r.f64_in(-1e6, 1e6).to_bits()),
+        Gen::Zeros(4, 256),
+        Gen::Zeros(8, 128),
+    ]
+);
+corpus_test!(
+    convert,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(4, 64, |r, _| f32_bits(r.f64_in(-2e9, 2e9))),
+        Gen::Buf(8, 64, |r, _| r.f64_in(-9e18, 9e18).to_bits()),
+        Gen::Buf(4, 64, any),
+        Gen::Zeros(8, 512),
+    ]
+);
+corpus_test!(
+    gather,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(8, 1024, any),
+        Gen::Buf(4, 64, |r, _| r.below(127)),
+        Gen::Zeros(8, 64),
+        Gen::Scalar(Value::u64(8)),
+        Gen::Scalar(Value::u32(64)),
+    ]
+);
+corpus_test!(
+    selects,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(4, 64, |r, i| if i < 4 {
+            [0, 100, 101, u32::MAX as u64][i]
+        } else {
+            r.next() >> r.below(40)
+        }),
+        Gen::Buf(4, 64, |r, i| if i == 0 { 0 } else { r.next() }),
+        Gen::Zeros(4, 320),
+    ]
+);
+corpus_test!(
+    mulhi,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(4, 64, any),
+        Gen::Buf(4, 64, |r, i| if i == 0 {
+            u32::MAX as u64
+        } else {
+            r.next()
+        }),
+        Gen::Zeros(8, 256),
+    ]
+);
+corpus_test!(
+    mandel,
+    Dim3::new(3, 2, 1),
+    Dim3::new(8, 8, 1),
+    [
+        Gen::Zeros(4, 24 * 16),
+        Gen::Scalar(Value::u32(24)),
+        Gen::Scalar(Value::u32(16)),
+        Gen::Scalar(Value::s32(64)),
+    ]
+);
+corpus_test!(
+    stencil,
+    Dim3::new(3, 2, 1),
+    Dim3::new(8, 8, 1),
+    [
+        Gen::Buf(4, 20 * 12, |r, _| r.below(1000)),
+        Gen::Zeros(4, 20 * 12),
+        Gen::Scalar(Value::s32(20)),
+        Gen::Scalar(Value::s32(12)),
+    ]
+);
+corpus_test!(
+    hash,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(1, 256, any),
+        Gen::Zeros(8, 64),
+        Gen::Scalar(Value::u32(12)),
+    ]
+);
+corpus_test!(
+    reduce_local,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(1, 64 * 20, any),
+        Gen::Zeros(8, 64),
+        Gen::Scalar(Value::u32(20)),
+    ]
+);
+corpus_test!(
+    local_sort,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(4, 64 * 16, |r, _| r.next() >> r.below(33)),
+        Gen::Zeros(4, 64 * 16),
+    ]
+);
+corpus_test!(
+    u128_mul,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(8, 64, any),
+        Gen::Buf(8, 64, any),
+        Gen::Zeros(8, 128),
+        Gen::Scalar(Value::s32(60)),
+    ]
+);

@@ -43,7 +43,12 @@ impl From<RunError> for Exit {
 }
 
 /// Runs the command line `args` (without the program name); returns the exit code.
-pub fn run(args: &[String], stdin: &mut dyn BufRead, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub fn run(
+    args: &[String],
+    stdin: &mut dyn BufRead,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     match dispatch(args, stdin, out) {
         Ok(()) => 0,
         Err(Exit(code, msg)) => {
@@ -72,7 +77,10 @@ fn dispatch(args: &[String], stdin: &mut dyn BufRead, out: &mut dyn Write) -> Re
 fn load(path: &str) -> Result<Module, Exit> {
     let bytes = std::fs::read(path).map_err(|e| bad(format!("error: cannot read {path}: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|e| {
-        bad(format!("error: {path} is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
+        bad(format!(
+            "error: {path} is not UTF-8 text (byte {})",
+            e.utf8_error().valid_up_to()
+        ))
     })?;
     Module::parse_named(&text, path).map_err(|e| bad(e.to_string()))
 }
@@ -87,7 +95,9 @@ enum EngineKind {
 fn engine_of(kind: EngineKind, module: Module) -> Result<Box<dyn Engine>, Exit> {
     match kind {
         EngineKind::Interp => Ok(Box::new(Interpreter::new(module))),
-        EngineKind::Jit => Err(bad("error: the JIT engine is not built yet; use --engine interp")),
+        EngineKind::Jit => Err(bad(
+            "error: the JIT engine is not built yet; use --engine interp",
+        )),
     }
 }
 
@@ -121,7 +131,11 @@ fn call(args: &[String], stdin: &mut dyn BufRead, out: &mut dyn Write) -> Result
                 i += 1;
             }
             "--batch" => {
-                batch = Some(args.get(i + 1).ok_or_else(|| bad("error: --batch needs FILE or -"))?.clone());
+                batch = Some(
+                    args.get(i + 1)
+                        .ok_or_else(|| bad("error: --batch needs FILE or -"))?
+                        .clone(),
+                );
                 i += 1;
             }
             _ => positional.push(args[i].clone()),
@@ -135,13 +149,21 @@ fn call(args: &[String], stdin: &mut dyn BufRead, out: &mut dyn Write) -> Result
     let name = positional[1].clone();
     let func = match module.function(&name) {
         Some((_, f)) if f.kind == FuncKind::Func => f.clone(),
-        Some(_) => return Err(bad(format!("error: `{name}` is a kernel; use `ptxjit launch`"))),
+        Some(_) => {
+            return Err(bad(format!(
+                "error: `{name}` is a kernel; use `ptxjit launch`"
+            )));
+        }
         None => return Err(bad(format!("error: no function named `{name}`"))),
     };
     let types: Vec<_> = func.params.iter().map(|p| func.param_type(p)).collect();
     let parse_args = |words: &[String]| -> Result<Vec<Value>, Exit> {
         if words.len() != types.len() {
-            return Err(bad(format!("error: `{name}` takes {} arguments, {} given", types.len(), words.len())));
+            return Err(bad(format!(
+                "error: `{name}` takes {} arguments, {} given",
+                types.len(),
+                words.len()
+            )));
         }
         words
             .iter()
@@ -161,13 +183,16 @@ fn call(args: &[String], stdin: &mut dyn BufRead, out: &mut dyn Write) -> Result
         None => one(&positional[2..]),
         Some(src) => {
             if positional.len() > 2 {
-                return Err(bad("error: give arguments either on the command line or with --batch"));
+                return Err(bad(
+                    "error: give arguments either on the command line or with --batch",
+                ));
             }
             let mut file_reader;
             let reader: &mut dyn BufRead = if src == "-" {
                 stdin
             } else {
-                let f = std::fs::File::open(&src).map_err(|e| bad(format!("error: cannot read {src}: {e}")))?;
+                let f = std::fs::File::open(&src)
+                    .map_err(|e| bad(format!("error: cannot read {src}: {e}")))?;
                 file_reader = std::io::BufReader::new(f);
                 &mut file_reader
             };
@@ -189,10 +214,11 @@ fn parse_dim(v: Option<&String>, what: &str) -> Result<Dim3, Exit> {
     }
     let mut d = [1u32; 3];
     for (k, p) in parts.iter().enumerate() {
-        d[k] = p
-            .trim()
-            .parse()
-            .map_err(|_| bad(format!("error: {what} `{v}`: `{p}` is not a positive integer")))?;
+        d[k] = p.trim().parse().map_err(|_| {
+            bad(format!(
+                "error: {what} `{v}`: `{p}` is not a positive integer"
+            ))
+        })?;
     }
     Ok(Dim3::new(d[0], d[1], d[2]))
 }
@@ -210,9 +236,19 @@ fn launch(args: &[String], out: &mut dyn Write) -> Result<(), Exit> {
             "--engine" => engine = parse_engine(next)?,
             "--grid" => grid = Some(parse_dim(next, "--grid")?),
             "--block" => block = Some(parse_dim(next, "--block")?),
-            "--arg" => specs.push(parse_spec(next.ok_or_else(|| bad("error: --arg needs a SPEC"))?).map_err(|m| bad(format!("error: {m}")))?),
-            "--out-dir" => out_dir = Some(next.ok_or_else(|| bad("error: --out-dir needs a folder"))?.clone()),
-            a if a.starts_with("--") => return Err(bad(format!("error: unknown option `{a}`\n{USAGE}"))),
+            "--arg" => specs.push(
+                parse_spec(next.ok_or_else(|| bad("error: --arg needs a SPEC"))?)
+                    .map_err(|m| bad(format!("error: {m}")))?,
+            ),
+            "--out-dir" => {
+                out_dir = Some(
+                    next.ok_or_else(|| bad("error: --out-dir needs a folder"))?
+                        .clone(),
+                )
+            }
+            a if a.starts_with("--") => {
+                return Err(bad(format!("error: unknown option `{a}`\n{USAGE}")));
+            }
             _ => {
                 positional.push(args[i].clone());
                 i += 1;
@@ -237,22 +273,28 @@ fn launch(args: &[String], out: &mut dyn Write) -> Result<(), Exit> {
         }
     }
     {
-        let mut slots: Vec<Option<Arg>> = (0..scalars.len() + buffers.len()).map(|_| None).collect();
+        let mut slots: Vec<Option<Arg>> =
+            (0..scalars.len() + buffers.len()).map(|_| None).collect();
         for (k, v) in &scalars {
             slots[*k] = Some(Arg::Scalar(*v));
         }
         for (k, _, bytes) in buffers.iter_mut() {
             slots[*k] = Some(Arg::Buffer(bytes.as_mut_slice()));
         }
-        let mut launch_args: Vec<Arg> = slots.into_iter().map(|s| s.expect("every slot filled")).collect();
+        let mut launch_args: Vec<Arg> = slots
+            .into_iter()
+            .map(|s| s.expect("every slot filled"))
+            .collect();
         engine.launch(kernel, grid, block, &mut launch_args)?;
     }
     for (k, ty, bytes) in &buffers {
         match &out_dir {
             Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(|e| bad(format!("error: cannot create {dir}: {e}")))?;
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| bad(format!("error: cannot create {dir}: {e}")))?;
                 let path = std::path::Path::new(dir).join(format!("arg{k}.bin"));
-                std::fs::write(&path, bytes).map_err(|e| bad(format!("error: cannot write {}: {e}", path.display())))?;
+                std::fs::write(&path, bytes)
+                    .map_err(|e| bad(format!("error: cannot write {}: {e}", path.display())))?;
             }
             None => {
                 let _ = writeln!(out, "arg{k}: {}", format_buffer(*ty, bytes));

@@ -43,7 +43,9 @@ pub fn parse_value(ty: Type, text: &str) -> Result<Value, String> {
             let bits = ty.bits();
             if neg {
                 if !ty.is_signed() {
-                    return Err(format!("`{text}`: negative values need a signed type, not {ty}"));
+                    return Err(format!(
+                        "`{text}`: negative values need a signed type, not {ty}"
+                    ));
                 }
                 if mag > 1u128 << (bits - 1) {
                     return Err(format!("`{text}` is out of range for {ty}"));
@@ -64,13 +66,18 @@ pub fn parse_value(ty: Type, text: &str) -> Result<Value, String> {
 pub enum Spec {
     Scalar(Value),
     /// A buffer of elements of `ty`, with its initial bytes.
-    Buffer { ty: Type, bytes: Vec<u8> },
+    Buffer {
+        ty: Type,
+        bytes: Vec<u8>,
+    },
 }
 
 fn spec_type(s: &str) -> Result<Type, String> {
     match Type::from_ptx(s) {
         Some(t) if t.kind() != TypeKind::Pred && t != Type::F16 => Ok(t),
-        _ => Err(format!("unknown argument type `{s}` (use u8…u64, s8…s64, b8…b64, f32, f64)")),
+        _ => Err(format!(
+            "unknown argument type `{s}` (use u8…u64, s8…s64, b8…b64, f32, f64)"
+        )),
     }
 }
 
@@ -90,20 +97,31 @@ pub fn parse_spec(spec: &str) -> Result<Spec, String> {
         .strip_suffix(']')
         .ok_or_else(|| format!("`{spec}`: missing `]`"))?;
     if !count.is_empty() {
-        let n: usize = count.parse().map_err(|_| format!("`{spec}`: bad element count `{count}`"))?;
+        let n: usize = count
+            .parse()
+            .map_err(|_| format!("`{spec}`: bad element count `{count}`"))?;
         if value.is_some() {
-            return Err(format!("`{spec}`: give either a count or values, as in {ty}[]:1,2"));
+            return Err(format!(
+                "`{spec}`: give either a count or values, as in {ty}[]:1,2"
+            ));
         }
         if n.checked_mul(ty.bytes()).is_none_or(|b| b > 1 << 34) {
             return Err(format!("`{spec}`: buffer too large"));
         }
-        return Ok(Spec::Buffer { ty, bytes: vec![0; n * ty.bytes()] });
+        return Ok(Spec::Buffer {
+            ty,
+            bytes: vec![0; n * ty.bytes()],
+        });
     }
     let value = value.ok_or_else(|| format!("`{spec}`: a buffer needs values or a count"))?;
     let bytes = if let Some(path) = value.strip_prefix('@') {
         let b = std::fs::read(path).map_err(|e| format!("`{spec}`: cannot read {path}: {e}"))?;
         if b.len() % ty.bytes() != 0 {
-            return Err(format!("`{spec}`: {path} has {} bytes, not a multiple of {}", b.len(), ty.bytes()));
+            return Err(format!(
+                "`{spec}`: {path} has {} bytes, not a multiple of {}",
+                b.len(),
+                ty.bytes()
+            ));
         }
         b
     } else {
@@ -142,8 +160,14 @@ mod tests {
         assert!(parse_value(Type::S8, "-129").is_err());
         assert_eq!(parse_value(Type::S8, "-128").unwrap().bits, 0x80);
         assert_eq!(parse_value(Type::F32, "1.5").unwrap().bits, 0x3fc0_0000);
-        assert_eq!(parse_value(Type::F32, "0f3fc00000").unwrap().bits, 0x3fc0_0000);
-        assert_eq!(parse_value(Type::F64, "0d3ff8000000000000").unwrap().bits, 0x3ff8_0000_0000_0000);
+        assert_eq!(
+            parse_value(Type::F32, "0f3fc00000").unwrap().bits,
+            0x3fc0_0000
+        );
+        assert_eq!(
+            parse_value(Type::F64, "0d3ff8000000000000").unwrap().bits,
+            0x3ff8_0000_0000_0000
+        );
         assert!(parse_value(Type::F32, "0d3ff8000000000000").is_err());
     }
 
@@ -152,9 +176,18 @@ mod tests {
         assert_eq!(parse_spec("u32:7").unwrap(), Spec::Scalar(Value::u32(7)));
         assert_eq!(
             parse_spec("u16[]:1,2").unwrap(),
-            Spec::Buffer { ty: Type::U16, bytes: vec![1, 0, 2, 0] }
+            Spec::Buffer {
+                ty: Type::U16,
+                bytes: vec![1, 0, 2, 0]
+            }
         );
-        assert_eq!(parse_spec("f32[2]").unwrap(), Spec::Buffer { ty: Type::F32, bytes: vec![0; 8] });
+        assert_eq!(
+            parse_spec("f32[2]").unwrap(),
+            Spec::Buffer {
+                ty: Type::F32,
+                bytes: vec![0; 8]
+            }
+        );
         assert!(parse_spec("q32:1").is_err());
         assert!(parse_spec("u32[").is_err());
     }

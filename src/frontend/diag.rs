@@ -42,7 +42,12 @@ impl ParseError {
 }
 
 /// Renders one located message in the style of rustc/clang.
-pub fn render(source: &Source, span: Span, message: &str, out: &mut impl fmt::Write) -> fmt::Result {
+pub fn render(
+    source: &Source,
+    span: Span,
+    message: &str,
+    out: &mut impl fmt::Write,
+) -> fmt::Result {
     let (line, col) = source.line_col(span.start);
     let text = source.line_text(span.start);
     writeln!(out, "error: {message}")?;

@@ -125,7 +125,10 @@ impl Cx<'_, '_, '_> {
             }
             if let Some(v) = parse(m) {
                 if out.is_some() {
-                    return err(*span, format!("conflicting modifier `.{m}` on `{}`", self.opcode));
+                    return err(
+                        *span,
+                        format!("conflicting modifier `.{m}` on `{}`", self.opcode),
+                    );
                 }
                 self.used[i] = true;
                 out = Some(v);
@@ -152,7 +155,10 @@ impl Cx<'_, '_, '_> {
     fn one_type(&mut self, allowed: &[Type]) -> R<Type> {
         let tys = self.types();
         match tys.as_slice() {
-            [] => err(self.head, format!("`{}` needs a type modifier", self.opcode)),
+            [] => err(
+                self.head,
+                format!("`{}` needs a type modifier", self.opcode),
+            ),
             [(t, span)] => {
                 if allowed.contains(t) {
                     Ok(*t)
@@ -168,7 +174,10 @@ impl Cx<'_, '_, '_> {
     fn finish(&self) -> R<()> {
         for (i, (m, span)) in self.mods.iter().enumerate() {
             if !self.used[i] {
-                return err(*span, format!("unexpected modifier `.{m}` on `{}`", self.opcode));
+                return err(
+                    *span,
+                    format!("unexpected modifier `.{m}` on `{}`", self.opcode),
+                );
             }
         }
         Ok(())
@@ -244,7 +253,14 @@ impl Cx<'_, '_, '_> {
                 Ok(Operand::Imm(*imm))
             }
             Raw::Op(Operand::NotPred(r)) if ty == Type::Pred => {
-                self.reg_of(&Opnd { raw: Raw::Op(Operand::Reg(*r)), span: o.span }, ty, fit)?;
+                self.reg_of(
+                    &Opnd {
+                        raw: Raw::Op(Operand::Reg(*r)),
+                        span: o.span,
+                    },
+                    ty,
+                    fit,
+                )?;
                 Ok(Operand::NotPred(*r))
             }
             _ => Ok(Operand::Reg(self.reg_of(o, ty, fit)?)),
@@ -257,7 +273,12 @@ impl Cx<'_, '_, '_> {
                 if let AddrBase::Reg(r) = a.base {
                     let t = self.reg_ty(r);
                     if !(t.is_int() && t.bits() >= 32) {
-                        return err(o.span, format!("address register has type {t}; expected a 32- or 64-bit integer"));
+                        return err(
+                            o.span,
+                            format!(
+                                "address register has type {t}; expected a 32- or 64-bit integer"
+                            ),
+                        );
                     }
                 }
                 Ok(*a)
@@ -278,7 +299,13 @@ impl Cx<'_, '_, '_> {
                         Some(r) => {
                             let rt = self.reg_ty(*r);
                             if !reg_fits(rt, ty, fit) {
-                                return err(o.span, format!("vector element `{}` has type {rt}, which does not fit {ty}", self.func.reg(*r).name));
+                                return err(
+                                    o.span,
+                                    format!(
+                                        "vector element `{}` has type {rt}, which does not fit {ty}",
+                                        self.func.reg(*r).name
+                                    ),
+                                );
                             }
                         }
                         None if !sink_ok => return err(o.span, "`_` cannot be a source"),
@@ -324,7 +351,10 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
                             Some(Name::Reg(r)) => AddrBase::Reg(r),
                             Some(Name::Var(v)) => AddrBase::Var(v),
                             None => {
-                                return err(span_of(&b), format!("undefined register or variable `{}`", b.as_str()));
+                                return err(
+                                    span_of(&b),
+                                    format!("undefined register or variable `{}`", b.as_str()),
+                                );
                             }
                         };
                     }
@@ -332,7 +362,9 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
                         let lit = p.into_inner().next().unwrap();
                         offset = literal::parse_int(lit.as_str())
                             .and_then(|v| i64::try_from(v).ok())
-                            .ok_or_else(|| Diagnostic::new(span_of(&lit), "address offset out of range"))?;
+                            .ok_or_else(|| {
+                                Diagnostic::new(span_of(&lit), "address offset out of range")
+                            })?;
                     }
                     _ => {}
                 }
@@ -405,19 +437,32 @@ fn operand_reg_sel(fb: &FnBuilder, p: Pair<Rule>) -> R<Operand> {
     if let Some(kind) = SpecialRegKind::from_ptx(&name.as_str()[1..]) {
         let vector = matches!(
             kind,
-            SpecialRegKind::Tid | SpecialRegKind::Ntid | SpecialRegKind::Ctaid | SpecialRegKind::Nctaid
+            SpecialRegKind::Tid
+                | SpecialRegKind::Ntid
+                | SpecialRegKind::Ctaid
+                | SpecialRegKind::Nctaid
         );
         let dim = match (vector, comp) {
             (true, Some("x")) => 0,
             (true, Some("y")) => 1,
             (true, Some("z")) => 2,
             (false, None) => 0,
-            (true, _) => return err(span, format!("`{}` needs a component .x, .y or .z", name.as_str())),
-            (false, Some(c)) => return err(span, format!("`{}` has no component `.{c}`", name.as_str())),
+            (true, _) => {
+                return err(
+                    span,
+                    format!("`{}` needs a component .x, .y or .z", name.as_str()),
+                );
+            }
+            (false, Some(c)) => {
+                return err(span, format!("`{}` has no component `.{c}`", name.as_str()));
+            }
         };
         return Ok(Operand::Special(SpecialReg { kind, dim }));
     }
-    err(span_of(&name), format!("undefined register `{}`", name.as_str()))
+    err(
+        span_of(&name),
+        format!("undefined register `{}`", name.as_str()),
+    )
 }
 
 /// Builds one instruction; reports problems and returns `None` on error.
@@ -454,9 +499,17 @@ fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<(Option<G
                                 guard = Some(Guard { reg: r, negated })
                             }
                             Some(Name::Reg(_)) => {
-                                return err(span_of(&g), format!("guard `{}` is not a .pred register", g.as_str()));
+                                return err(
+                                    span_of(&g),
+                                    format!("guard `{}` is not a .pred register", g.as_str()),
+                                );
                             }
-                            _ => return err(span_of(&g), format!("undefined register `{}`", g.as_str())),
+                            _ => {
+                                return err(
+                                    span_of(&g),
+                                    format!("undefined register `{}`", g.as_str()),
+                                );
+                            }
                         },
                     }
                 }
@@ -485,14 +538,23 @@ fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<(Option<G
     Ok((guard, inst))
 }
 
-const INT_TYPES: &[Type] = &[Type::U16, Type::U32, Type::U64, Type::S16, Type::S32, Type::S64];
+const INT_TYPES: &[Type] = &[
+    Type::U16,
+    Type::U32,
+    Type::U64,
+    Type::S16,
+    Type::S32,
+    Type::S64,
+];
 const BIT_TYPES: &[Type] = &[Type::B16, Type::B32, Type::B64];
 const CARRY_TYPES: &[Type] = &[Type::U32, Type::S32, Type::U64, Type::S64];
 const FLOAT_TYPES: &[Type] = &[Type::F32, Type::F64];
 
 /// Splits `add`, `mul`, … into their integer and float forms by the type modifier.
 fn is_float_form(cx: &Cx) -> bool {
-    cx.mods.iter().any(|(m, _)| matches!(*m, "f32" | "f64" | "f16"))
+    cx.mods
+        .iter()
+        .any(|(m, _)| matches!(*m, "f32" | "f64" | "f16"))
 }
 
 fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
@@ -523,7 +585,11 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
         "ret" | "exit" => {
             cx.flag("uni");
             cx.count(ops, 0)?;
-            Ok(if cx.opcode == "ret" { Inst::Ret } else { Inst::Exit })
+            Ok(if cx.opcode == "ret" {
+                Inst::Ret
+            } else {
+                Inst::Exit
+            })
         }
         other => err(op_span, format!("unsupported instruction `{other}`")),
     }
@@ -541,7 +607,10 @@ fn mov(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     };
     if let Some(n) = vec_len(d).or(vec_len(a)) {
         if ty.kind() != TypeKind::Bits || !(n == 2 || (n == 4 && ty.bits() >= 32)) {
-            return err(cx.head, "vector mov needs a bit-size type and 2 or 4 elements");
+            return err(
+                cx.head,
+                "vector mov needs a bit-size type and 2 or 4 elements",
+            );
         }
         let elem = match ty.bits() / n as u32 {
             8 => B8,
@@ -550,22 +619,39 @@ fn mov(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
             _ => return err(cx.head, "vector elements must be 8, 16 or 32 bits"),
         };
         return if vec_len(d).is_some() {
-            Ok(Inst::Mov { ty, d: cx.vector(d, n, elem, Fit::Exact, true)?, a: cx.src(a, ty)? })
+            Ok(Inst::Mov {
+                ty,
+                d: cx.vector(d, n, elem, Fit::Exact, true)?,
+                a: cx.src(a, ty)?,
+            })
         } else {
-            Ok(Inst::Mov { ty, d: cx.dst(d, ty)?, a: cx.vector(a, n, elem, Fit::Exact, false)? })
+            Ok(Inst::Mov {
+                ty,
+                d: cx.dst(d, ty)?,
+                a: cx.vector(a, n, elem, Fit::Exact, false)?,
+            })
         };
     }
     let d = cx.dst(d, ty)?;
     let a = match &a.raw {
         Raw::Op(Operand::Special(s)) => {
             if !(ty.is_int() && ty.bits() == 32) {
-                return err(a.span, format!("special register `%{}` is 32-bit; use mov.u32", s.kind.ptx()));
+                return err(
+                    a.span,
+                    format!(
+                        "special register `%{}` is 32-bit; use mov.u32",
+                        s.kind.ptx()
+                    ),
+                );
             }
             Operand::Special(*s)
         }
         Raw::Op(Operand::Var(v)) => {
             if !(ty.is_int() && ty.bits() == 64) {
-                return err(a.span, "taking a variable's address needs a 64-bit integer type");
+                return err(
+                    a.span,
+                    "taking a variable's address needs a 64-bit integer type",
+                );
             }
             Operand::Var(*v)
         }
@@ -584,15 +670,16 @@ fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         cx.flag(c);
     }
     let space = cx.pick(Space::from_ptx)?;
-    let vec = match cx.pick(|m| match m {
-        "v2" => Some(2u8),
-        "v4" => Some(4u8),
-        _ => None,
-    })? {
-        Some(n) => n,
-        None => 1,
-    };
-    let ty = cx.one_type(&[B8, B16, B32, B64, U8, U16, U32, U64, S8, S16, S32, S64, F32, F64])?;
+    let vec = cx
+        .pick(|m| match m {
+            "v2" => Some(2u8),
+            "v4" => Some(4u8),
+            _ => None,
+        })?
+        .unwrap_or(1);
+    let ty = cx.one_type(&[
+        B8, B16, B32, B64, U8, U16, U32, U64, S8, S16, S32, S64, F32, F64,
+    ])?;
     if vec == 4 && ty.bits() == 64 {
         return err(cx.head, ".v4 of 64-bit elements is not a PTX form");
     }
@@ -603,7 +690,11 @@ fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         _ => {}
     }
     cx.count(ops, 2)?;
-    let (val, addr) = if is_ld { (&ops[0], &ops[1]) } else { (&ops[1], &ops[0]) };
+    let (val, addr) = if is_ld {
+        (&ops[0], &ops[1])
+    } else {
+        (&ops[1], &ops[0])
+    };
     let addr = cx.address(addr)?;
     if let AddrBase::Var(v) = addr.base {
         let decl = match v {
@@ -613,7 +704,10 @@ fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         if let Some(s) = space
             && s != decl.space
         {
-            return err(cx.head, format!("`{}` is in {} space, not {s}", decl.name, decl.space));
+            return err(
+                cx.head,
+                format!("`{}` is in {} space, not {s}", decl.name, decl.space),
+            );
         }
         if !is_ld && matches!(decl.role, VarRole::Param(_)) && cx.func.kind == FuncKind::Entry {
             return err(cx.head, "kernel parameters are read-only");
@@ -627,14 +721,32 @@ fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         cx.src_fit(val, ty, Fit::Wider)?
     };
     Ok(if is_ld {
-        Inst::Ld { space, volatile, vec, ty, d: val, addr }
+        Inst::Ld {
+            space,
+            volatile,
+            vec,
+            ty,
+            d: val,
+            addr,
+        }
     } else {
-        Inst::St { space, volatile, vec, ty, addr, a: val }
+        Inst::St {
+            space,
+            volatile,
+            vec,
+            ty,
+            addr,
+            a: val,
+        }
     })
 }
 
 fn cvta(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
-    let dir = if cx.flag("to") { CvtaDir::ToSpace } else { CvtaDir::ToGeneric };
+    let dir = if cx.flag("to") {
+        CvtaDir::ToSpace
+    } else {
+        CvtaDir::ToGeneric
+    };
     let space = match cx.pick(Space::from_ptx)? {
         Some(s @ (Space::Global | Space::Local | Space::Const | Space::Param)) => s,
         Some(s) => return err(cx.head, format!("cvta does not support {s}")),
@@ -647,7 +759,13 @@ fn cvta(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         Raw::Op(Operand::Var(v)) => Operand::Var(*v),
         _ => cx.src(&ops[1], ty)?,
     };
-    Ok(Inst::Cvta { dir, space, ty, d, a })
+    Ok(Inst::Cvta {
+        dir,
+        space,
+        ty,
+        d,
+        a,
+    })
 }
 
 fn int_bin(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
@@ -669,15 +787,30 @@ fn int_bin(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let ty = cx.one_type(allowed)?;
     let arith = matches!(op, IntBinOp::Add | IntBinOp::Sub);
     cx.forbid(carry_out && !arith, "cc", "applies to add and sub only")?;
-    cx.forbid(sat && !(arith && ty == S32), "sat", "applies to add.s32 and sub.s32 only")?;
-    cx.forbid(sat && (carry_in || carry_out), "sat", "cannot be combined with a carry")?;
+    cx.forbid(
+        sat && !(arith && ty == S32),
+        "sat",
+        "applies to add.s32 and sub.s32 only",
+    )?;
+    cx.forbid(
+        sat && (carry_in || carry_out),
+        "sat",
+        "cannot be combined with a carry",
+    )?;
     cx.count(ops, 3)?;
-    let bty = if matches!(op, IntBinOp::Shl | IntBinOp::Shr) { U32 } else { ty };
+    let bty = if matches!(op, IntBinOp::Shl | IntBinOp::Shr) {
+        U32
+    } else {
+        ty
+    };
     Ok(Inst::IntBin {
         op,
         ty,
         sat,
-        carry: Carry { carry_in, carry_out },
+        carry: Carry {
+            carry_in,
+            carry_out,
+        },
         d: cx.dst(&ops[0], ty)?,
         a: cx.src(&ops[1], ty)?,
         b: cx.src(&ops[2], bty)?,
@@ -695,15 +828,29 @@ fn int_un(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     };
     let ty = cx.one_type(allowed)?;
     cx.count(ops, 2)?;
-    let dty = if matches!(op, IntUnOp::Popc | IntUnOp::Clz) { U32 } else { ty };
-    Ok(Inst::IntUn { op, ty, d: cx.dst(&ops[0], dty)?, a: cx.src(&ops[1], ty)? })
+    let dty = if matches!(op, IntUnOp::Popc | IntUnOp::Clz) {
+        U32
+    } else {
+        ty
+    };
+    Ok(Inst::IntUn {
+        op,
+        ty,
+        d: cx.dst(&ops[0], dty)?,
+        a: cx.src(&ops[1], ty)?,
+    })
 }
 
 fn mul_mode(cx: &mut Cx, ty: Type) -> R<MulMode> {
     let mode = cx.pick(MulMode::from_ptx)?;
     match mode {
-        None => err(cx.head, format!("`{}` on integers needs .lo, .hi or .wide", cx.opcode)),
-        Some(MulMode::Wide) if ty.bits() == 64 => err(cx.head, ".wide applies to 16- and 32-bit types only"),
+        None => err(
+            cx.head,
+            format!("`{}` on integers needs .lo, .hi or .wide", cx.opcode),
+        ),
+        Some(MulMode::Wide) if ty.bits() == 64 => {
+            err(cx.head, ".wide applies to 16- and 32-bit types only")
+        }
         Some(m) => Ok(m),
     }
 }
@@ -724,28 +871,53 @@ fn mul(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let ty = cx.one_type(INT_TYPES)?;
     let mode = mul_mode(cx, ty)?;
     cx.count(ops, 3)?;
-    let dty = if mode == MulMode::Wide { wide_type(ty) } else { ty };
-    Ok(Inst::Mul { mode, ty, d: cx.dst(&ops[0], dty)?, a: cx.src(&ops[1], ty)?, b: cx.src(&ops[2], ty)? })
+    let dty = if mode == MulMode::Wide {
+        wide_type(ty)
+    } else {
+        ty
+    };
+    Ok(Inst::Mul {
+        mode,
+        ty,
+        d: cx.dst(&ops[0], dty)?,
+        a: cx.src(&ops[1], ty)?,
+        b: cx.src(&ops[2], ty)?,
+    })
 }
 
 fn mad(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let carry_in = cx.opcode == "madc";
     let carry_out = cx.flag("cc");
     let sat = cx.flag("sat");
-    let ty = cx.one_type(if carry_in || carry_out { CARRY_TYPES } else { INT_TYPES })?;
+    let ty = cx.one_type(if carry_in || carry_out {
+        CARRY_TYPES
+    } else {
+        INT_TYPES
+    })?;
     let mode = mul_mode(cx, ty)?;
-    cx.forbid(sat && !(mode == MulMode::Hi && ty == Type::S32), "sat", "applies to mad.hi.s32 only")?;
+    cx.forbid(
+        sat && !(mode == MulMode::Hi && ty == Type::S32),
+        "sat",
+        "applies to mad.hi.s32 only",
+    )?;
     cx.forbid(sat && carry_out, "sat", "cannot be combined with .cc")?;
     if (carry_in || carry_out) && mode == MulMode::Wide {
         return err(cx.head, "the carry forms of mad take .lo or .hi");
     }
     cx.count(ops, 4)?;
-    let dty = if mode == MulMode::Wide { wide_type(ty) } else { ty };
+    let dty = if mode == MulMode::Wide {
+        wide_type(ty)
+    } else {
+        ty
+    };
     Ok(Inst::Mad {
         mode,
         ty,
         sat,
-        carry: Carry { carry_in, carry_out },
+        carry: Carry {
+            carry_in,
+            carry_out,
+        },
         d: cx.dst(&ops[0], dty)?,
         a: cx.src(&ops[1], ty)?,
         b: cx.src(&ops[2], ty)?,
@@ -776,13 +948,21 @@ fn float_bin(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         (FloatBinOp::Div, None, true, false) if ty == Type::F32 => Precision::Approx,
         (FloatBinOp::Div, None, false, true) if ty == Type::F32 => Precision::Full,
         (FloatBinOp::Div, None, false, false) => {
-            return err(cx.head, "div on floats needs .approx, .full or a rounding modifier (.rn .rz .rm .rp)");
+            return err(
+                cx.head,
+                "div on floats needs .approx, .full or a rounding modifier (.rn .rz .rm .rp)",
+            );
         }
         (_, None, false, false) if minmax => Precision::Ieee(Rounding::Rn),
         // add/sub/mul without rounding: round to nearest, which PTX allows to be fused into
         // fma by ptxas; we never fuse, so the result is the .rn one.
         (_, None, false, false) => Precision::Ieee(Rounding::Rn),
-        _ => return err(cx.head, format!("invalid precision modifiers on `{}`", cx.opcode)),
+        _ => {
+            return err(
+                cx.head,
+                format!("invalid precision modifiers on `{}`", cx.opcode),
+            );
+        }
     };
     cx.count(ops, 3)?;
     let _ = nan;
@@ -815,18 +995,39 @@ fn float_un(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         FloatUnOp::Sqrt | FloatUnOp::Rcp => match (rnd, approx) {
             (Some(r), false) => Precision::Ieee(r),
             (None, true) if ty == Type::F32 || f64_approx_ok => Precision::Approx,
-            _ => return err(cx.head, format!("`{}` needs .approx (f32) or a rounding modifier", cx.opcode)),
+            _ => {
+                return err(
+                    cx.head,
+                    format!("`{}` needs .approx (f32) or a rounding modifier", cx.opcode),
+                );
+            }
         },
         _ => match (rnd, approx) {
             (None, true) if ty == Type::F32 || f64_approx_ok => Precision::Approx,
-            _ => return err(cx.head, format!("`{}` needs .approx{}", cx.opcode, if f64_approx_ok { "" } else { " and .f32" })),
+            _ => {
+                return err(
+                    cx.head,
+                    format!(
+                        "`{}` needs .approx{}",
+                        cx.opcode,
+                        if f64_approx_ok { "" } else { " and .f32" }
+                    ),
+                );
+            }
         },
     };
     if f64_approx_ok && ty == Type::F64 && prec == Precision::Approx && !ftz {
         return err(cx.head, format!("`{}.approx.f64` needs .ftz", cx.opcode));
     }
     cx.count(ops, 2)?;
-    Ok(Inst::FloatUn { op, ty, prec, ftz, d: cx.dst(&ops[0], ty)?, a: cx.src(&ops[1], ty)? })
+    Ok(Inst::FloatUn {
+        op,
+        ty,
+        prec,
+        ftz,
+        d: cx.dst(&ops[0], ty)?,
+        a: cx.src(&ops[1], ty)?,
+    })
 }
 
 /// `fma` and float `mad` (PTX ISA 9.7.3.6, 9.7.3.7).
@@ -838,17 +1039,26 @@ fn fma(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let sm1x = cx.fb.module.sm_version().is_some_and(|v| v < 20);
     let rnd = match rnd {
         Some(r) => r,
-        None if cx.opcode == "fma" => return err(cx.head, "fma needs a rounding modifier (.rn .rz .rm .rp)"),
+        None if cx.opcode == "fma" => {
+            return err(cx.head, "fma needs a rounding modifier (.rn .rz .rm .rp)");
+        }
         // mad.f64 without rounding: .rn before PTX ISA 1.4, an error after.
         None if ty == Type::F64 && version < (1, 4) => Rounding::Rn,
-        None if ty == Type::F64 => return err(cx.head, "mad.f64 needs a rounding modifier (PTX ISA 1.4+)"),
+        None if ty == Type::F64 => {
+            return err(cx.head, "mad.f64 needs a rounding modifier (PTX ISA 1.4+)");
+        }
         // mad.f32 without rounding on sm_1x targets is what sm_20+ hardware runs: fma.rn.ftz.
         None if sm1x => {
             ftz = true;
             Rounding::Rn
         }
         None if version <= (3, 1) => Rounding::Rn,
-        None => return err(cx.head, "mad.f32 needs a rounding modifier (PTX ISA 3.2+ on sm_20+)"),
+        None => {
+            return err(
+                cx.head,
+                "mad.f32 needs a rounding modifier (PTX ISA 3.2+ on sm_20+)",
+            );
+        }
     };
     cx.count(ops, 4)?;
     Ok(Inst::Fma {
@@ -864,8 +1074,12 @@ fn fma(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 }
 
 fn shf(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
-    let dir = cx.pick(ShfDir::from_ptx)?.ok_or_else(|| Diagnostic::new(cx.head, "shf needs .l or .r"))?;
-    let mode = cx.pick(ShfMode::from_ptx)?.ok_or_else(|| Diagnostic::new(cx.head, "shf needs .wrap or .clamp"))?;
+    let dir = cx
+        .pick(ShfDir::from_ptx)?
+        .ok_or_else(|| Diagnostic::new(cx.head, "shf needs .l or .r"))?;
+    let mode = cx
+        .pick(ShfMode::from_ptx)?
+        .ok_or_else(|| Diagnostic::new(cx.head, "shf needs .wrap or .clamp"))?;
     let ty = cx.one_type(&[Type::B32])?;
     cx.count(ops, 4)?;
     Ok(Inst::Shf {
@@ -919,11 +1133,17 @@ fn prmt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 
 fn setp(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     use Type::*;
-    let cmp = cx.pick(CmpOp::from_ptx)?.ok_or_else(|| Diagnostic::new(cx.head, "setp needs a comparison (.eq, .lt, ...)"))?;
+    let cmp = cx
+        .pick(CmpOp::from_ptx)?
+        .ok_or_else(|| Diagnostic::new(cx.head, "setp needs a comparison (.eq, .lt, ...)"))?;
     let combine = cx.pick(BoolOp::from_ptx)?;
     let ty = cx.one_type(&[B16, B32, B64, U16, U32, U64, S16, S32, S64, F32, F64])?;
     let (ftz, _) = float_ftz_sat(cx, ty, false)?;
-    cx.forbid(ftz && !ty.is_float(), "ftz", "applies to float comparisons only")?;
+    cx.forbid(
+        ftz && !ty.is_float(),
+        "ftz",
+        "applies to float comparisons only",
+    )?;
     let ok = if ty.is_float() {
         cmp.is_float()
     } else if ty.kind() == TypeKind::Bits {
@@ -939,7 +1159,14 @@ fn setp(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let (p, q) = match &ops[0].raw {
         Raw::PredPair(p, q) => {
             for r in [p, q] {
-                cx.reg_of(&Opnd { raw: Raw::Op(Operand::Reg(*r)), span: ops[0].span }, Pred, Fit::Exact)?;
+                cx.reg_of(
+                    &Opnd {
+                        raw: Raw::Op(Operand::Reg(*r)),
+                        span: ops[0].span,
+                    },
+                    Pred,
+                    Fit::Exact,
+                )?;
             }
             (Operand::Reg(*p), Operand::Reg(*q))
         }
@@ -954,7 +1181,11 @@ fn setp(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         q,
         a: cx.src(&ops[1], ty)?,
         b: cx.src(&ops[2], ty)?,
-        c: if n == 4 { Some(cx.src(&ops[3], Pred)?) } else { None },
+        c: if n == 4 {
+            Some(cx.src(&ops[3], Pred)?)
+        } else {
+            None
+        },
     })
 }
 
@@ -976,15 +1207,25 @@ fn slct(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let ftz = cx.flag("ftz");
     let tys = cx.types();
     let [(ty, tspan), (cty, cspan)] = tys[..] else {
-        return err(cx.head, "slct takes two types: slct.dtype.s32 or slct.dtype.f32");
+        return err(
+            cx.head,
+            "slct takes two types: slct.dtype.s32 or slct.dtype.f32",
+        );
     };
-    if !matches!(ty, B16 | B32 | B64 | U16 | U32 | U64 | S16 | S32 | S64 | F32 | F64) {
+    if !matches!(
+        ty,
+        B16 | B32 | B64 | U16 | U32 | U64 | S16 | S32 | S64 | F32 | F64
+    ) {
         return err(tspan, format!("slct does not take type {ty}"));
     }
     if !matches!(cty, S32 | F32) {
         return err(cspan, "the comparison operand of slct is .s32 or .f32");
     }
-    cx.forbid(ftz && cty != F32, "ftz", "applies to slct with an .f32 operand only")?;
+    cx.forbid(
+        ftz && cty != F32,
+        "ftz",
+        "applies to slct with an .f32 operand only",
+    )?;
     cx.count(ops, 4)?;
     Ok(Inst::Slct {
         ty,
@@ -1021,32 +1262,62 @@ fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     };
     let (df, af) = (dty.is_float(), aty.is_float());
     match (af, df, rnd) {
-        (false, false, Some(_)) => return err(cx.head, "integer-to-integer cvt takes no rounding modifier"),
-        (true, false, None) => return err(cx.head, "float-to-integer cvt needs an integer rounding (.rni .rzi .rmi .rpi)"),
-        (true, false, Some(CvtRounding::Float(_))) => {
-            return err(cx.head, "float-to-integer cvt takes an integer rounding (.rni .rzi .rmi .rpi)");
+        (false, false, Some(_)) => {
+            return err(cx.head, "integer-to-integer cvt takes no rounding modifier");
         }
-        (false, true, None) => return err(cx.head, "integer-to-float cvt needs a rounding modifier (.rn .rz .rm .rp)"),
+        (true, false, None) => {
+            return err(
+                cx.head,
+                "float-to-integer cvt needs an integer rounding (.rni .rzi .rmi .rpi)",
+            );
+        }
+        (true, false, Some(CvtRounding::Float(_))) => {
+            return err(
+                cx.head,
+                "float-to-integer cvt takes an integer rounding (.rni .rzi .rmi .rpi)",
+            );
+        }
+        (false, true, None) => {
+            return err(
+                cx.head,
+                "integer-to-float cvt needs a rounding modifier (.rn .rz .rm .rp)",
+            );
+        }
         (false, true, Some(CvtRounding::Int(_))) => {
-            return err(cx.head, "integer-to-float cvt takes a float rounding (.rn .rz .rm .rp)");
+            return err(
+                cx.head,
+                "integer-to-float cvt takes a float rounding (.rn .rz .rm .rp)",
+            );
         }
         (true, true, r) => {
             let narrowing = dty.bits() < aty.bits();
             let same = dty == aty;
             match r {
-                None if narrowing => return err(cx.head, "narrowing float cvt needs a rounding modifier"),
+                None if narrowing => {
+                    return err(cx.head, "narrowing float cvt needs a rounding modifier");
+                }
                 Some(CvtRounding::Float(_)) if !narrowing => {
-                    return err(cx.head, "a float rounding applies to narrowing float cvt only");
+                    return err(
+                        cx.head,
+                        "a float rounding applies to narrowing float cvt only",
+                    );
                 }
                 Some(CvtRounding::Int(_)) if !same => {
-                    return err(cx.head, "an integer rounding between floats needs the same type (e.g. cvt.rni.f32.f32)");
+                    return err(
+                        cx.head,
+                        "an integer rounding between floats needs the same type (e.g. cvt.rni.f32.f32)",
+                    );
                 }
                 _ => {}
             }
         }
         _ => {}
     }
-    cx.forbid(ftz && !(dty == F32 || aty == F32), "ftz", "applies when a side is .f32")?;
+    cx.forbid(
+        ftz && !(dty == F32 || aty == F32),
+        "ftz",
+        "applies when a side is .f32",
+    )?;
     cx.count(ops, 2)?;
     Ok(Inst::Cvt {
         dty,
@@ -1074,19 +1345,25 @@ fn call(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let uni = cx.flag("uni");
     let mut it = ops.iter().peekable();
     let rets = match it.peek() {
-        Some(Opnd { raw: Raw::List(l), .. }) => {
+        Some(Opnd {
+            raw: Raw::List(l), ..
+        }) => {
             let l = l.clone();
             it.next();
             l
         }
         _ => Vec::new(),
     };
-    let fop = it.next().ok_or_else(|| Diagnostic::new(cx.head, "call needs a function"))?;
+    let fop = it
+        .next()
+        .ok_or_else(|| Diagnostic::new(cx.head, "call needs a function"))?;
     let Raw::Func(func) = fop.raw else {
         return err(fop.span, "call needs a function name");
     };
     let args = match it.next() {
-        Some(Opnd { raw: Raw::List(l), .. }) => l.clone(),
+        Some(Opnd {
+            raw: Raw::List(l), ..
+        }) => l.clone(),
         Some(o) => return err(o.span, "call arguments go in parentheses"),
         None => Vec::new(),
     };
@@ -1099,7 +1376,15 @@ fn call(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     }
     let check = |list: &[Opnd], params: &[Param], what: &str| -> R<Vec<Operand>> {
         if list.len() != params.len() {
-            return err(fop.span, format!("`{}` takes {} {what}, the call passes {}", callee.name, params.len(), list.len()));
+            return err(
+                fop.span,
+                format!(
+                    "`{}` takes {} {what}, the call passes {}",
+                    callee.name,
+                    params.len(),
+                    list.len()
+                ),
+            );
         }
         let mut out = Vec::new();
         for (o, p) in list.iter().zip(params) {
@@ -1108,16 +1393,33 @@ fn call(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
                 Raw::Op(Operand::Var(v @ VarId::Function(i))) => {
                     let var = cx.func.var(*i);
                     if var.space != Space::Param || var.size != size {
-                        return err(o.span, format!("`{}` must be a .param of {size} bytes to match `{}`", var.name, callee.param_name(p)));
+                        return err(
+                            o.span,
+                            format!(
+                                "`{}` must be a .param of {size} bytes to match `{}`",
+                                var.name,
+                                callee.param_name(p)
+                            ),
+                        );
                     }
                     out.push(Operand::Var(*v));
                 }
                 _ => {
                     let ty = callee.param_type(p);
                     if size != ty.bytes() {
-                        return err(o.span, format!("`{}` is an array; pass a .param variable", callee.param_name(p)));
+                        return err(
+                            o.span,
+                            format!(
+                                "`{}` is an array; pass a .param variable",
+                                callee.param_name(p)
+                            ),
+                        );
                     }
-                    out.push(if what == "return values" { cx.dst(o, ty)? } else { cx.src(o, ty)? });
+                    out.push(if what == "return values" {
+                        cx.dst(o, ty)?
+                    } else {
+                        cx.src(o, ty)?
+                    });
                 }
             }
         }
@@ -1125,5 +1427,10 @@ fn call(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     };
     let rets = check(&rets, &callee.rets, "return values")?;
     let args = check(&args, &callee.params, "arguments")?;
-    Ok(Inst::Call { uni, func, rets, args })
+    Ok(Inst::Call {
+        uni,
+        func,
+        rets,
+        args,
+    })
 }

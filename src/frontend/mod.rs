@@ -209,7 +209,11 @@ impl<'s> ModuleBuilder<'s> {
                     }
                 }
                 Rule::target => {
-                    module.target = item.clone().into_inner().map(|t| t.as_str().to_string()).collect()
+                    module.target = item
+                        .clone()
+                        .into_inner()
+                        .map(|t| t.as_str().to_string())
+                        .collect()
                 }
                 Rule::address_size => {
                     let lit = item.clone().into_inner().next().unwrap();
@@ -227,7 +231,8 @@ impl<'s> ModuleBuilder<'s> {
                         if self.module_vars.contains_key(&var.name) {
                             self.err(span_of(item), format!("duplicate variable `{}`", var.name));
                         }
-                        self.module_vars.insert(var.name.clone(), module.vars.len() as u32);
+                        self.module_vars
+                            .insert(var.name.clone(), module.vars.len() as u32);
                         module.vars.push(var);
                     }
                 }
@@ -237,7 +242,10 @@ impl<'s> ModuleBuilder<'s> {
                         Some(id) => {
                             let prev = &mut module.functions[id.0 as usize];
                             if body.is_some() && prev.body.is_some() {
-                                self.err(func.span, format!("duplicate definition of `{}`", func.name));
+                                self.err(
+                                    func.span,
+                                    format!("duplicate definition of `{}`", func.name),
+                                );
                             } else if body.is_some() {
                                 *prev = func;
                                 bodies.push((id, body.unwrap()));
@@ -266,7 +274,12 @@ impl<'s> ModuleBuilder<'s> {
     }
 
     /// Parses a variable declaration (`module_var`, `body_var` or `param_decl`).
-    fn var_decl(&mut self, pair: Pair<'s, Rule>, role: VarRole, module_level: bool) -> Option<VarDecl> {
+    fn var_decl(
+        &mut self,
+        pair: Pair<'s, Rule>,
+        role: VarRole,
+        module_level: bool,
+    ) -> Option<VarDecl> {
         let span = span_of(&pair);
         let mut space = Space::Param;
         let mut align = None;
@@ -293,7 +306,11 @@ impl<'s> ModuleBuilder<'s> {
                 Rule::type_mod => ty = self.type_of(&p),
                 Rule::ident => name = p.as_str().to_string(),
                 Rule::array_dim => {
-                    let n = p.clone().into_inner().next().map(|l| literal::parse_int(l.as_str()));
+                    let n = p
+                        .clone()
+                        .into_inner()
+                        .next()
+                        .map(|l| literal::parse_int(l.as_str()));
                     match n {
                         None => dims.push(None),
                         Some(Some(n)) if n > 0 && n <= (1 << 30) => dims.push(Some(n as usize)),
@@ -311,7 +328,10 @@ impl<'s> ModuleBuilder<'s> {
             return None;
         }
         if module_level && !matches!(space, Space::Global | Space::Const) {
-            self.err(span, format!("module-level {space} variables are not supported"));
+            self.err(
+                span,
+                format!("module-level {space} variables are not supported"),
+            );
             return None;
         }
         if space == Space::Shared {
@@ -330,16 +350,25 @@ impl<'s> ModuleBuilder<'s> {
         let mut bytes = Vec::new();
         if let Some(init) = init {
             if !matches!(space, Space::Global | Space::Const) {
-                self.err(span_of(&init), "only .global and .const variables take initialisers");
+                self.err(
+                    span_of(&init),
+                    "only .global and .const variables take initialisers",
+                );
             }
             self.flatten_init(init, ty, &mut bytes);
             if unsized_array {
                 count = bytes.len() / elem.max(1);
             } else if bytes.len() > count * elem {
-                self.err(span, format!("initialiser has more elements than `{name}` holds"));
+                self.err(
+                    span,
+                    format!("initialiser has more elements than `{name}` holds"),
+                );
             }
         } else if unsized_array && role == VarRole::Body {
-            self.err(span, format!("array `{name}` needs a size or an initialiser"));
+            self.err(
+                span,
+                format!("array `{name}` needs a size or an initialiser"),
+            );
         }
         let size = count.saturating_mul(elem);
         if size > (1 << 30) {
@@ -384,7 +413,10 @@ impl<'s> ModuleBuilder<'s> {
     fn type_of(&mut self, p: &Pair<'s, Rule>) -> Option<Type> {
         let t = Type::from_ptx(&p.as_str()[1..]);
         if t.is_none() {
-            self.err(span_of(p), format!("type `{}` is not supported", p.as_str()));
+            self.err(
+                span_of(p),
+                format!("type `{}` is not supported", p.as_str()),
+            );
         }
         t
     }
@@ -403,12 +435,21 @@ impl<'s> ModuleBuilder<'s> {
                 Rule::ret_params | Rule::params => {
                     let is_ret = p.as_rule() == Rule::ret_params;
                     for (i, decl) in p.into_inner().enumerate() {
-                        let role = if is_ret { VarRole::Ret(i as u32) } else { VarRole::Param(i as u32) };
+                        let role = if is_ret {
+                            VarRole::Ret(i as u32)
+                        } else {
+                            VarRole::Param(i as u32)
+                        };
                         let dspan = span_of(&decl);
                         let is_reg = decl.clone().into_inner().next().unwrap().as_str() == ".reg";
-                        let Some(var) = self.var_decl(decl, role, false) else { continue };
+                        let Some(var) = self.var_decl(decl, role, false) else {
+                            continue;
+                        };
                         let param = if is_reg {
-                            f.regs.push(RegDecl { name: var.name, ty: var.ty });
+                            f.regs.push(RegDecl {
+                                name: var.name,
+                                ty: var.ty,
+                            });
                             Param::Reg(RegId(f.regs.len() as u32 - 1))
                         } else {
                             f.vars.push(var);
@@ -417,7 +458,11 @@ impl<'s> ModuleBuilder<'s> {
                         if is_reg && f.kind == FuncKind::Entry {
                             self.err(dspan, "kernel parameters must be in .param space");
                         }
-                        if is_ret { f.rets.push(param) } else { f.params.push(param) }
+                        if is_ret {
+                            f.rets.push(param)
+                        } else {
+                            f.params.push(param)
+                        }
                     }
                 }
                 Rule::body => body = Some(p),
@@ -450,12 +495,18 @@ impl<'s> ModuleBuilder<'s> {
             fb.scopes[0].insert(r.name.clone(), Name::Reg(RegId(i as u32)));
         }
         fb.block(func, body);
-        let FnBuilder { body, label_pos, .. } = fb;
+        let FnBuilder {
+            body, label_pos, ..
+        } = fb;
         func.body = Some(body);
         func.labels = label_pos;
     }
 
-    fn collect_labels(&mut self, body: Pair<'s, Rule>, labels: &mut HashMap<String, (LabelId, Span)>) {
+    fn collect_labels(
+        &mut self,
+        body: Pair<'s, Rule>,
+        labels: &mut HashMap<String, (LabelId, Span)>,
+    ) {
         for st in body.into_inner() {
             match st.as_rule() {
                 Rule::label_def => {
@@ -527,11 +578,15 @@ impl<'a, 's> FnBuilder<'a, 's> {
     }
 
     fn declare(&mut self, name: String, n: Name, span: Span) {
-        let scope = self.scopes.last_mut().unwrap();
-        if scope.contains_key(&name) {
-            self.mb.err(span, format!("`{name}` is already declared in this scope"));
-        } else {
-            scope.insert(name, n);
+        use std::collections::hash_map::Entry;
+        match self.scopes.last_mut().unwrap().entry(name) {
+            Entry::Occupied(e) => {
+                let msg = format!("`{}` is already declared in this scope", e.key());
+                self.mb.err(span, msg);
+            }
+            Entry::Vacant(e) => {
+                e.insert(n);
+            }
         }
     }
 
@@ -548,7 +603,13 @@ impl<'a, 's> FnBuilder<'a, 's> {
                 Rule::body_var => {
                     if let Some(var) = self.mb.var_decl(st, VarRole::Body, false) {
                         if !matches!(var.space, Space::Local | Space::Param) {
-                            self.err(span, format!("{} variables inside a function are not supported", var.space));
+                            self.err(
+                                span,
+                                format!(
+                                    "{} variables inside a function are not supported",
+                                    var.space
+                                ),
+                            );
                             continue;
                         }
                         let id = VarId::Function(func.vars.len() as u32);
@@ -593,18 +654,30 @@ impl<'a, 's> FnBuilder<'a, 's> {
                     let ty = ty.unwrap();
                     match inner.next() {
                         None => {
-                            func.regs.push(RegDecl { name: name.clone(), ty });
+                            func.regs.push(RegDecl {
+                                name: name.clone(),
+                                ty,
+                            });
                             self.declare(name, Name::Reg(RegId(func.regs.len() as u32 - 1)), span);
                         }
                         Some(n) => match literal::parse_int(n.as_str()) {
                             Some(n) if (0..=65536).contains(&n) => {
                                 for i in 0..n {
                                     let full = format!("{name}{i}");
-                                    func.regs.push(RegDecl { name: full.clone(), ty });
-                                    self.declare(full, Name::Reg(RegId(func.regs.len() as u32 - 1)), span);
+                                    func.regs.push(RegDecl {
+                                        name: full.clone(),
+                                        ty,
+                                    });
+                                    self.declare(
+                                        full,
+                                        Name::Reg(RegId(func.regs.len() as u32 - 1)),
+                                        span,
+                                    );
                                 }
                             }
-                            _ => self.err(span_of(&n), "register range must be between 0 and 65536"),
+                            _ => {
+                                self.err(span_of(&n), "register range must be between 0 and 65536")
+                            }
                         },
                     }
                 }

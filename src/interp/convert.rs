@@ -24,12 +24,24 @@ pub fn cvt(dty: Type, aty: Type, rnd: Option<CvtRounding>, ftz: bool, sat: bool,
         // Integer to integer: sign- or zero-extend by the source type, then truncate, or
         // clamp to the destination range with .sat.
         (false, false) => {
-            let v = if aty.is_signed() { sext(a, aty.bits()) as i128 } else { a as i128 };
-            if sat { clamp_to(dty, v) } else { v as u64 & dty.mask() }
+            let v = if aty.is_signed() {
+                sext(a, aty.bits()) as i128
+            } else {
+                a as i128
+            };
+            if sat {
+                clamp_to(dty, v)
+            } else {
+                v as u64 & dty.mask()
+            }
         }
         // Integer to float: one rounding in the given mode.
         (false, true) => {
-            let v = if aty.is_signed() { sext(a, aty.bits()) as i128 } else { a as i128 };
+            let v = if aty.is_signed() {
+                sext(a, aty.bits()) as i128
+            } else {
+                a as i128
+            };
             let r = match rnd {
                 Some(CvtRounding::Float(r)) => r,
                 _ => Rounding::Rn,
@@ -71,9 +83,16 @@ pub fn compare(cmp: CmpOp, ty: Type, ftz: bool, a: u64, b: u64) -> bool {
     use CmpOp::*;
     if ty.is_float() {
         let f = Fmt::of(ty);
-        let (a, b) = if ftz { (f.flush(a), f.flush(b)) } else { (a, b) };
+        let (a, b) = if ftz {
+            (f.flush(a), f.flush(b))
+        } else {
+            (a, b)
+        };
         let (x, y) = match f {
-            Fmt::F32 => (f32::from_bits(a as u32) as f64, f32::from_bits(b as u32) as f64),
+            Fmt::F32 => (
+                f32::from_bits(a as u32) as f64,
+                f32::from_bits(b as u32) as f64,
+            ),
             Fmt::F64 => (f64::from_bits(a), f64::from_bits(b)),
         };
         let unordered = x.is_nan() || y.is_nan();

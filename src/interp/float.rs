@@ -44,13 +44,23 @@ fn host_rn(f: Fmt, op: FloatBinOp, a: u64, b: u64) -> u64 {
 }
 
 /// `add sub mul div` (9.7.3.1–3, 9.7.3.8) and `min max` (9.7.3.11–12).
-pub fn binary(op: FloatBinOp, f: Fmt, prec: Precision, ftz: bool, sat: bool, a: u64, b: u64) -> u64 {
+pub fn binary(
+    op: FloatBinOp,
+    f: Fmt,
+    prec: Precision,
+    ftz: bool,
+    sat: bool,
+    a: u64,
+    b: u64,
+) -> u64 {
     let (a, b) = (flush_in(f, ftz, a), flush_in(f, ftz, b));
     let r = match op {
         FloatBinOp::Min | FloatBinOp::Max => return finish(f, ftz, false, min_max(op, f, a, b)),
         _ => match prec {
             // .approx and .full divisions are computed correctly rounded, within PTX's bounds.
-            Precision::Ieee(Rounding::Rn) | Precision::Approx | Precision::Full => host_rn(f, op, a, b),
+            Precision::Ieee(Rounding::Rn) | Precision::Approx | Precision::Full => {
+                host_rn(f, op, a, b)
+            }
             Precision::Ieee(r) => match op {
                 FloatBinOp::Add => sf::add(f, r, a, b),
                 FloatBinOp::Sub => sf::sub(f, r, a, b),
@@ -72,7 +82,9 @@ fn min_max(op: FloatBinOp, f: Fmt, a: u64, b: u64) -> u64 {
         _ => {}
     }
     let less = match f {
-        Fmt::F32 => f32::from_bits(a as u32).total_cmp(&f32::from_bits(b as u32)).is_lt(),
+        Fmt::F32 => f32::from_bits(a as u32)
+            .total_cmp(&f32::from_bits(b as u32))
+            .is_lt(),
         Fmt::F64 => f64::from_bits(a).total_cmp(&f64::from_bits(b)).is_lt(),
     };
     match (op, less) {
@@ -83,13 +95,23 @@ fn min_max(op: FloatBinOp, f: Fmt, a: u64, b: u64) -> u64 {
 
 /// `fma` and float `mad` (9.7.3.6–7): a×b+c in infinite precision, one rounding.
 pub fn fma(f: Fmt, rnd: Rounding, ftz: bool, sat: bool, a: u64, b: u64, c: u64) -> u64 {
-    let (a, b, c) = (flush_in(f, ftz, a), flush_in(f, ftz, b), flush_in(f, ftz, c));
+    let (a, b, c) = (
+        flush_in(f, ftz, a),
+        flush_in(f, ftz, b),
+        flush_in(f, ftz, c),
+    );
     let r = match (rnd, f) {
         (Rounding::Rn, Fmt::F32) => {
-            let (x, y, z) = (f32::from_bits(a as u32), f32::from_bits(b as u32), f32::from_bits(c as u32));
+            let (x, y, z) = (
+                f32::from_bits(a as u32),
+                f32::from_bits(b as u32),
+                f32::from_bits(c as u32),
+            );
             x.mul_add(y, z).to_bits() as u64
         }
-        (Rounding::Rn, Fmt::F64) => f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)).to_bits(),
+        (Rounding::Rn, Fmt::F64) => f64::from_bits(a)
+            .mul_add(f64::from_bits(b), f64::from_bits(c))
+            .to_bits(),
         (r, _) => sf::fma(f, r, a, b, c),
     };
     finish(f, ftz, sat, r)

@@ -28,7 +28,14 @@ fn wide(v: u64, ty: Type) -> i128 {
 ///
 /// Subtraction keeps the hardware's convention: CC.CF is NOT borrow, i.e. the carry out of
 /// a + ~b + 1 (`sub.cc`) or a + ~b + CF (`subc`); see the semantics note in the README.
-pub fn add_sub(op: IntBinOp, ty: Type, sat: bool, a: u64, b: u64, cf_in: Option<bool>) -> (u64, bool) {
+pub fn add_sub(
+    op: IntBinOp,
+    ty: Type,
+    sat: bool,
+    a: u64,
+    b: u64,
+    cf_in: Option<bool>,
+) -> (u64, bool) {
     let bits = ty.bits();
     let mask = ty.mask() as u128;
     let (a, b) = (a as u128 & mask, b as u128 & mask);
@@ -50,7 +57,11 @@ pub fn add_sub(op: IntBinOp, ty: Type, sat: bool, a: u64, b: u64, cf_in: Option<
 /// `min`, `max` (9.7.1.10–11).
 pub fn min_max(op: IntBinOp, ty: Type, a: u64, b: u64) -> u64 {
     let (x, y) = (wide(a, ty), wide(b, ty));
-    let r = if op == IntBinOp::Min { x.min(y) } else { x.max(y) };
+    let r = if op == IntBinOp::Min {
+        x.min(y)
+    } else {
+        x.max(y)
+    };
     r as u64 & ty.mask()
 }
 
@@ -168,15 +179,34 @@ pub fn mul(mode: MulMode, ty: Type, a: u64, b: u64) -> u64 {
 /// `mad.lo/.hi/.wide` (9.7.1.4), `mad.hi.sat.s32`, and the carry forms `mad.cc madc`
 /// (9.7.2.5–6): the selected half of a×b plus c (plus CC.CF for `madc`). The carry out is the
 /// unsigned carry of that addition.
-pub fn mad(mode: MulMode, ty: Type, sat: bool, a: u64, b: u64, c: u64, cf_in: Option<bool>) -> (u64, bool) {
+pub fn mad(
+    mode: MulMode,
+    ty: Type,
+    sat: bool,
+    a: u64,
+    b: u64,
+    c: u64,
+    cf_in: Option<bool>,
+) -> (u64, bool) {
     let half = mul(mode, ty, a, b);
-    let dbits = if mode == MulMode::Wide { 2 * ty.bits() } else { ty.bits() };
+    let dbits = if mode == MulMode::Wide {
+        2 * ty.bits()
+    } else {
+        ty.bits()
+    };
     if sat {
         // mad.hi.sat.s32: d = saturate(hi(a*b) + c) over the exact signed sum.
         let sum = sext(half, 32) + sext(c, 32);
-        return (sum.clamp(i32::MIN as i64, i32::MAX as i64) as u32 as u64, false);
+        return (
+            sum.clamp(i32::MIN as i64, i32::MAX as i64) as u32 as u64,
+            false,
+        );
     }
-    let mask: u128 = if dbits >= 64 { u64::MAX as u128 } else { (1u128 << dbits) - 1 };
+    let mask: u128 = if dbits >= 64 {
+        u64::MAX as u128
+    } else {
+        (1u128 << dbits) - 1
+    };
     let sum = (half as u128 & mask) + (c as u128 & mask) + cf_in.unwrap_or(false) as u128;
     ((sum & mask) as u64, (sum >> dbits) & 1 == 1)
 }
@@ -209,7 +239,11 @@ pub fn bfe(ty: Type, a: u64, pos: u64, len: u64) -> u64 {
     };
     let mut d = 0u64;
     for i in 0..=msb {
-        let v = if i < len && pos + i <= msb { bit(pos + i) } else { sbit };
+        let v = if i < len && pos + i <= msb {
+            bit(pos + i)
+        } else {
+            sbit
+        };
         d |= v << i;
     }
     d
@@ -240,7 +274,11 @@ pub fn prmt(mode: Option<PrmtMode>, a: u64, b: u64, c: u64) -> u64 {
             for k in 0..4 {
                 let s = (c >> (4 * k)) & 0xf;
                 let v = byte(s & 7);
-                let v = if s & 8 != 0 { if v & 0x80 != 0 { 0xff } else { 0 } } else { v };
+                let v = if s & 8 != 0 {
+                    if v & 0x80 != 0 { 0xff } else { 0 }
+                } else {
+                    v
+                };
                 d |= v << (8 * k);
             }
             return d;
@@ -250,7 +288,9 @@ pub fn prmt(mode: Option<PrmtMode>, a: u64, b: u64, c: u64) -> u64 {
             // Byte indices for d.b0, d.b1, d.b2, d.b3 (the manual's table).
             match m {
                 PrmtMode::F4e => [s, s + 1, s + 2, s + 3],
-                PrmtMode::B4e => [s, s.wrapping_sub(1), s.wrapping_sub(2), s.wrapping_sub(3)].map(|v| v & 7),
+                PrmtMode::B4e => {
+                    [s, s.wrapping_sub(1), s.wrapping_sub(2), s.wrapping_sub(3)].map(|v| v & 7)
+                }
                 PrmtMode::Rc8 => [s; 4],
                 PrmtMode::Ecl => [s, s.max(1), s.max(2), 3],
                 PrmtMode::Ecr => [0, s.min(1), s.min(2), s],
@@ -261,7 +301,9 @@ pub fn prmt(mode: Option<PrmtMode>, a: u64, b: u64, c: u64) -> u64 {
             }
         }
     };
-    sel.iter().enumerate().fold(0, |d, (k, &i)| d | (byte(i) << (8 * k)))
+    sel.iter()
+        .enumerate()
+        .fold(0, |d, (k, &i)| d | (byte(i) << (8 * k)))
 }
 
 #[cfg(test)]
@@ -278,10 +320,19 @@ mod tests {
 
     #[test]
     fn sub_cc_is_not_borrow() {
-        assert_eq!(add_sub(IntBinOp::Sub, Type::U32, false, 5, 3, None), (2, true));
-        assert_eq!(add_sub(IntBinOp::Sub, Type::U32, false, 3, 5, None), (0xffff_fffe, false));
+        assert_eq!(
+            add_sub(IntBinOp::Sub, Type::U32, false, 5, 3, None),
+            (2, true)
+        );
+        assert_eq!(
+            add_sub(IntBinOp::Sub, Type::U32, false, 3, 5, None),
+            (0xffff_fffe, false)
+        );
         // subc with CF = 0 subtracts one more.
-        assert_eq!(add_sub(IntBinOp::Sub, Type::U32, false, 5, 3, Some(false)), (1, true));
+        assert_eq!(
+            add_sub(IntBinOp::Sub, Type::U32, false, 5, 3, Some(false)),
+            (1, true)
+        );
     }
 
     #[test]

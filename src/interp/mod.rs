@@ -85,7 +85,8 @@ fn scalar_bytes(func: &Function, p: &Param, v: Value) -> Result<Vec<u8>, RunErro
             func.param_name(p)
         )));
     }
-    if v.ty.bits() != ty.bits() || (v.ty.is_float() != ty.is_float() && ty.kind() != TypeKind::Bits) {
+    if v.ty.bits() != ty.bits() || (v.ty.is_float() != ty.is_float() && ty.kind() != TypeKind::Bits)
+    {
         return Err(RunError::Usage(format!(
             "parameter `{}` is {ty}, the argument is {}",
             func.param_name(p),
@@ -140,7 +141,13 @@ impl Engine for Interpreter {
             .collect())
     }
 
-    fn launch(&self, name: &str, grid: Dim3, block: Dim3, args: &mut [Arg]) -> Result<(), RunError> {
+    fn launch(
+        &self,
+        name: &str,
+        grid: Dim3,
+        block: Dim3,
+        args: &mut [Arg],
+    ) -> Result<(), RunError> {
         let (id, func) = self.find(name, FuncKind::Entry)?;
         check_dims(grid, block)?;
         if args.len() != func.params.len() {
@@ -218,7 +225,9 @@ impl Engine for Interpreter {
 /// CUDA's launch limits: at most 1024 threads a block, 2^31-1 × 65535 × 65535 blocks.
 pub fn check_dims(grid: Dim3, block: Dim3) -> Result<(), RunError> {
     if grid.count() == 0 || block.count() == 0 {
-        return Err(RunError::Usage("grid and block dimensions must be at least 1".into()));
+        return Err(RunError::Usage(
+            "grid and block dimensions must be at least 1".into(),
+        ));
     }
     if block.count() > 1024 || block.z > 64 {
         return Err(RunError::Usage(format!(
@@ -226,7 +235,9 @@ pub fn check_dims(grid: Dim3, block: Dim3) -> Result<(), RunError> {
         )));
     }
     if grid.x > i32::MAX as u32 || grid.y > 65535 || grid.z > 65535 {
-        return Err(RunError::Usage(format!("grid {grid} exceeds 2^31-1 × 65535 × 65535")));
+        return Err(RunError::Usage(format!(
+            "grid {grid} exceeds 2^31-1 × 65535 × 65535"
+        )));
     }
     Ok(())
 }
@@ -309,7 +320,9 @@ impl<'a> Thread<'a> {
         };
         for (i, v) in func.vars.iter().enumerate() {
             let base = match v.role {
-                VarRole::Param(k) if func.kind == FuncKind::Entry => self.l.kernel_params[k as usize],
+                VarRole::Param(k) if func.kind == FuncKind::Entry => {
+                    self.l.kernel_params[k as usize]
+                }
                 VarRole::Param(k) => self.alloc(v, &args[k as usize]),
                 _ => self.alloc(v, &[]),
             };
@@ -321,7 +334,10 @@ impl<'a> Thread<'a> {
                 frame.regs[r.0 as usize] = le_bits(&args[k]) & func.reg(*r).ty.mask();
             }
         }
-        let body = func.body.as_ref().expect("callers check that the function has a body");
+        let body = func
+            .body
+            .as_ref()
+            .expect("callers check that the function has a body");
         let mut pc = 0;
         while pc < body.len() {
             let ins = &body[pc];
@@ -361,7 +377,12 @@ impl<'a> Thread<'a> {
             .map(|p| match p {
                 Param::Mem(VarId::Function(i)) => {
                     let base = frame.var_base[*i as usize];
-                    let r = self.own.iter().rev().find(|r| r.base() == base).expect("own region");
+                    let r = self
+                        .own
+                        .iter()
+                        .rev()
+                        .find(|r| r.base() == base)
+                        .expect("own region");
                     r.to_vec()
                 }
                 Param::Reg(r) => {
@@ -375,7 +396,13 @@ impl<'a> Thread<'a> {
     }
 
     fn alloc(&mut self, v: &VarDecl, init: &[u8]) -> u64 {
-        let r = Region::new(init, v.size, v.space, true, format!("{} `{}`", v.space, v.name));
+        let r = Region::new(
+            init,
+            v.size,
+            v.space,
+            true,
+            format!("{} `{}`", v.space, v.name),
+        );
         let base = r.base();
         self.own.push(r);
         base
@@ -385,7 +412,8 @@ impl<'a> Thread<'a> {
 
     fn special(&self, s: SpecialReg) -> u64 {
         let b = self.l.block;
-        let linear = self.tid[0] as u64 + b.x as u64 * (self.tid[1] as u64 + b.y as u64 * self.tid[2] as u64);
+        let linear = self.tid[0] as u64
+            + b.x as u64 * (self.tid[1] as u64 + b.y as u64 * self.tid[2] as u64);
         let dim = |d: Dim3| [d.x, d.y, d.z][s.dim as usize] as u64;
         match s.kind {
             SpecialRegKind::Tid => self.tid[s.dim as usize] as u64,
@@ -438,7 +466,13 @@ impl<'a> Thread<'a> {
 
     /// Finds the region for an access of `size` bytes at `addr` in `space`, checking bounds,
     /// space, alignment and (for stores) writability.
-    fn region(&self, addr: u64, size: usize, space: Option<Space>, store: bool) -> Result<(&Region, usize), Trap> {
+    fn region(
+        &self,
+        addr: u64,
+        size: usize,
+        space: Option<Space>,
+        store: bool,
+    ) -> Result<(&Region, usize), Trap> {
         let what = memory::describe_access(store, space, size);
         let region = self
             .own
@@ -465,24 +499,43 @@ impl<'a> Thread<'a> {
                     ),
                     Some(addr),
                 ),
-                None => trap(format!("{what} at address {addr:#x}: no memory there"), Some(addr)),
+                None => trap(
+                    format!("{what} at address {addr:#x}: no memory there"),
+                    Some(addr),
+                ),
             };
         };
         if !memory::space_allows(space, r.space) {
-            return trap(format!("{what} at address {addr:#x}, which is in {} ({} space)", r.name, r.space), Some(addr));
+            return trap(
+                format!(
+                    "{what} at address {addr:#x}, which is in {} ({} space)",
+                    r.name, r.space
+                ),
+                Some(addr),
+            );
         }
         let offset = (addr - r.base()) as usize;
         if offset + size > r.size() {
             return trap(
-                format!("{what} at address {addr:#x}: out of bounds of {} ({} bytes, offset {offset})", r.name, r.size()),
+                format!(
+                    "{what} at address {addr:#x}: out of bounds of {} ({} bytes, offset {offset})",
+                    r.name,
+                    r.size()
+                ),
                 Some(addr),
             );
         }
-        if addr % size as u64 != 0 {
-            return trap(format!("{what} at address {addr:#x}: misaligned"), Some(addr));
+        if !addr.is_multiple_of(size as u64) {
+            return trap(
+                format!("{what} at address {addr:#x}: misaligned"),
+                Some(addr),
+            );
         }
         if store && !r.writable {
-            return trap(format!("{what} at address {addr:#x}: {} is read-only", r.name), Some(addr));
+            return trap(
+                format!("{what} at address {addr:#x}: {} is read-only", r.name),
+                Some(addr),
+            );
         }
         Ok((r, offset))
     }
@@ -493,7 +546,14 @@ impl<'a> Thread<'a> {
         use Inst::*;
         match &ins.inst {
             Mov { ty, d, a } => self.mov(fr, *ty, d, a),
-            Ld { space, vec, ty, d, addr, .. } => {
+            Ld {
+                space,
+                vec,
+                ty,
+                d,
+                addr,
+                ..
+            } => {
                 let base = self.addr(fr, addr);
                 let n = ty.bytes();
                 let (r, off) = self.region(base, n * *vec as usize, *space, false)?;
@@ -511,7 +571,14 @@ impl<'a> Thread<'a> {
                     }
                 }
             }
-            St { space, vec, ty, addr, a, .. } => {
+            St {
+                space,
+                vec,
+                ty,
+                addr,
+                a,
+                ..
+            } => {
                 let base = self.addr(fr, addr);
                 let n = ty.bytes();
                 let values: Vec<u64> = match a {
@@ -531,8 +598,27 @@ impl<'a> Thread<'a> {
                 let v = self.get(fr, a, *ty);
                 self.set(fr, d, *ty, v);
             }
-            IntBin { op, ty, sat, carry, d, a, b } => {
-                let (x, y) = (self.get(fr, a, *ty), self.get(fr, b, if matches!(op, IntBinOp::Shl | IntBinOp::Shr) { Type::U32 } else { *ty }));
+            IntBin {
+                op,
+                ty,
+                sat,
+                carry,
+                d,
+                a,
+                b,
+            } => {
+                let (x, y) = (
+                    self.get(fr, a, *ty),
+                    self.get(
+                        fr,
+                        b,
+                        if matches!(op, IntBinOp::Shl | IntBinOp::Shr) {
+                            Type::U32
+                        } else {
+                            *ty
+                        },
+                    ),
+                );
                 let v = match op {
                     IntBinOp::Add | IntBinOp::Sub => {
                         let cin = carry.carry_in.then_some(self.cf);
@@ -551,72 +637,207 @@ impl<'a> Thread<'a> {
             }
             IntUn { op, ty, d, a } => {
                 let v = int::unary(*op, *ty, self.get(fr, a, *ty));
-                let dty = if matches!(op, IntUnOp::Popc | IntUnOp::Clz) { Type::U32 } else { *ty };
+                let dty = if matches!(op, IntUnOp::Popc | IntUnOp::Clz) {
+                    Type::U32
+                } else {
+                    *ty
+                };
                 self.set(fr, d, dty, v);
             }
             Mul { mode, ty, d, a, b } => {
                 let v = int::mul(*mode, *ty, self.get(fr, a, *ty), self.get(fr, b, *ty));
                 self.set(fr, d, wide_if(*mode, *ty), v);
             }
-            Mad { mode, ty, sat, carry, d, a, b, c } => {
+            Mad {
+                mode,
+                ty,
+                sat,
+                carry,
+                d,
+                a,
+                b,
+                c,
+            } => {
                 let dty = wide_if(*mode, *ty);
                 let cin = carry.carry_in.then_some(self.cf);
-                let (v, cout) = int::mad(*mode, *ty, *sat, self.get(fr, a, *ty), self.get(fr, b, *ty), self.get(fr, c, dty), cin);
+                let (v, cout) = int::mad(
+                    *mode,
+                    *ty,
+                    *sat,
+                    self.get(fr, a, *ty),
+                    self.get(fr, b, *ty),
+                    self.get(fr, c, dty),
+                    cin,
+                );
                 if carry.carry_out {
                     self.cf = cout;
                 }
                 self.set(fr, d, dty, v);
             }
-            Shf { dir, mode, d, a, b, c } => {
-                let v = int::shf(*dir, *mode, self.get(fr, a, Type::B32), self.get(fr, b, Type::B32), self.get(fr, c, Type::U32));
+            Shf {
+                dir,
+                mode,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let v = int::shf(
+                    *dir,
+                    *mode,
+                    self.get(fr, a, Type::B32),
+                    self.get(fr, b, Type::B32),
+                    self.get(fr, c, Type::U32),
+                );
                 self.set(fr, d, Type::B32, v);
             }
             Bfe { ty, d, a, pos, len } => {
-                let v = int::bfe(*ty, self.get(fr, a, *ty), self.get(fr, pos, Type::U32), self.get(fr, len, Type::U32));
+                let v = int::bfe(
+                    *ty,
+                    self.get(fr, a, *ty),
+                    self.get(fr, pos, Type::U32),
+                    self.get(fr, len, Type::U32),
+                );
                 self.set(fr, d, *ty, v);
             }
-            Bfi { ty, d, a, b, pos, len } => {
-                let v = int::bfi(*ty, self.get(fr, a, *ty), self.get(fr, b, *ty), self.get(fr, pos, Type::U32), self.get(fr, len, Type::U32));
+            Bfi {
+                ty,
+                d,
+                a,
+                b,
+                pos,
+                len,
+            } => {
+                let v = int::bfi(
+                    *ty,
+                    self.get(fr, a, *ty),
+                    self.get(fr, b, *ty),
+                    self.get(fr, pos, Type::U32),
+                    self.get(fr, len, Type::U32),
+                );
                 self.set(fr, d, *ty, v);
             }
             Prmt { mode, d, a, b, c } => {
-                let v = int::prmt(*mode, self.get(fr, a, Type::B32), self.get(fr, b, Type::B32), self.get(fr, c, Type::B32));
+                let v = int::prmt(
+                    *mode,
+                    self.get(fr, a, Type::B32),
+                    self.get(fr, b, Type::B32),
+                    self.get(fr, c, Type::B32),
+                );
                 self.set(fr, d, Type::B32, v);
             }
-            Setp { cmp, combine, ftz, ty, p, q, a, b, c } => {
-                let t = convert::compare(*cmp, *ty, *ftz, self.get(fr, a, *ty), self.get(fr, b, *ty));
+            Setp {
+                cmp,
+                combine,
+                ftz,
+                ty,
+                p,
+                q,
+                a,
+                b,
+                c,
+            } => {
+                let t =
+                    convert::compare(*cmp, *ty, *ftz, self.get(fr, a, *ty), self.get(fr, b, *ty));
                 let cv = c.as_ref().is_some_and(|c| self.get(fr, c, Type::Pred) != 0);
                 let (pv, qv) = convert::combine(*combine, t, cv);
                 self.set(fr, p, Type::Pred, pv as u64);
                 self.set(fr, q, Type::Pred, qv as u64);
             }
             Selp { ty, d, a, b, c } => {
-                let v = if self.get(fr, c, Type::Pred) != 0 { self.get(fr, a, *ty) } else { self.get(fr, b, *ty) };
+                let v = if self.get(fr, c, Type::Pred) != 0 {
+                    self.get(fr, a, *ty)
+                } else {
+                    self.get(fr, b, *ty)
+                };
                 self.set(fr, d, *ty, v);
             }
-            Slct { ty, cty, ftz, d, a, b, c } => {
+            Slct {
+                ty,
+                cty,
+                ftz,
+                d,
+                a,
+                b,
+                c,
+            } => {
                 let take_a = convert::slct_takes_a(*cty, *ftz, self.get(fr, c, *cty));
-                let v = if take_a { self.get(fr, a, *ty) } else { self.get(fr, b, *ty) };
+                let v = if take_a {
+                    self.get(fr, a, *ty)
+                } else {
+                    self.get(fr, b, *ty)
+                };
                 self.set(fr, d, *ty, v);
             }
-            Cvt { dty, aty, rnd, ftz, sat, d, a } => {
+            Cvt {
+                dty,
+                aty,
+                rnd,
+                ftz,
+                sat,
+                d,
+                a,
+            } => {
                 let v = convert::cvt(*dty, *aty, *rnd, *ftz, *sat, self.get(fr, a, *aty));
                 self.set(fr, d, *dty, v);
             }
-            FloatBin { op, ty, prec, ftz, sat, d, a, b } => {
-                let v = float::binary(*op, Fmt::of(*ty), *prec, *ftz, *sat, self.get(fr, a, *ty), self.get(fr, b, *ty));
+            FloatBin {
+                op,
+                ty,
+                prec,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+            } => {
+                let v = float::binary(
+                    *op,
+                    Fmt::of(*ty),
+                    *prec,
+                    *ftz,
+                    *sat,
+                    self.get(fr, a, *ty),
+                    self.get(fr, b, *ty),
+                );
                 self.set(fr, d, *ty, v);
             }
-            FloatUn { op, ty, prec, ftz, d, a } => {
+            FloatUn {
+                op,
+                ty,
+                prec,
+                ftz,
+                d,
+                a,
+            } => {
                 let v = float::unary(*op, Fmt::of(*ty), *prec, *ftz, self.get(fr, a, *ty));
                 self.set(fr, d, *ty, v);
             }
-            Fma { ty, rnd, ftz, sat, d, a, b, c } => {
-                let v = float::fma(Fmt::of(*ty), *rnd, *ftz, *sat, self.get(fr, a, *ty), self.get(fr, b, *ty), self.get(fr, c, *ty));
+            Fma {
+                ty,
+                rnd,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let v = float::fma(
+                    Fmt::of(*ty),
+                    *rnd,
+                    *ftz,
+                    *sat,
+                    self.get(fr, a, *ty),
+                    self.get(fr, b, *ty),
+                    self.get(fr, c, *ty),
+                );
                 self.set(fr, d, *ty, v);
             }
             Bra { target, .. } => return Ok(Next::Jump(*target)),
-            Call { func, rets, args, .. } => self.call(fr, *func, rets, args)?,
+            Call {
+                func, rets, args, ..
+            } => self.call(fr, *func, rets, args)?,
             Ret => return Ok(Next::End(Flow::Return)),
             Exit => return Ok(Next::End(Flow::Exit)),
         }
@@ -654,10 +875,22 @@ impl<'a> Thread<'a> {
 
     /// `call` (9.7.13.5): arguments are copied into the callee's parameters, return
     /// parameters back into the caller's variables or registers.
-    fn call(&mut self, fr: &mut Frame<'a>, id: FuncId, rets: &[Operand], args: &[Operand]) -> Result<(), Trap> {
+    fn call(
+        &mut self,
+        fr: &mut Frame<'a>,
+        id: FuncId,
+        rets: &[Operand],
+        args: &[Operand],
+    ) -> Result<(), Trap> {
         let callee = self.l.module.func(id);
         if callee.body.is_none() {
-            return trap(format!("call to `{}`, which has no body in this module", callee.name), None);
+            return trap(
+                format!(
+                    "call to `{}`, which has no body in this module",
+                    callee.name
+                ),
+                None,
+            );
         }
         if self.depth >= MAX_CALL_DEPTH {
             return trap(format!("call depth exceeds {MAX_CALL_DEPTH}"), None);
@@ -682,7 +915,10 @@ impl<'a> Thread<'a> {
             Err(f) => {
                 // Propagate the callee's located fault unchanged.
                 return Err(Trap {
-                    message: format!("{}\n  = in call to `{}` (fault at line {})", f.message, callee.name, f.line),
+                    message: format!(
+                        "{}\n  = in call to `{}` (fault at line {})",
+                        f.message, callee.name, f.line
+                    ),
                     address: f.address,
                 });
             }

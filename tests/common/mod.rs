@@ -7,7 +7,10 @@ use ptxjit::{Engine, Interpreter, Module};
 /// covered by every test at once.
 pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
     let module = Module::parse(ptx).unwrap_or_else(|e| panic!("test PTX does not parse:\n{e}"));
-    vec![("interp", Box::new(Interpreter::new(module)) as Box<dyn Engine>)]
+    vec![(
+        "interp",
+        Box::new(Interpreter::new(module)) as Box<dyn Engine>,
+    )]
 }
 
 /// A small deterministic generator (xorshift64*), so inputs are the same on every run.

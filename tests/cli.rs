@@ -1,0 +1,431 @@
+//! The `ptxjit` binary: its output formats, exit codes and located errors for every kind of
+//! bad input (exit 2), and runtime faults (exit 1).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn ptxjit(args: &[&str], stdin: Option<&str>) -> Out {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ptxjit"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(s) = stdin {
+        child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    Out {
+        code: o.status.code().expect("exited normally, not by a signal"),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    }
+}
+
+fn write_tmp(name: &str, text: &str) -> String {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+const HEADER: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
+
+const ADD: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .func (.param .u32 r, .param .f64 s) add2(.param .u32 a, .param .s32 b, .param .f64 c)
+{
+    .reg .u32 %a, %b, %d;
+    .reg .f64 %c;
+    ld.param.u32 %a, [a];
+    ld.param.u32 %b, [b];
+    add.u32 %d, %a, %b;
+    st.param.u32 [r], %d;
+    ld.param.f64 %c, [c];
+    add.rn.f64 %c, %c, %c;
+    st.param.f64 [s], %c;
+    ret;
+}
+"#;
+
+#[test]
+fn call_prints_typed_hex_results() {
+    let f = write_tmp("add.ptx", ADD);
+    let o = ptxjit(
+        &["call", &f, "add2", "--engine", "interp", "40", "-2", "1.5"],
+        None,
+    );
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "0x00000026 0d4008000000000000\n"),
+        "{}",
+        o.stderr
+    );
+    let o = ptxjit(
+        &["call", &f, "add2", "0xffffffff", "1", "0d3ff0000000000000"],
+        None,
+    );
+    assert_eq!(o.stdout, "0x00000000 0d4000000000000000\n");
+}
+
+#[test]
+fn call_batch_reads_one_line_per_call() {
+    let f = write_tmp("add_batch.ptx", ADD);
+    let o = ptxjit(
+        &["call", &f, "add2", "--batch", "-"],
+        Some("1 2 0.5\n10 -1 -1\n"),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "0x00000003 0d3ff0000000000000\n0x00000009 0dc000000000000000\n"
+    );
+    let batch = write_tmp("batch.txt", "3 4 2\n");
+    let o = ptxjit(&["call", &f, "add2", "--batch", &batch], None);
+    assert_eq!(o.stdout, "0x00000007 0d4010000000000000\n");
+}
+
+#[test]
+fn call_argument_errors_exit_2() {
+    let f = write_tmp("add_args.ptx", ADD);
+    for args in [
+        vec!["call", &f, "add2", "1", "2"],
+        vec!["call", &f, "add2", "-1", "2", "0"],
+        vec!["call", &f, "add2", "0x1ffffffff", "2", "0"],
+        vec!["call", &f, "add2", "x", "2", "0"],
+        vec!["call", &f, "nope"],
+        vec!["call", &f, "add2", "1", "2", "3", "--engine", "gpu"],
+        vec!["frobnicate"],
+        vec![],
+    ] {
+        let o = ptxjit(&args, None);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert!(
+            o.stderr.contains("error") || o.stderr.contains("usage"),
+            "{args:?}: {}",
+            o.stderr
+        );
+    }
+    let o = ptxjit(
+        &["call", &f, "add2", "1", "2", "3", "--engine", "jit"],
+        None,
+    );
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("not built yet"), "{}", o.stderr);
+}
+
+const KERNEL: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .entry scale(.param .u64 p, .param .u32 k, .param .u32 n)
+{
+    .reg .u32 %r<6>;
+    .reg .u64 %rd<4>;
+    .reg .pred %p;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r1, [k];
+    ld.param.u32 %r5, [n];
+    mov.u32 %r2, %tid.x;
+    setp.ge.u32 %p, %r2, %r5;
+    @%p ret;
+    mul.wide.u32 %rd2, %r2, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    ld.global.u32 %r3, [%rd3];
+    mul.lo.u32 %r4, %r3, %r1;
+    st.global.u32 [%rd3], %r4;
+    ret;
+}
+"#;
+
+#[test]
+fn launch_prints_buffers_or_writes_files() {
+    let f = write_tmp("scale.ptx", KERNEL);
+    let o = ptxjit(
+        &[
+            "launch",
+            &f,
+            "scale",
+            "--grid",
+            "1",
+            "--block",
+            "4",
+            "--arg",
+            "u32[]:1,2,3,4",
+            "--arg",
+            "u32:3",
+            "--arg",
+            "u32:4",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "arg0: 0x00000003 0x00000006 0x00000009 0x0000000c\n"
+    );
+    let input = write_tmp("scale_in.bin", "");
+    std::fs::write(&input, [1u8, 0, 0, 0, 2, 0, 0, 0]).unwrap();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli/outdir");
+    let o = ptxjit(
+        &[
+            "launch",
+            &f,
+            "scale",
+            "--grid",
+            "1,1,1",
+            "--block",
+            "2,1",
+            "--arg",
+            &format!("u32[]:@{input}"),
+            "--arg",
+            "u32:5",
+            "--arg",
+            "u32:2",
+            "--out-dir",
+            dir.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        std::fs::read(dir.join("arg0.bin")).unwrap(),
+        vec![5, 0, 0, 0, 10, 0, 0, 0]
+    );
+}
+
+#[test]
+fn launch_fault_exits_1_with_thread_and_line() {
+    let f = write_tmp("scale_oob.ptx", KERNEL);
+    // n = 8 but the buffer holds 4 elements: thread 4 stores past the end.
+    let o = ptxjit(
+        &[
+            "launch", &f, "scale", "--grid", "1", "--block", "8", "--arg", "u32[4]", "--arg",
+            "u32:1", "--arg", "u32:8",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("out of bounds"), "{}", o.stderr);
+    assert!(o.stderr.contains("scale_oob.ptx:17:"), "{}", o.stderr);
+    assert!(o.stderr.contains("thread (4,0,0)"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("ld.global.u32 %r3, [%rd3];"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn launch_argument_errors_exit_2() {
+    let f = write_tmp("scale_args.ptx", KERNEL);
+    for extra in [
+        vec!["--grid", "1"],
+        vec![
+            "--grid", "1", "--block", "0", "--arg", "u32[4]", "--arg", "u32:1", "--arg", "u32:1",
+        ],
+        vec![
+            "--grid", "1", "--block", "2000", "--arg", "u32[4]", "--arg", "u32:1", "--arg", "u32:1",
+        ],
+        vec!["--grid", "1", "--block", "1", "--arg", "u32[4]"],
+        vec![
+            "--grid", "1", "--block", "1", "--arg", "q9:1", "--arg", "u32:1", "--arg", "u32:1",
+        ],
+        vec![
+            "--grid", "1", "--block", "1", "--arg", "u32:1", "--arg", "u32:1", "--arg", "u32:1",
+        ],
+        vec![
+            "--grid",
+            "1",
+            "--block",
+            "1",
+            "--arg",
+            "u32[]:@/nonexistent",
+            "--arg",
+            "u32:1",
+            "--arg",
+            "u32:1",
+        ],
+        vec!["--grid", "x", "--block", "1"],
+    ] {
+        let mut args = vec!["launch", f.as_str(), "scale"];
+        args.extend(extra.iter());
+        let o = ptxjit(&args, None);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert!(o.stderr.starts_with("error"), "{args:?}: {}", o.stderr);
+    }
+}
+
+/// Each malformed module gives exit 2 and an error naming file:line:col, the line and the
+/// offending text.
+#[test]
+fn malformed_input_is_located() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("syntax", "add.u32 %r1 %r2;", "syntax error"),
+        (
+            "undefined register",
+            "add.u32 %r1, %r1, %q9;",
+            "undefined register `%q9`",
+        ),
+        (
+            "undefined label",
+            "bra NOWHERE;",
+            "undefined name `NOWHERE`",
+        ),
+        (
+            "undefined variable",
+            "ld.global.u32 %r1, [missing];",
+            "undefined register or variable `missing`",
+        ),
+        (
+            "duplicate label",
+            "L1: ret; L1: ret;",
+            "duplicate label `L1`",
+        ),
+        ("type mismatch", "add.u32 %r1, %f1, 1;", "does not fit .u32"),
+        (
+            "width mismatch",
+            "add.u64 %r1, %r1, 1;",
+            "does not fit .u64",
+        ),
+        (
+            "unexpected modifier",
+            "add.foo.u32 %r1, %r1, 1;",
+            "unexpected modifier `.foo`",
+        ),
+        (
+            "forbidden combination",
+            "add.sat.u32 %r1, %r1, 1;",
+            "applies to add.s32 and sub.s32 only",
+        ),
+        (
+            "missing rounding",
+            "cvt.s32.f32 %r1, %f1;",
+            "needs an integer rounding",
+        ),
+        ("missing type", "add %r1, %r1, 1;", "needs a type modifier"),
+        (
+            "immediate range",
+            "mov.u32 %r1, 0x1ffffffff;",
+            "out of range for .u32",
+        ),
+        (
+            "float immediate for int",
+            "add.u32 %r1, %r1, 0f3f800000;",
+            "cannot be used as .u32",
+        ),
+        (
+            "unsupported",
+            "bar.sync 0;",
+            "unsupported instruction `bar`",
+        ),
+        ("operand count", "add.u32 %r1, %r1;", "takes 3 operands"),
+        ("read-only const", "st.const.u32 [%rd1], %r1;", "read-only"),
+        (
+            "f64 ftz",
+            "add.ftz.f64 %fd1, %fd1, %fd1;",
+            "applies to .f32 only",
+        ),
+        (
+            "mad.f32 without rounding",
+            "mad.f32 %f1, %f1, %f1, %f1;",
+            "needs a rounding modifier",
+        ),
+        (
+            "fma without rounding",
+            "fma.f64 %fd1, %fd1, %fd1, %fd1;",
+            "needs a rounding modifier",
+        ),
+        ("guard not pred", "@%r1 ret;", "is not a .pred register"),
+        (
+            "shared",
+            "ld.shared.u32 %r1, [%rd1];",
+            ".shared memory is not supported yet",
+        ),
+    ];
+    for (what, line, msg) in cases {
+        let text = format!(
+            "{HEADER}.visible .func f()\n{{\n    .reg .u32 %r<4>;\n    .reg .f32 %f<4>;\n    .reg .f64 %fd<4>;\n    .reg .u64 %rd<4>;\n    {line}\n    ret;\n}}\n"
+        );
+        let f = write_tmp(&format!("bad_{}.ptx", what.replace(' ', "_")), &text);
+        let o = ptxjit(&["check", &f], None);
+        assert_eq!(o.code, 2, "{what}: {}", o.stderr);
+        assert!(
+            o.stderr.contains(msg),
+            "{what}: expected `{msg}` in\n{}",
+            o.stderr
+        );
+        assert!(
+            o.stderr.contains(&format!("{f}:10:")),
+            "{what}: no location in\n{}",
+            o.stderr
+        );
+        assert!(
+            o.stderr.contains(line.trim()),
+            "{what}: no source line in\n{}",
+            o.stderr
+        );
+        assert!(o.stderr.contains('^'), "{what}: no caret in\n{}", o.stderr);
+    }
+}
+
+#[test]
+fn hostile_input_never_crashes() {
+    let deep = format!("{HEADER}.visible .func f()\n{}", "{".repeat(100_000));
+    let cases = [
+        ("deep", deep),
+        (
+            "binary",
+            String::from_utf8_lossy(&[0xff, 0xfe, 0, 1, 2]).into_owned(),
+        ),
+        ("empty", String::new()),
+        (
+            "huge array",
+            format!("{HEADER}.global .u32 x[99999999999];"),
+        ),
+        (
+            "huge range",
+            format!("{HEADER}.func f() {{ .reg .u32 %r<99999999>; ret; }}"),
+        ),
+    ];
+    for (what, text) in cases {
+        let f = write_tmp(&format!("hostile_{what}.ptx").replace(' ', "_"), &text);
+        let o = ptxjit(&["check", &f], None);
+        if what == "empty" {
+            assert_eq!(o.code, 0, "{what}: {}", o.stderr);
+        } else {
+            assert_eq!(o.code, 2, "{what}: {}", o.stderr);
+        }
+    }
+    let o = ptxjit(&["check", "/nonexistent.ptx"], None);
+    assert_eq!(o.code, 2);
+    let p = write_tmp("nonutf8.ptx", "");
+    std::fs::write(&p, [b'.', 0xff, 0xfe]).unwrap();
+    let o = ptxjit(&["check", &p], None);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("not UTF-8"), "{}", o.stderr);
+}
+
+#[test]
+fn corpus_checks_clean() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "ptx") {
+            let o = ptxjit(&["check", p.to_str().unwrap()], None);
+            assert_eq!(o.code, 0, "{}: {}", p.display(), o.stderr);
+            n += 1;
+        }
+    }
+    assert!(n >= 15, "the corpus has at least 15 kernels");
+}

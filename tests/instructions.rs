@@ -1361,3 +1361,55 @@ fn wrong_space_access_faults() {
         assert!(e.to_string().contains("local"), "{name}: {e}");
     }
 }
+
+#[test]
+fn ld_st_vectors_volatile_and_variable_addresses() {
+    let ptx = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.global .align 16 .u32 g[4] = {1, 2, 3, 4};
+.visible .entry k(.param .u64 out)
+{
+    .reg .u32 %r<8>;
+    .reg .u64 %rd<4>;
+    .reg .f32 %f<2>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [g];
+    st.global.v2.u32 [%rd1], {%r4, %r3};
+    ld.volatile.global.u32 %r5, [g+8];
+    st.volatile.global.u32 [%rd1+8], %r5;
+    ld.global.v2.u32 {%r6, _}, [g+8];
+    st.global.u32 [%rd1+12], %r6;
+    st.global.u32 [g], 99;
+    ld.global.u32 %r7, [g];
+    st.global.u32 [%rd1+16], %r7;
+    ld.global.u8 %r7, [g+4];
+    st.global.u8 [%rd1+20], %r7;
+    ld.global.s8 %r7, [%rd1+20];
+    st.global.u32 [%rd1+24], %r7;
+    mov.f32 %f1, 0fbf800000;
+    st.global.f32 [%rd1+28], %f1;
+    ld.global.s8 %r7, [%rd1+31];
+    st.global.u32 [%rd1+20], %r7;
+    ret;
+}
+"#;
+    for (name, engine) in engines(ptx) {
+        let mut out = vec![0u8; 32];
+        engine
+            .launch("k", Dim3::x(1), Dim3::x(1), &mut [Arg::Buffer(&mut out)])
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let w: Vec<u32> = out
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        // ld.s8 of 0xbf (top byte of -1.0f) sign-extends to 0xffffffbf.
+        assert_eq!(
+            w,
+            vec![4, 3, 3, 3, 99, 0xffff_ffbf, 2, 0xbf80_0000],
+            "{name}"
+        );
+    }
+}

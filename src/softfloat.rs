@@ -6,7 +6,7 @@
 //! zero, saturation, and the functions PTX only approximates (`ex2`, `lg2`, `sin`, `cos`,
 //! `rsqrt`), for which we define one result each.
 
-use crate::ast::Rounding;
+use crate::ast::{FloatBinOp, Rounding};
 use rustc_apfloat::ieee::{Double, Single};
 use rustc_apfloat::{Float, FloatConvert, Round};
 
@@ -126,36 +126,20 @@ fn from(f: Fmt, bits: u64) -> u128 {
     }
 }
 
-/// a + b, rounded once.
-pub fn add(f: Fmt, r: Rounding, a: u64, b: u64) -> u64 {
-    in_fmt!(f, |T| T::from_bits(from(f, a))
-        .add_r(T::from_bits(from(f, b)), round(r))
-        .value
-        .to_bits() as u64)
-}
-
-/// a - b, rounded once.
-pub fn sub(f: Fmt, r: Rounding, a: u64, b: u64) -> u64 {
-    in_fmt!(f, |T| T::from_bits(from(f, a))
-        .sub_r(T::from_bits(from(f, b)), round(r))
-        .value
-        .to_bits() as u64)
-}
-
-/// a × b, rounded once.
-pub fn mul(f: Fmt, r: Rounding, a: u64, b: u64) -> u64 {
-    in_fmt!(f, |T| T::from_bits(from(f, a))
-        .mul_r(T::from_bits(from(f, b)), round(r))
-        .value
-        .to_bits() as u64)
-}
-
-/// a ÷ b, rounded once.
-pub fn div(f: Fmt, r: Rounding, a: u64, b: u64) -> u64 {
-    in_fmt!(f, |T| T::from_bits(from(f, a))
-        .div_r(T::from_bits(from(f, b)), round(r))
-        .value
-        .to_bits() as u64)
+/// a + b, a - b, a × b or a ÷ b (`op` is one of those four), rounded once.
+pub fn arith(f: Fmt, op: FloatBinOp, r: Rounding, a: u64, b: u64) -> u64 {
+    in_fmt!(f, |T| {
+        let (x, y) = (T::from_bits(from(f, a)), T::from_bits(from(f, b)));
+        let r = round(r);
+        let v = match op {
+            FloatBinOp::Add => x.add_r(y, r),
+            FloatBinOp::Sub => x.sub_r(y, r),
+            FloatBinOp::Mul => x.mul_r(y, r),
+            FloatBinOp::Div => x.div_r(y, r),
+            FloatBinOp::Min | FloatBinOp::Max => unreachable!("min/max do not round"),
+        };
+        v.value.to_bits() as u64
+    })
 }
 
 /// a × b + c in infinite precision, rounded once.
@@ -298,9 +282,8 @@ mod tests {
     fn directed_rounding_of_one_third() {
         let one = 1.0f32.to_bits() as u64;
         let three = 3.0f32.to_bits() as u64;
-        let rn = div(Fmt::F32, Rounding::Rn, one, three);
-        let rz = div(Fmt::F32, Rounding::Rz, one, three);
-        let rp = div(Fmt::F32, Rounding::Rp, one, three);
+        let div = |r| arith(Fmt::F32, FloatBinOp::Div, r, one, three);
+        let (rn, rz, rp) = (div(Rounding::Rn), div(Rounding::Rz), div(Rounding::Rp));
         // 1/3 = 0x3eaaaaab rounded to nearest (the tail 0xaaa... rounds up).
         assert_eq!(rn, 0x3eaa_aaab);
         assert_eq!(rz, 0x3eaa_aaaa);

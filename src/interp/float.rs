@@ -61,12 +61,7 @@ pub fn binary(
             Precision::Ieee(Rounding::Rn) | Precision::Approx | Precision::Full => {
                 host_rn(f, op, a, b)
             }
-            Precision::Ieee(r) => match op {
-                FloatBinOp::Add => sf::add(f, r, a, b),
-                FloatBinOp::Sub => sf::sub(f, r, a, b),
-                FloatBinOp::Mul => sf::mul(f, r, a, b),
-                _ => sf::div(f, r, a, b),
-            },
+            Precision::Ieee(r) => sf::arith(f, op, r, a, b),
         },
     };
     finish(f, ftz, sat, r)
@@ -134,7 +129,7 @@ pub fn unary(op: FloatUnOp, f: Fmt, prec: Precision, ftz: bool, a: u64) -> u64 {
         FloatUnOp::Abs => return flush_in(f, ftz, a & !f.sign_bit()),
         FloatUnOp::Sqrt => sf::sqrt(f, rnd, a),
         FloatUnOp::Rcp if rnd == Rounding::Rn => host_rn(f, FloatBinOp::Div, one, a),
-        FloatUnOp::Rcp => sf::div(f, rnd, one, a),
+        FloatUnOp::Rcp => sf::arith(f, FloatBinOp::Div, rnd, one, a),
         FloatUnOp::Rsqrt => sf::rsqrt_approx(f, a),
         FloatUnOp::Ex2 => sf::ex2_approx(f, a),
         FloatUnOp::Lg2 => sf::lg2_approx(f, a),

@@ -304,7 +304,7 @@ impl<'s> ModuleBuilder<'s> {
                 }
                 Rule::vec_mod => vec = if p.as_str() == ".v2" { 2 } else { 4 },
                 Rule::type_mod => ty = self.type_of(&p),
-                Rule::ident => name = p.as_str().to_string(),
+                Rule::ident | Rule::reg_name => name = p.as_str().to_string(),
                 Rule::array_dim => {
                     let n = p
                         .clone()

@@ -429,3 +429,20 @@ fn corpus_checks_clean() {
     }
     assert!(n >= 15, "the corpus has at least 15 kernels");
 }
+
+#[test]
+fn min_nan_is_refused_until_implemented() {
+    let f = write_tmp(
+        "min_nan.ptx",
+        &format!(
+            "{HEADER}.visible .func f()\n{{\n    .reg .f32 %f<3>;\n    min.NaN.f32 %f1, %f1, %f2;\n    ret;\n}}\n"
+        ),
+    );
+    let o = ptxjit(&["check", &f], None);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("unexpected modifier `.NaN`"),
+        "{}",
+        o.stderr
+    );
+}

@@ -940,9 +940,7 @@ fn float_bin(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let approx = cx.flag("approx");
     let full = cx.flag("full");
     let minmax = matches!(op, FloatBinOp::Min | FloatBinOp::Max);
-    let nan = minmax && cx.flag("NaN");
     let (ftz, sat) = float_ftz_sat(cx, ty, !minmax)?;
-    cx.forbid(nan && ty == Type::F64, "NaN", "applies to .f32 only")?;
     let prec = match (op, rnd, approx, full) {
         (_, Some(r), false, false) if !minmax => Precision::Ieee(r),
         (FloatBinOp::Div, None, true, false) if ty == Type::F32 => Precision::Approx,
@@ -965,7 +963,6 @@ fn float_bin(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         }
     };
     cx.count(ops, 3)?;
-    let _ = nan;
     Ok(Inst::FloatBin {
         op,
         ty,

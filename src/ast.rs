@@ -104,6 +104,18 @@ impl Type {
             b => (1u64 << b) - 1,
         }
     }
+    /// The result type of `mul.wide`/`mad.wide`: twice as wide, same signedness (16- and
+    /// 32-bit integer types; others are returned unchanged).
+    pub fn widened(self) -> Type {
+        use Type::*;
+        match self {
+            U16 => U32,
+            U32 => U64,
+            S16 => S32,
+            S32 => S64,
+            t => t,
+        }
+    }
     /// The unsigned type of the same width (pred stays pred).
     pub fn unsigned(self) -> Type {
         match self.bits() {

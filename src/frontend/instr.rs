@@ -855,24 +855,12 @@ fn mul_mode(cx: &mut Cx, ty: Type) -> R<MulMode> {
     }
 }
 
-/// Destination type of `mul`/`mad`: twice as wide for `.wide`.
-fn wide_type(ty: Type) -> Type {
-    use Type::*;
-    match ty {
-        U16 => U32,
-        U32 => U64,
-        S16 => S32,
-        S32 => S64,
-        t => t,
-    }
-}
-
 fn mul(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let ty = cx.one_type(INT_TYPES)?;
     let mode = mul_mode(cx, ty)?;
     cx.count(ops, 3)?;
     let dty = if mode == MulMode::Wide {
-        wide_type(ty)
+        ty.widened()
     } else {
         ty
     };
@@ -906,7 +894,7 @@ fn mad(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     }
     cx.count(ops, 4)?;
     let dty = if mode == MulMode::Wide {
-        wide_type(ty)
+        ty.widened()
     } else {
         ty
     };

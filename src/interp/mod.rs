@@ -944,16 +944,12 @@ enum Next {
     End(Flow),
 }
 
+/// The destination type of `mul`/`mad`: widened for `.wide`.
 fn wide_if(mode: MulMode, ty: Type) -> Type {
-    if mode != MulMode::Wide {
-        return ty;
-    }
-    match ty {
-        Type::U16 => Type::U32,
-        Type::U32 => Type::U64,
-        Type::S16 => Type::S32,
-        Type::S32 => Type::S64,
-        t => t,
+    if mode == MulMode::Wide {
+        ty.widened()
+    } else {
+        ty
     }
 }
 

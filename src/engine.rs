@@ -1,7 +1,7 @@
 //! What every engine offers: calling a `.func`, launching an `.entry`, and the values,
 //! arguments and errors they exchange with the host.
 
-use crate::ast::{Source, Span, Type};
+use crate::ast::{FuncId, FuncKind, Function, Module, Param, Source, Span, Type, TypeKind};
 use std::fmt;
 
 /// A typed scalar: the PTX type and its bit pattern in the low bits.
@@ -168,4 +168,90 @@ pub trait Engine {
         block: Dim3,
         args: &mut [Arg],
     ) -> Result<(), RunError>;
+}
+
+/// Checks a scalar argument against a parameter and gives its bytes (what every engine
+/// copies into the parameter).
+pub fn arg_bytes(func: &Function, p: &Param, v: Value) -> Result<Vec<u8>, RunError> {
+    let ty = func.param_type(p);
+    let size = func.param_size(p);
+    if size != ty.bytes() {
+        return Err(RunError::Usage(format!(
+            "parameter `{}` is a {size}-byte array; pass it as a buffer",
+            func.param_name(p)
+        )));
+    }
+    if v.ty.bits() != ty.bits() || (v.ty.is_float() != ty.is_float() && ty.kind() != TypeKind::Bits)
+    {
+        return Err(RunError::Usage(format!(
+            "parameter `{}` is {ty}, the argument is {}",
+            func.param_name(p),
+            v.ty
+        )));
+    }
+    Ok(v.to_le_bytes())
+}
+
+/// CUDA's launch limits: at most 1024 threads a block, 2^31-1 × 65535 × 65535 blocks.
+pub fn check_dims(grid: Dim3, block: Dim3) -> Result<(), RunError> {
+    if grid.count() == 0 || block.count() == 0 {
+        return Err(RunError::Usage(
+            "grid and block dimensions must be at least 1".into(),
+        ));
+    }
+    if block.count() > 1024 || block.z > 64 {
+        return Err(RunError::Usage(format!(
+            "block {block} has more than 1024 threads (or z > 64)"
+        )));
+    }
+    if grid.x > i32::MAX as u32 || grid.y > 65535 || grid.z > 65535 {
+        return Err(RunError::Usage(format!(
+            "grid {grid} exceeds 2^31-1 × 65535 × 65535"
+        )));
+    }
+    Ok(())
+}
+
+/// The `.func` or `.entry` named `name`, with a body.
+pub fn find_function<'m>(
+    module: &'m Module,
+    name: &str,
+    kind: FuncKind,
+) -> Result<(FuncId, &'m Function), RunError> {
+    let what = match kind {
+        FuncKind::Entry => "kernel (.entry)",
+        FuncKind::Func => "function (.func)",
+    };
+    let msg = match module.function(name) {
+        Some((id, f)) if f.kind == kind && f.body.is_some() => return Ok((id, f)),
+        Some((_, f)) if f.kind != kind => format!("`{name}` is not a {what}"),
+        Some(_) => format!("`{name}` is declared but has no body"),
+        None => format!("no {what} named `{name}` in this module"),
+    };
+    Err(RunError::Usage(msg))
+}
+
+/// Checks the argument count of a call or launch.
+pub fn check_arity(func: &Function, given: usize) -> Result<(), RunError> {
+    if given != func.params.len() {
+        return Err(RunError::Usage(format!(
+            "`{}` takes {} arguments, {given} given",
+            func.name,
+            func.params.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Return values of a call come back as scalars; array returns cannot.
+pub fn check_scalar_rets(func: &Function) -> Result<(), RunError> {
+    for r in &func.rets {
+        if func.param_size(r) != func.param_type(r).bytes() {
+            return Err(RunError::Usage(format!(
+                "return value `{}` is an array, which `call` cannot return",
+                func.param_name(r)
+            )));
+        }
+    }
+    Ok(())
 }

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod engine;
 pub mod frontend;
 pub mod interp;
+pub mod memcheck;
 pub mod softfloat;
 
 pub use ast::Module;

@@ -1,18 +1,14 @@
 //! Memory of a running launch or call (PTX ISA 5.1, state spaces).
 //!
-//! Every addressable object — a caller's buffer, a module `.global`/`.const` variable, a
-//! kernel's parameters, a thread's `.local` arrays and call-sequence `.param` variables — is a
-//! region of host memory, and an address is the host address of a byte in one. A state
-//! space's addresses and generic addresses are therefore the same numbers (`cvta` is the
-//! identity), and every access is checked: the address must lie inside one region of the
-//! space the instruction names (any space for a generic access), the access must not run past
-//! its end, it must be naturally aligned, and stores must target writable regions.
+//! The interpreter's memory: each area of the shared model (see [`crate::memcheck`]) is a
+//! region of host memory it allocates.
 //!
 //! Regions hold `AtomicU8`s so that threads running on several host cores may read and write
 //! the same buffers without undefined behaviour in Rust (racing PTX gets a racy result, as on
 //! a GPU, never a host fault).
 
 use crate::ast::Space;
+use crate::memcheck::{Area, AreaMap};
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// One addressable object.
@@ -46,9 +42,6 @@ impl Region {
     pub fn size(&self) -> usize {
         self.size
     }
-    pub fn contains(&self, addr: u64) -> bool {
-        addr >= self.base() && addr - self.base() < self.size.max(1) as u64
-    }
     /// Reads `n` ≤ 8 bytes at `offset` as a little-endian integer. The caller has checked
     /// the bounds.
     pub fn read(&self, offset: usize, n: usize) -> u64 {
@@ -79,42 +72,23 @@ impl Region {
     }
 }
 
-/// Whether an access in space `want` (None = generic) may touch a region of space `have`.
-pub fn space_allows(want: Option<Space>, have: Space) -> bool {
-    match want {
-        None => true,
-        Some(w) => w == have,
+impl Area for Region {
+    fn base(&self) -> u64 {
+        Region::base(self)
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn space(&self) -> Space {
+        self.space
+    }
+    fn writable(&self) -> bool {
+        self.writable
+    }
+    fn name(&self) -> &str {
+        &self.name
     }
 }
 
-/// Regions shared by all threads of a launch, sorted by address for lookup.
-pub struct SharedMemory<'r> {
-    regions: Vec<&'r Region>,
-}
-
-impl<'r> SharedMemory<'r> {
-    pub fn new(mut regions: Vec<&'r Region>) -> Self {
-        regions.sort_by_key(|r| r.base());
-        SharedMemory { regions }
-    }
-    /// The region containing `addr`, if any.
-    pub fn find(&self, addr: u64) -> Option<&'r Region> {
-        self.below(addr).filter(|r| r.contains(addr))
-    }
-    /// The region with the highest base at or below `addr`.
-    pub fn below(&self, addr: u64) -> Option<&'r Region> {
-        let i = self.regions.partition_point(|r| r.base() <= addr);
-        (i > 0).then(|| self.regions[i - 1])
-    }
-}
-
-/// How far past a region's end an address may be and still be reported as out of bounds of
-/// that region (rather than as pointing at no memory).
-pub const NEAR_MISS: u64 = 1 << 16;
-
-/// Why an access was refused.
-pub fn describe_access(is_store: bool, space: Option<Space>, bytes: usize) -> String {
-    let space = space.map_or("generic".to_string(), |s| s.to_string());
-    let what = if is_store { "store" } else { "load" };
-    format!("{space} {what} of {bytes} bytes")
-}
+/// Regions shared by all threads of a launch.
+pub type SharedMemory<'r> = AreaMap<'r, Region>;

@@ -13,7 +13,11 @@ pub mod int;
 pub mod memory;
 
 use crate::ast::*;
-use crate::engine::{Arg, Dim3, Engine, Fault, RunError, Value};
+use crate::engine::{
+    Arg, Dim3, Engine, Fault, RunError, Value, arg_bytes, check_arity, check_dims,
+    check_scalar_rets, find_function,
+};
+use crate::memcheck::{self, Area};
 use crate::softfloat::Fmt;
 use memory::{Region, SharedMemory};
 use rayon::prelude::*;
@@ -57,67 +61,20 @@ impl Interpreter {
         Err(RunError::Usage(msg.into()))
     }
 
-    fn find(&self, name: &str, kind: FuncKind) -> Result<(FuncId, &Function), RunError> {
-        let what = match kind {
-            FuncKind::Entry => "kernel (.entry)",
-            FuncKind::Func => "function (.func)",
-        };
-        match self.module.function(name) {
-            Some((id, f)) if f.kind == kind && f.body.is_some() => Ok((id, f)),
-            Some((_, f)) if f.kind != kind => Self::usage(format!("`{name}` is not a {what}")),
-            Some(_) => Self::usage(format!("`{name}` is declared but has no body")),
-            None => Self::usage(format!("no {what} named `{name}` in this module")),
-        }
-    }
-
     fn fault(&self, f: Fault) -> RunError {
         RunError::Fault(Box::new(f), Box::new(self.module.source.clone()))
     }
 }
 
-/// Checks a scalar argument against a parameter and gives its bytes.
-fn scalar_bytes(func: &Function, p: &Param, v: Value) -> Result<Vec<u8>, RunError> {
-    let ty = func.param_type(p);
-    let size = func.param_size(p);
-    if size != ty.bytes() {
-        return Err(RunError::Usage(format!(
-            "parameter `{}` is a {size}-byte array; pass it as a buffer",
-            func.param_name(p)
-        )));
-    }
-    if v.ty.bits() != ty.bits() || (v.ty.is_float() != ty.is_float() && ty.kind() != TypeKind::Bits)
-    {
-        return Err(RunError::Usage(format!(
-            "parameter `{}` is {ty}, the argument is {}",
-            func.param_name(p),
-            v.ty
-        )));
-    }
-    Ok(v.to_le_bytes())
-}
-
 impl Engine for Interpreter {
     fn call(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, RunError> {
-        let (id, func) = self.find(name, FuncKind::Func)?;
-        if args.len() != func.params.len() {
-            return Self::usage(format!(
-                "`{name}` takes {} arguments, {} given",
-                func.params.len(),
-                args.len()
-            ));
-        }
+        let (id, func) = find_function(&self.module, name, FuncKind::Func)?;
+        check_arity(func, args.len())?;
         let mut bytes = Vec::new();
         for (p, v) in func.params.iter().zip(args) {
-            bytes.push(scalar_bytes(func, p, *v)?);
+            bytes.push(arg_bytes(func, p, *v)?);
         }
-        for r in &func.rets {
-            if func.param_size(r) != func.param_type(r).bytes() {
-                return Self::usage(format!(
-                    "return value `{}` is an array, which `call` cannot return",
-                    func.param_name(r)
-                ));
-            }
-        }
+        check_scalar_rets(func)?;
         let shared = SharedMemory::new(self.module_vars.iter().collect());
         let launch = LaunchCtx {
             module: &self.module,
@@ -148,21 +105,15 @@ impl Engine for Interpreter {
         block: Dim3,
         args: &mut [Arg],
     ) -> Result<(), RunError> {
-        let (id, func) = self.find(name, FuncKind::Entry)?;
+        let (id, func) = find_function(&self.module, name, FuncKind::Entry)?;
         check_dims(grid, block)?;
-        if args.len() != func.params.len() {
-            return Self::usage(format!(
-                "`{name}` takes {} parameters, {} given",
-                func.params.len(),
-                args.len()
-            ));
-        }
+        check_arity(func, args.len())?;
         // Buffers become global regions; every parameter becomes a read-only param region.
         let mut buffers = Vec::new();
         let mut params = Vec::new();
         for (i, (p, a)) in func.params.iter().zip(args.iter()).enumerate() {
             let bytes = match a {
-                Arg::Scalar(v) => scalar_bytes(func, p, *v)?,
+                Arg::Scalar(v) => arg_bytes(func, p, *v)?,
                 Arg::Buffer(b) => {
                     if func.param_size(p) != 8 {
                         return Self::usage(format!(
@@ -220,26 +171,6 @@ impl Engine for Interpreter {
             None => Ok(()),
         }
     }
-}
-
-/// CUDA's launch limits: at most 1024 threads a block, 2^31-1 × 65535 × 65535 blocks.
-pub fn check_dims(grid: Dim3, block: Dim3) -> Result<(), RunError> {
-    if grid.count() == 0 || block.count() == 0 {
-        return Err(RunError::Usage(
-            "grid and block dimensions must be at least 1".into(),
-        ));
-    }
-    if block.count() > 1024 || block.z > 64 {
-        return Err(RunError::Usage(format!(
-            "block {block} has more than 1024 threads (or z > 64)"
-        )));
-    }
-    if grid.x > i32::MAX as u32 || grid.y > 65535 || grid.z > 65535 {
-        return Err(RunError::Usage(format!(
-            "grid {grid} exceeds 2^31-1 × 65535 × 65535"
-        )));
-    }
-    Ok(())
 }
 
 /// What all threads of one launch (or call) share.
@@ -473,71 +404,19 @@ impl<'a> Thread<'a> {
         space: Option<Space>,
         store: bool,
     ) -> Result<(&Region, usize), Trap> {
-        let what = memory::describe_access(store, space, size);
-        let region = self
-            .own
-            .iter()
-            .rev()
-            .find(|r| r.contains(addr))
-            .or_else(|| self.l.shared.find(addr));
-        let Some(r) = region else {
-            // Just past the end of a region: name it.
-            let near = self
-                .own
+        let own = self.own.iter().rev().find(|r| r.contains(addr));
+        let found = own.or_else(|| self.l.shared.find(addr));
+        let nearest_below = || {
+            self.own
                 .iter()
                 .filter(|r| r.base() <= addr)
                 .chain(self.l.shared.below(addr))
                 .max_by_key(|r| r.base())
-                .filter(|r| addr - r.base() < r.size() as u64 + memory::NEAR_MISS);
-            return match near {
-                Some(r) => trap(
-                    format!(
-                        "{what} at address {addr:#x}: out of bounds, {} bytes past the end of {} ({} bytes)",
-                        addr - r.base() - r.size() as u64,
-                        r.name,
-                        r.size()
-                    ),
-                    Some(addr),
-                ),
-                None => trap(
-                    format!("{what} at address {addr:#x}: no memory there"),
-                    Some(addr),
-                ),
-            };
         };
-        if !memory::space_allows(space, r.space) {
-            return trap(
-                format!(
-                    "{what} at address {addr:#x}, which is in {} ({} space)",
-                    r.name, r.space
-                ),
-                Some(addr),
-            );
-        }
-        let offset = (addr - r.base()) as usize;
-        if offset + size > r.size() {
-            return trap(
-                format!(
-                    "{what} at address {addr:#x}: out of bounds of {} ({} bytes, offset {offset})",
-                    r.name,
-                    r.size()
-                ),
-                Some(addr),
-            );
-        }
-        if !addr.is_multiple_of(size as u64) {
-            return trap(
-                format!("{what} at address {addr:#x}: misaligned"),
-                Some(addr),
-            );
-        }
-        if store && !r.writable {
-            return trap(
-                format!("{what} at address {addr:#x}: {} is read-only", r.name),
-                Some(addr),
-            );
-        }
-        Ok((r, offset))
+        memcheck::check_access(found, nearest_below, addr, size, space, store).map_err(|v| Trap {
+            message: v.message,
+            address: Some(v.address),
+        })
     }
 
     // ---- instructions ------------------------------------------------------------------

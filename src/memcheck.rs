@@ -1,0 +1,122 @@
+//! The memory model both engines check accesses against (PTX ISA 5.1, state spaces).
+//!
+//! Every addressable object — a caller's buffer, a module `.global`/`.const` variable, a
+//! kernel's parameters, a thread's `.local` arrays and call-sequence `.param` variables — is
+//! an area of host memory, and a PTX address is the host address of a byte in one. A state
+//! space's addresses and generic addresses are therefore the same numbers (`cvta` is the
+//! identity). An access is allowed when the address lies inside one area of the space the
+//! instruction names (any space for a generic access), does not run past its end, is
+//! naturally aligned, and (for stores) the area is writable. This module holds that rule and
+//! the messages of its violations, so that both engines report the same fault.
+
+use crate::ast::Space;
+
+/// One addressable object, as the check sees it.
+pub trait Area {
+    fn base(&self) -> u64;
+    /// Logical size in bytes.
+    fn size(&self) -> usize;
+    fn space(&self) -> Space;
+    fn writable(&self) -> bool;
+    /// How faults name it (`buffer arg1`, `variable table`).
+    fn name(&self) -> &str;
+    /// Whether `addr` is one of its bytes (an empty area still owns its first address).
+    fn contains(&self, addr: u64) -> bool {
+        addr >= self.base() && addr - self.base() < self.size().max(1) as u64
+    }
+}
+
+/// How far past an area's end an address may be and still be reported as out of bounds of
+/// that area (rather than as pointing at no memory).
+pub const NEAR_MISS: u64 = 1 << 16;
+
+/// A refused access: the message and the address.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Violation {
+    pub message: String,
+    pub address: u64,
+}
+
+/// Checks an access of `size` bytes at `addr` in `space` (None = generic). `found` is the
+/// area containing `addr`, if any; `nearest_below` gives the area with the highest base at or
+/// below `addr` (asked for only when nothing contains it). Returns the area and the offset.
+pub fn check_access<'a, A: Area + ?Sized>(
+    found: Option<&'a A>,
+    nearest_below: impl FnOnce() -> Option<&'a A>,
+    addr: u64,
+    size: usize,
+    space: Option<Space>,
+    store: bool,
+) -> Result<(&'a A, usize), Violation> {
+    let what = describe_access(store, space, size);
+    let refuse = |message: String| {
+        Err(Violation {
+            message,
+            address: addr,
+        })
+    };
+    let Some(r) = found else {
+        return match nearest_below().filter(|r| addr - r.base() < r.size() as u64 + NEAR_MISS) {
+            Some(r) => refuse(format!(
+                "{what} at address {addr:#x}: out of bounds, {} bytes past the end of {} ({} bytes)",
+                addr - r.base() - r.size() as u64,
+                r.name(),
+                r.size()
+            )),
+            None => refuse(format!("{what} at address {addr:#x}: no memory there")),
+        };
+    };
+    if space.is_some_and(|s| s != r.space()) {
+        return refuse(format!(
+            "{what} at address {addr:#x}, which is in {} ({} space)",
+            r.name(),
+            r.space()
+        ));
+    }
+    let offset = (addr - r.base()) as usize;
+    if offset + size > r.size() {
+        return refuse(format!(
+            "{what} at address {addr:#x}: out of bounds of {} ({} bytes, offset {offset})",
+            r.name(),
+            r.size()
+        ));
+    }
+    if !addr.is_multiple_of(size as u64) {
+        return refuse(format!("{what} at address {addr:#x}: misaligned"));
+    }
+    if store && !r.writable() {
+        return refuse(format!(
+            "{what} at address {addr:#x}: {} is read-only",
+            r.name()
+        ));
+    }
+    Ok((r, offset))
+}
+
+/// Names an access in fault messages: `global load of 4 bytes`.
+fn describe_access(is_store: bool, space: Option<Space>, bytes: usize) -> String {
+    let space = space.map_or("generic".to_string(), |s| s.to_string());
+    let what = if is_store { "store" } else { "load" };
+    format!("{space} {what} of {bytes} bytes")
+}
+
+/// Areas shared by all threads of a launch, sorted by address for lookup.
+pub struct AreaMap<'r, A: ?Sized> {
+    areas: Vec<&'r A>,
+}
+
+impl<'r, A: Area + ?Sized> AreaMap<'r, A> {
+    pub fn new(mut areas: Vec<&'r A>) -> Self {
+        areas.sort_by_key(|r| r.base());
+        AreaMap { areas }
+    }
+    /// The area containing `addr`, if any.
+    pub fn find(&self, addr: u64) -> Option<&'r A> {
+        self.below(addr).filter(|r| r.contains(addr))
+    }
+    /// The area with the highest base at or below `addr`.
+    pub fn below(&self, addr: u64) -> Option<&'r A> {
+        let i = self.areas.partition_point(|r| r.base() <= addr);
+        (i > 0).then(|| self.areas[i - 1])
+    }
+}

@@ -4,6 +4,9 @@
 use crate::ast::{FuncId, FuncKind, Function, Module, Param, Source, Span, Type, TypeKind};
 use std::fmt;
 
+/// Deepest chain of PTX calls a thread may make before the launch faults (both engines).
+pub const MAX_CALL_DEPTH: usize = 256;
+
 /// A typed scalar: the PTX type and its bit pattern in the low bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Value {
@@ -252,6 +255,18 @@ pub fn check_scalar_rets(func: &Function) -> Result<(), RunError> {
                 func.param_name(r)
             )));
         }
+    }
+    Ok(())
+}
+
+/// A buffer argument is passed as its 64-bit address: the parameter must be 8 bytes.
+pub fn check_buffer_param(func: &Function, p: &Param) -> Result<(), RunError> {
+    if func.param_size(p) != 8 {
+        return Err(RunError::Usage(format!(
+            "parameter `{}` is {}; a buffer is passed as a 64-bit address",
+            func.param_name(p),
+            func.param_type(p)
+        )));
     }
     Ok(())
 }

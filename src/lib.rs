@@ -6,6 +6,7 @@ pub mod cli;
 pub mod engine;
 pub mod frontend;
 pub mod interp;
+pub mod jit;
 pub mod memcheck;
 pub mod softfloat;
 
@@ -13,6 +14,7 @@ pub use ast::Module;
 pub use engine::{Arg, Dim3, Engine, Fault, RunError, Value};
 pub use frontend::ParseError;
 pub use interp::Interpreter;
+pub use jit::{Jit, JitOptions};
 
 impl Module {
     /// Parses and validates PTX text; `path` names it in diagnostics.

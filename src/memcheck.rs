@@ -100,23 +100,41 @@ fn describe_access(is_store: bool, space: Option<Space>, bytes: usize) -> String
     format!("{space} {what} of {bytes} bytes")
 }
 
-/// Areas shared by all threads of a launch, sorted by address for lookup.
-pub struct AreaMap<'r, A: ?Sized> {
-    areas: Vec<&'r A>,
+impl<A: Area + ?Sized> Area for &A {
+    fn base(&self) -> u64 {
+        (**self).base()
+    }
+    fn size(&self) -> usize {
+        (**self).size()
+    }
+    fn space(&self) -> Space {
+        (**self).space()
+    }
+    fn writable(&self) -> bool {
+        (**self).writable()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
 }
 
-impl<'r, A: Area + ?Sized> AreaMap<'r, A> {
-    pub fn new(mut areas: Vec<&'r A>) -> Self {
+/// Areas shared by all threads of a launch, sorted by address for lookup.
+pub struct AreaMap<R> {
+    areas: Vec<R>,
+}
+
+impl<R: Area> AreaMap<R> {
+    pub fn new(mut areas: Vec<R>) -> Self {
         areas.sort_by_key(|r| r.base());
         AreaMap { areas }
     }
     /// The area containing `addr`, if any.
-    pub fn find(&self, addr: u64) -> Option<&'r A> {
+    pub fn find(&self, addr: u64) -> Option<&R> {
         self.below(addr).filter(|r| r.contains(addr))
     }
     /// The area with the highest base at or below `addr`.
-    pub fn below(&self, addr: u64) -> Option<&'r A> {
+    pub fn below(&self, addr: u64) -> Option<&R> {
         let i = self.areas.partition_point(|r| r.base() <= addr);
-        (i > 0).then(|| self.areas[i - 1])
+        (i > 0).then(|| &self.areas[i - 1])
     }
 }

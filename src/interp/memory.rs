@@ -91,4 +91,4 @@ impl Area for Region {
 }
 
 /// Regions shared by all threads of a launch.
-pub type SharedMemory<'r> = AreaMap<'r, Region>;
+pub type SharedMemory<'r> = AreaMap<&'r Region>;

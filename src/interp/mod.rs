@@ -15,15 +15,14 @@ pub mod memory;
 use crate::ast::*;
 use crate::engine::{
     Arg, Dim3, Engine, Fault, RunError, Value, arg_bytes, check_arity, check_dims,
-    check_scalar_rets, find_function,
+    check_buffer_param, check_scalar_rets, find_function,
 };
 use crate::memcheck::{self, Area};
 use crate::softfloat::Fmt;
 use memory::{Region, SharedMemory};
 use rayon::prelude::*;
 
-/// Deepest chain of PTX calls a thread may make before the launch faults.
-pub const MAX_CALL_DEPTH: usize = 256;
+pub use crate::engine::MAX_CALL_DEPTH;
 
 /// The interpreter for one module. Module `.global` and `.const` variables live as long as it
 /// does and keep their contents across launches, as on a GPU.
@@ -55,10 +54,6 @@ impl Interpreter {
 
     pub fn module(&self) -> &Module {
         &self.module
-    }
-
-    fn usage<T>(msg: impl Into<String>) -> Result<T, RunError> {
-        Err(RunError::Usage(msg.into()))
     }
 
     fn fault(&self, f: Fault) -> RunError {
@@ -115,13 +110,7 @@ impl Engine for Interpreter {
             let bytes = match a {
                 Arg::Scalar(v) => arg_bytes(func, p, *v)?,
                 Arg::Buffer(b) => {
-                    if func.param_size(p) != 8 {
-                        return Self::usage(format!(
-                            "parameter `{}` is {}; a buffer is passed as a 64-bit address",
-                            func.param_name(p),
-                            func.param_type(p)
-                        ));
-                    }
+                    check_buffer_param(func, p)?;
                     let r = Region::new(b, b.len(), Space::Global, true, format!("buffer arg{i}"));
                     let addr = r.base().to_le_bytes().to_vec();
                     buffers.push((i, r));
@@ -405,12 +394,12 @@ impl<'a> Thread<'a> {
         store: bool,
     ) -> Result<(&Region, usize), Trap> {
         let own = self.own.iter().rev().find(|r| r.contains(addr));
-        let found = own.or_else(|| self.l.shared.find(addr));
+        let found = own.or_else(|| self.l.shared.find(addr).copied());
         let nearest_below = || {
             self.own
                 .iter()
                 .filter(|r| r.base() <= addr)
-                .chain(self.l.shared.below(addr))
+                .chain(self.l.shared.below(addr).copied())
                 .max_by_key(|r| r.base())
         };
         memcheck::check_access(found, nearest_below, addr, size, space, store).map_err(|v| Trap {

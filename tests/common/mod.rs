@@ -1,16 +1,24 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use ptxjit::{Engine, Interpreter, Module};
+use ptxjit::{Engine, Interpreter, Jit, JitOptions, Module};
 
 /// Every engine the tests run on, by name. Tests loop over this list, so a new engine is
 /// covered by every test at once.
 pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
     let module = Module::parse(ptx).unwrap_or_else(|e| panic!("test PTX does not parse:\n{e}"));
-    vec![(
-        "interp",
-        Box::new(Interpreter::new(module)) as Box<dyn Engine>,
-    )]
+    let jit = Jit::with_options(
+        module.clone(),
+        JitOptions {
+            verify: true,
+            ..JitOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("JIT compilation failed:\n{e}"));
+    vec![
+        ("interp", Box::new(Interpreter::new(module)) as Box<dyn Engine>),
+        ("jit", Box::new(jit) as Box<dyn Engine>),
+    ]
 }
 
 /// A small deterministic generator (xorshift64*), so inputs are the same on every run.

@@ -1,0 +1,110 @@
+//! Where things live in memory for generated code: each function's frame (its variables),
+//! the buffers that carry arguments and return values between functions, and a kernel's
+//! parameter block.
+
+use super::runtime::FrameVar;
+use crate::ast::{FuncKind, Function, Module, VarRole};
+use std::sync::Arc;
+
+/// Every variable starts at a multiple of this (enough for any PTX access, `.v4.b32`
+/// included), so the natural alignment of an access depends only on its offset.
+pub const VAR_ALIGN: u32 = 16;
+
+fn align_up(v: u32, a: u32) -> u32 {
+    v.div_ceil(a) * a
+}
+
+/// Offsets of consecutive pieces of the given sizes, each aligned to `align`; and the total.
+pub fn packed(sizes: impl IntoIterator<Item = usize>, align: u32) -> (Vec<u32>, u32) {
+    let mut offsets = Vec::new();
+    let mut at = 0;
+    for s in sizes {
+        at = align_up(at, align);
+        offsets.push(at);
+        at += s as u32;
+    }
+    (offsets, align_up(at, align))
+}
+
+/// The memory layout of one function.
+#[derive(Clone, Debug, Default)]
+pub struct FrameLayout {
+    /// Offset of each function variable in the frame (unused for a kernel's parameters,
+    /// which live in the launch's parameter block).
+    pub vars: Vec<u32>,
+    pub frame_size: u32,
+    /// Whether the frame holds any variable (checked mode registers them).
+    pub has_vars: bool,
+    /// Offsets of the parameters in an argument buffer, and its size.
+    pub args: Vec<u32>,
+    pub args_size: u32,
+    /// Offsets of the return parameters in a return buffer, and its size.
+    pub rets: Vec<u32>,
+    pub rets_size: u32,
+    /// Offsets of a kernel's parameters in its parameter block, and its size.
+    pub kernel_params: Vec<u32>,
+    pub kernel_params_size: u32,
+    /// Bytes this function needs for the argument and return buffers of its calls.
+    pub call_buf: u32,
+    /// The frame's variables, for checked accesses.
+    pub frame_vars: Vec<FrameVar>,
+}
+
+impl FrameLayout {
+    pub fn of(module: &Module, f: &Function) -> FrameLayout {
+        let in_frame = |role: VarRole| !(f.kind == FuncKind::Entry && matches!(role, VarRole::Param(_)));
+        let mut vars = Vec::with_capacity(f.vars.len());
+        let mut frame_vars = Vec::new();
+        let mut at = 0;
+        for v in &f.vars {
+            if in_frame(v.role) {
+                at = align_up(at, VAR_ALIGN);
+                vars.push(at);
+                frame_vars.push(FrameVar {
+                    offset: at,
+                    size: v.size,
+                    space: v.space,
+                    name: Arc::from(format!("{} `{}`", v.space, v.name)),
+                });
+                at += v.size.max(1) as u32;
+            } else {
+                vars.push(0);
+            }
+        }
+        let (args, args_size) = packed(sizes_of(f, &f.params), 8);
+        let (rets, rets_size) = packed(sizes_of(f, &f.rets), 8);
+        let (kernel_params, kernel_params_size) = packed(sizes_of(f, &f.params), VAR_ALIGN);
+        let call_buf = f
+            .body
+            .iter()
+            .flatten()
+            .filter_map(|ins| match &ins.inst {
+                crate::ast::Inst::Call { func, .. } => {
+                    let c = module.func(*func);
+                    let a = packed(sizes_of(c, &c.params), 8).1;
+                    let r = packed(sizes_of(c, &c.rets), 8).1;
+                    Some(a + r)
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        FrameLayout {
+            vars,
+            frame_size: align_up(at, VAR_ALIGN),
+            has_vars: !frame_vars.is_empty(),
+            args,
+            args_size,
+            rets,
+            rets_size,
+            kernel_params,
+            kernel_params_size,
+            call_buf,
+            frame_vars,
+        }
+    }
+}
+
+fn sizes_of(f: &Function, ps: &[crate::ast::Param]) -> Vec<usize> {
+    ps.iter().map(|p| f.param_size(p)).collect()
+}

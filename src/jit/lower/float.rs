@@ -1,0 +1,227 @@
+//! Floating-point instructions (PTX ISA 9.7.3) lowered to Cranelift, with the same rules as
+//! `interp::float`: round-to-nearest arithmetic is the host's (exact IEEE-754); directed
+//! rounding and the approximate functions call the soft-float reference through the runtime;
+//! `.ftz` flushes subnormal inputs and results, NaN results become the canonical NaN, `.sat`
+//! clamps to [0.0, 1.0] with NaN → +0.0.
+
+use super::{Lower, clif, int_type};
+use crate::ast::{FloatBinOp, FloatUnOp, Inst, Precision, Rounding, Type};
+use crate::jit::runtime::{bin_op_code, float_code, un_op_code};
+use crate::softfloat::Fmt;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+
+impl Lower<'_, '_> {
+    pub(super) fn float(&mut self, inst: &Inst) {
+        match inst {
+            Inst::FloatBin {
+                op,
+                ty,
+                prec,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+            } => {
+                let x = self.get(a, *ty);
+                let x = self.flush_if(*ftz, *ty, x);
+                let y = self.get(b, *ty);
+                let y = self.flush_if(*ftz, *ty, y);
+                let (r, sat) = match (op, prec) {
+                    (FloatBinOp::Min | FloatBinOp::Max, _) => (self.min_max(*op, x, y), false),
+                    // .approx and .full divisions are computed correctly rounded, within
+                    // PTX's bounds (as the interpreter does).
+                    (_, Precision::Ieee(Rounding::Rn) | Precision::Approx | Precision::Full) => {
+                        (self.host_rn(*op, x, y), *sat)
+                    }
+                    (_, Precision::Ieee(r)) => {
+                        let code = float_code(Fmt::of(*ty), *r, bin_op_code(*op));
+                        (self.soft(*ty, "rt_arith", code, &[x, y]), *sat)
+                    }
+                };
+                let r = self.finish(*ty, *ftz, sat, r);
+                self.set(d, *ty, r);
+            }
+            Inst::FloatUn {
+                op,
+                ty,
+                prec,
+                ftz,
+                d,
+                a,
+            } => {
+                let x = self.get(a, *ty);
+                let x = self.flush_if(*ftz, *ty, x);
+                let rnd = match prec {
+                    Precision::Ieee(r) => *r,
+                    _ => Rounding::Rn,
+                };
+                let r = match op {
+                    // neg and abs act on the sign bit only.
+                    FloatUnOp::Neg | FloatUnOp::Abs => {
+                        let bits = self.bitcast(int_type(ty.bits()), x);
+                        let sign = self.iconst(int_type(ty.bits()), Fmt::of(*ty).sign_bit());
+                        let r = if *op == FloatUnOp::Neg {
+                            self.b.ins().bxor(bits, sign)
+                        } else {
+                            let keep = self.b.ins().bnot(sign);
+                            self.b.ins().band(bits, keep)
+                        };
+                        let r = self.bitcast(clif(*ty), r);
+                        let r = self.flush_if(*ftz, *ty, r);
+                        self.set(d, *ty, r);
+                        return;
+                    }
+                    FloatUnOp::Sqrt if rnd == Rounding::Rn => self.b.ins().sqrt(x),
+                    FloatUnOp::Rcp if rnd == Rounding::Rn => {
+                        let one = self.one(*ty);
+                        self.b.ins().fdiv(one, x)
+                    }
+                    FloatUnOp::Rcp => {
+                        let one = self.one(*ty);
+                        let code = float_code(Fmt::of(*ty), rnd, bin_op_code(FloatBinOp::Div));
+                        self.soft(*ty, "rt_arith", code, &[one, x])
+                    }
+                    _ => {
+                        let code = float_code(Fmt::of(*ty), rnd, un_op_code(*op));
+                        self.soft(*ty, "rt_unary", code, &[x])
+                    }
+                };
+                let r = self.finish(*ty, *ftz, false, r);
+                self.set(d, *ty, r);
+            }
+            Inst::Fma {
+                ty,
+                rnd,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let mut v = [a, b, c].map(|o| self.get(o, *ty));
+                for x in v.iter_mut() {
+                    *x = self.flush_if(*ftz, *ty, *x);
+                }
+                let r = if *rnd == Rounding::Rn {
+                    self.b.ins().fma(v[0], v[1], v[2])
+                } else {
+                    let code = float_code(Fmt::of(*ty), *rnd, 0);
+                    self.soft(*ty, "rt_fma", code, &v)
+                };
+                let r = self.finish(*ty, *ftz, *sat, r);
+                self.set(d, *ty, r);
+            }
+            _ => unreachable!("not a float instruction"),
+        }
+    }
+
+    fn host_rn(&mut self, op: FloatBinOp, x: Value, y: Value) -> Value {
+        match op {
+            FloatBinOp::Add => self.b.ins().fadd(x, y),
+            FloatBinOp::Sub => self.b.ins().fsub(x, y),
+            FloatBinOp::Mul => self.b.ins().fmul(x, y),
+            _ => self.b.ins().fdiv(x, y),
+        }
+    }
+
+    /// `min`/`max` (9.7.3.11–12): a NaN operand yields the other operand (two NaNs a NaN,
+    /// made canonical by `finish`); Cranelift's fmin/fmax order -0.0 below +0.0.
+    fn min_max(&mut self, op: FloatBinOp, x: Value, y: Value) -> Value {
+        let r = if op == FloatBinOp::Min {
+            self.b.ins().fmin(x, y)
+        } else {
+            self.b.ins().fmax(x, y)
+        };
+        let x_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        let r = self.b.ins().select(x_nan, y, r);
+        let y_nan = self.b.ins().fcmp(FloatCC::Unordered, y, y);
+        self.b.ins().select(y_nan, x, r)
+    }
+
+    /// Calls a soft-float helper on bit patterns and returns a float of type `ty`.
+    pub(super) fn soft(
+        &mut self,
+        ty: Type,
+        helper: &'static str,
+        code: u32,
+        args: &[Value],
+    ) -> Value {
+        let mut call = vec![self.b.ins().iconst(types::I32, code as i64)];
+        for a in args {
+            let bits = self.to_bits64(*a);
+            call.push(bits);
+        }
+        let r = self
+            .helper(helper, &call)
+            .expect("soft-float helpers return bits");
+        self.from_bits64(ty, r)
+    }
+
+    /// A float's bits, zero-extended to i64.
+    pub(super) fn to_bits64(&mut self, v: Value) -> Value {
+        let t = self.b.func.dfg.value_type(v);
+        let bits = self.bitcast(int_type(t.bits()), v);
+        self.resize(bits, types::I64, false)
+    }
+
+    /// The float of type `ty` whose bits are the low bits of an i64.
+    pub(super) fn from_bits64(&mut self, ty: Type, v: Value) -> Value {
+        let bits = self.resize(v, int_type(ty.bits()), false);
+        self.bitcast(clif(ty), bits)
+    }
+
+    fn one(&mut self, ty: Type) -> Value {
+        let bits = match ty {
+            Type::F32 => 1.0f32.to_bits() as u64,
+            _ => 1.0f64.to_bits(),
+        };
+        self.constant(ty, bits)
+    }
+
+    /// `.ftz`: a subnormal (exponent field 0) becomes a zero of the same sign.
+    pub(super) fn flush_if(&mut self, ftz: bool, ty: Type, v: Value) -> Value {
+        if !ftz {
+            return v;
+        }
+        let it = int_type(ty.bits());
+        let f = Fmt::of(ty);
+        let bits = self.bitcast(it, v);
+        let exp_mask = match f {
+            Fmt::F32 => 0x7f80_0000u64,
+            Fmt::F64 => 0x7ff0_0000_0000_0000,
+        };
+        let exp = self.b.ins().band_imm_s(bits, exp_mask as i64);
+        let tiny = self.b.ins().icmp_imm_s(IntCC::Equal, exp, 0);
+        let sign = self.iconst(it, f.sign_bit());
+        let zero = self.b.ins().band(bits, sign);
+        let r = self.b.ins().select(tiny, zero, bits);
+        self.bitcast(clif(ty), r)
+    }
+
+    /// Any NaN becomes the canonical NaN.
+    pub(super) fn canonical(&mut self, ty: Type, v: Value) -> Value {
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, v, v);
+        let c = self.constant(ty, Fmt::of(ty).canonical_nan());
+        self.b.ins().select(nan, c, v)
+    }
+
+    /// `.sat`: clamps to [0.0, 1.0]; NaN and -0.0 become +0.0.
+    pub(super) fn saturate(&mut self, ty: Type, v: Value) -> Value {
+        let one = self.one(ty);
+        let zero = self.zero(ty);
+        let ge1 = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, v, one);
+        let s = self.b.ins().select(ge1, one, v);
+        let gt0 = self.b.ins().fcmp(FloatCC::GreaterThan, v, zero);
+        self.b.ins().select(gt0, s, zero)
+    }
+
+    /// The common tail: canonical NaN, then `.ftz` on the result, then `.sat`.
+    fn finish(&mut self, ty: Type, ftz: bool, sat: bool, r: Value) -> Value {
+        let r = self.canonical(ty, r);
+        let r = self.flush_if(ftz, ty, r);
+        if sat { self.saturate(ty, r) } else { r }
+    }
+}

@@ -1,0 +1,505 @@
+//! Integer arithmetic (PTX ISA 9.7.1), extended-precision arithmetic (9.7.2), logic and shift
+//! (9.7.8) and bit manipulation, lowered to Cranelift. Results equal `interp::int` bit for
+//! bit; the comments say how each PTX rule is met.
+
+use super::{Lower, clif, int_type};
+use crate::ast::{Carry, Inst, IntBinOp, IntUnOp, MulMode, PrmtMode, ShfDir, ShfMode, Type};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+
+/// The destination type of `mul`/`mad`: widened for `.wide`.
+fn wide_if(mode: MulMode, ty: Type) -> Type {
+    if mode == MulMode::Wide {
+        ty.widened()
+    } else {
+        ty
+    }
+}
+
+impl Lower<'_, '_> {
+    pub(super) fn int_arith(&mut self, inst: &Inst) {
+        match inst {
+            Inst::IntBin {
+                op,
+                ty,
+                sat,
+                carry,
+                d,
+                a,
+                b,
+            } => {
+                let shift = matches!(op, IntBinOp::Shl | IntBinOp::Shr);
+                let x = self.get(a, *ty);
+                let y = self.get(b, if shift { Type::U32 } else { *ty });
+                let v = match op {
+                    IntBinOp::Add | IntBinOp::Sub => self.add_sub(*op, *ty, *sat, *carry, x, y),
+                    IntBinOp::Min => {
+                        if ty.is_signed() {
+                            self.b.ins().smin(x, y)
+                        } else {
+                            self.b.ins().umin(x, y)
+                        }
+                    }
+                    IntBinOp::Max => {
+                        if ty.is_signed() {
+                            self.b.ins().smax(x, y)
+                        } else {
+                            self.b.ins().umax(x, y)
+                        }
+                    }
+                    IntBinOp::Div | IntBinOp::Rem => self.div_rem(*op, *ty, x, y),
+                    IntBinOp::And => self.b.ins().band(x, y),
+                    IntBinOp::Or => self.b.ins().bor(x, y),
+                    IntBinOp::Xor => self.b.ins().bxor(x, y),
+                    IntBinOp::Shl | IntBinOp::Shr => self.shift(*op, *ty, x, y),
+                };
+                self.set(d, *ty, v);
+            }
+            Inst::IntUn { op, ty, d, a } => {
+                let x = self.get(a, *ty);
+                let v = match op {
+                    IntUnOp::Neg => self.b.ins().ineg(x),
+                    IntUnOp::Abs => self.b.ins().iabs(x),
+                    IntUnOp::Not if *ty == Type::Pred => self.b.ins().bxor_imm_s(x, 1),
+                    IntUnOp::Not => self.b.ins().bnot(x),
+                    IntUnOp::Cnot => {
+                        let z = self.b.ins().icmp_imm_s(IntCC::Equal, x, 0);
+                        self.resize(z, clif(*ty), false)
+                    }
+                    IntUnOp::Popc => {
+                        let n = self.b.ins().popcnt(x);
+                        self.resize(n, types::I32, false)
+                    }
+                    IntUnOp::Clz => {
+                        let n = self.b.ins().clz(x);
+                        self.resize(n, types::I32, false)
+                    }
+                    IntUnOp::Brev => self.b.ins().bitrev(x),
+                };
+                let dty = if matches!(op, IntUnOp::Popc | IntUnOp::Clz) {
+                    Type::U32
+                } else {
+                    *ty
+                };
+                self.set(d, dty, v);
+            }
+            Inst::Mul { mode, ty, d, a, b } => {
+                let (x, y) = (self.get(a, *ty), self.get(b, *ty));
+                let v = self.mul(*mode, *ty, x, y);
+                self.set(d, wide_if(*mode, *ty), v);
+            }
+            Inst::Mad {
+                mode,
+                ty,
+                sat,
+                carry,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let dty = wide_if(*mode, *ty);
+                let (x, y) = (self.get(a, *ty), self.get(b, *ty));
+                let half = self.mul(*mode, *ty, x, y);
+                let z = self.get(c, dty);
+                let v = if *sat {
+                    // mad.hi.sat.s32: the exact signed sum, clamped.
+                    self.sat_s32(IntBinOp::Add, half, z)
+                } else if carry.carry_in || carry.carry_out {
+                    let cin = self.carry_in(*carry, false);
+                    let (v, cout) = self.add_with_carry(half, z, cin);
+                    if carry.carry_out {
+                        self.b.def_var(self.cf, cout);
+                    }
+                    v
+                } else {
+                    self.b.ins().iadd(half, z)
+                };
+                self.set(d, dty, v);
+            }
+            _ => unreachable!("not an integer arithmetic instruction"),
+        }
+    }
+
+    /// CC.CF for a carry-in form, else the constant carry of the plain operation (0 for
+    /// add, 1 for sub: a − b = a + ~b + 1).
+    fn carry_in(&mut self, carry: Carry, sub: bool) -> Value {
+        if carry.carry_in {
+            self.b.use_var(self.cf)
+        } else {
+            self.b.ins().iconst(types::I8, sub as i64)
+        }
+    }
+
+    /// `add`/`sub` with `.sat` and the carry forms (9.7.1.1–2, 9.7.2.1–4). Subtraction adds
+    /// the complement, so CC.CF is NOT borrow, as on NVIDIA hardware.
+    fn add_sub(
+        &mut self,
+        op: IntBinOp,
+        _ty: Type,
+        sat: bool,
+        carry: Carry,
+        x: Value,
+        y: Value,
+    ) -> Value {
+        let sub = op == IntBinOp::Sub;
+        if sat {
+            return self.sat_s32(op, x, y);
+        }
+        if !carry.carry_in && !carry.carry_out {
+            return if sub {
+                self.b.ins().isub(x, y)
+            } else {
+                self.b.ins().iadd(x, y)
+            };
+        }
+        let y = if sub { self.b.ins().bnot(y) } else { y };
+        let cin = self.carry_in(carry, sub);
+        let (v, cout) = self.add_with_carry(x, y, cin);
+        if carry.carry_out {
+            self.b.def_var(self.cf, cout);
+        }
+        v
+    }
+
+    /// x + y + cin and its carry out (an i8), computed one width up: i64 for 32-bit
+    /// operands, i128 (add/adc) for 64-bit ones.
+    fn add_with_carry(&mut self, x: Value, y: Value, cin: Value) -> (Value, Value) {
+        let ty = self.b.func.dfg.value_type(x);
+        let wide = if ty.bits() < 64 {
+            types::I64
+        } else {
+            types::I128
+        };
+        let xw = self.b.ins().uextend(wide, x);
+        let yw = self.b.ins().uextend(wide, y);
+        let cw = self.b.ins().uextend(wide, cin);
+        let s = self.b.ins().iadd(xw, yw);
+        let s = self.b.ins().iadd(s, cw);
+        if wide == types::I128 {
+            let (lo, hi) = self.b.ins().isplit(s);
+            let c = self.b.ins().ireduce(types::I8, hi);
+            (lo, c)
+        } else {
+            let v = self.b.ins().ireduce(ty, s);
+            let hi = self.b.ins().ushr_imm_s(s, ty.bits() as i64);
+            let c = self.b.ins().ireduce(types::I8, hi);
+            (v, c)
+        }
+    }
+
+    /// x ± y over the exact signed 32-bit values, clamped to [MININT, MAXINT].
+    fn sat_s32(&mut self, op: IntBinOp, x: Value, y: Value) -> Value {
+        let xw = self.b.ins().sextend(types::I64, x);
+        let yw = self.b.ins().sextend(types::I64, y);
+        let s = if op == IntBinOp::Sub {
+            self.b.ins().isub(xw, yw)
+        } else {
+            self.b.ins().iadd(xw, yw)
+        };
+        let lo = self.iconst(types::I64, i32::MIN as i64 as u64);
+        let hi = self.iconst(types::I64, i32::MAX as u64);
+        let s = self.b.ins().smax(s, lo);
+        let s = self.b.ins().smin(s, hi);
+        self.b.ins().ireduce(types::I32, s)
+    }
+
+    /// `div`/`rem` (9.7.1.7–8) without host traps: the divisor is replaced by 1 where the
+    /// hardware instruction would trap, and the defined results are selected instead —
+    /// unsigned x/0 = all ones, x%0 = x; signed x/0 = (x < 0 ? 1 : -1), x%0 = x;
+    /// MININT / -1 = MININT (the negation wraps), MININT % -1 = 0.
+    fn div_rem(&mut self, op: IntBinOp, ty: Type, x: Value, y: Value) -> Value {
+        let ct = clif(ty);
+        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+        let one = self.iconst(ct, 1);
+        let div = op == IntBinOp::Div;
+        if !ty.is_signed() {
+            let safe = self.b.ins().select(zero, one, y);
+            let (q, at_zero) = if div {
+                (self.b.ins().udiv(x, safe), self.iconst(ct, u64::MAX))
+            } else {
+                (self.b.ins().urem(x, safe), x)
+            };
+            return self.b.ins().select(zero, at_zero, q);
+        }
+        let all = self.iconst(ct, u64::MAX);
+        let minus1 = self.b.ins().icmp(IntCC::Equal, y, all);
+        let odd = self.b.ins().bor(zero, minus1);
+        let safe = self.b.ins().select(odd, one, y);
+        let (q, at_minus1, at_zero) = if div {
+            let q = self.b.ins().sdiv(x, safe);
+            let neg = self.b.ins().ineg(x);
+            let negative = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0);
+            let z = self.b.ins().select(negative, one, all);
+            (q, neg, z)
+        } else {
+            let q = self.b.ins().srem(x, safe);
+            let z = self.iconst(ct, 0);
+            (q, z, x)
+        };
+        let r = self.b.ins().select(minus1, at_minus1, q);
+        self.b.ins().select(zero, at_zero, r)
+    }
+
+    /// `shl`/`shr` (9.7.8.8–9): amounts of the width or more give 0 (or the sign fill for
+    /// signed `shr`); Cranelift's shifts take the amount modulo the width, hence the selects.
+    fn shift(&mut self, op: IntBinOp, ty: Type, x: Value, amount: Value) -> Value {
+        let bits = ty.bits() as i64;
+        let ct = clif(ty);
+        if op == IntBinOp::Shr && ty.is_signed() {
+            let max = self.b.ins().iconst(types::I32, bits - 1);
+            let n = self.b.ins().umin(amount, max);
+            return self.b.ins().sshr(x, n);
+        }
+        let over = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, amount, bits);
+        let r = if op == IntBinOp::Shl {
+            self.b.ins().ishl(x, amount)
+        } else {
+            self.b.ins().ushr(x, amount)
+        };
+        let zero = self.iconst(ct, 0);
+        self.b.ins().select(over, zero, r)
+    }
+
+    /// `mul.lo/.hi/.wide` (9.7.1.3): the product one width up for 16/32-bit types, the
+    /// high-multiply instructions for 64-bit ones.
+    fn mul(&mut self, mode: MulMode, ty: Type, x: Value, y: Value) -> Value {
+        let signed = ty.is_signed();
+        let bits = ty.bits();
+        match mode {
+            MulMode::Lo => self.b.ins().imul(x, y),
+            MulMode::Hi if bits == 64 => {
+                if signed {
+                    self.b.ins().smulhi(x, y)
+                } else {
+                    self.b.ins().umulhi(x, y)
+                }
+            }
+            MulMode::Hi | MulMode::Wide => {
+                let wide = int_type(2 * bits);
+                let xw = self.resize(x, wide, signed);
+                let yw = self.resize(y, wide, signed);
+                let p = self.b.ins().imul(xw, yw);
+                if mode == MulMode::Wide {
+                    return p;
+                }
+                let hi = self.b.ins().ushr_imm_s(p, bits as i64);
+                self.b.ins().ireduce(clif(ty), hi)
+            }
+        }
+    }
+
+    pub(super) fn bits(&mut self, inst: &Inst) {
+        match inst {
+            Inst::Shf {
+                dir,
+                mode,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let lo = self.get(a, Type::B32);
+                let hi = self.get(b, Type::B32);
+                let n = self.get(c, Type::U32);
+                let v = self.shf(*dir, *mode, lo, hi, n);
+                self.set(d, Type::B32, v);
+            }
+            Inst::Bfe { ty, d, a, pos, len } => {
+                let x = self.get(a, *ty);
+                let p = self.get(pos, Type::U32);
+                let l = self.get(len, Type::U32);
+                let v = self.bfe(*ty, x, p, l);
+                self.set(d, *ty, v);
+            }
+            Inst::Bfi {
+                ty,
+                d,
+                a,
+                b,
+                pos,
+                len,
+            } => {
+                let x = self.get(a, *ty);
+                let y = self.get(b, *ty);
+                let p = self.get(pos, Type::U32);
+                let l = self.get(len, Type::U32);
+                let v = self.bfi(*ty, x, y, p, l);
+                self.set(d, *ty, v);
+            }
+            Inst::Prmt { mode, d, a, b, c } => {
+                let x = self.get(a, Type::B32);
+                let y = self.get(b, Type::B32);
+                let z = self.get(c, Type::B32);
+                let v = self.prmt(*mode, x, y, z);
+                self.set(d, Type::B32, v);
+            }
+            _ => unreachable!("not a bit-manipulation instruction"),
+        }
+    }
+
+    /// `shf` (9.7.8.6): the 64-bit value b:a shifted, upper (`.l`) or lower (`.r`) half kept.
+    fn shf(&mut self, dir: ShfDir, mode: ShfMode, a: Value, b: Value, c: Value) -> Value {
+        let n = match mode {
+            ShfMode::Wrap => self.b.ins().band_imm_s(c, 31),
+            ShfMode::Clamp => {
+                let max = self.b.ins().iconst(types::I32, 32);
+                self.b.ins().umin(c, max)
+            }
+        };
+        let pair = self.pair(a, b);
+        let n = self.b.ins().uextend(types::I64, n);
+        let r = match dir {
+            ShfDir::L => {
+                let s = self.b.ins().ishl(pair, n);
+                self.b.ins().ushr_imm_s(s, 32)
+            }
+            ShfDir::R => self.b.ins().ushr(pair, n),
+        };
+        self.b.ins().ireduce(types::I32, r)
+    }
+
+    /// b:a as one i64 (a in the low half).
+    fn pair(&mut self, a: Value, b: Value) -> Value {
+        let lo = self.b.ins().uextend(types::I64, a);
+        let hi = self.b.ins().uextend(types::I64, b);
+        let hi = self.b.ins().ishl_imm_s(hi, 32);
+        self.b.ins().bor(hi, lo)
+    }
+
+    /// The field of `bfe`/`bfi` (9.7.1.18–19): pos and len (each & 0xff) as i64, the number
+    /// k of field bits inside the type (min(len, bits − min(pos, bits))) and a mask of k ones.
+    fn field(&mut self, ty: Type, pos: Value, len: Value) -> (Value, Value, Value) {
+        let p = self.b.ins().uextend(types::I64, pos);
+        let p = self.b.ins().band_imm_s(p, 0xff);
+        let l = self.b.ins().uextend(types::I64, len);
+        let l = self.b.ins().band_imm_s(l, 0xff);
+        let bits = self.b.ins().iconst(types::I64, ty.bits() as i64);
+        let pc = self.b.ins().umin(p, bits);
+        let avail = self.b.ins().isub(bits, pc);
+        let k = self.b.ins().umin(l, avail);
+        let one = self.b.ins().iconst(types::I64, 1);
+        let pow = self.b.ins().ishl(one, k);
+        let mask = self.b.ins().isub(pow, one);
+        let full = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, k, 64);
+        let all = self.iconst(types::I64, u64::MAX);
+        let mask = self.b.ins().select(full, all, mask);
+        (p, l, mask)
+    }
+
+    /// `bfe`: bits pos.. of a, k of them, filled above with the sign bit
+    /// a[min(pos+len-1, msb)] for signed types (when len > 0), else zeros.
+    fn bfe(&mut self, ty: Type, a: Value, pos: Value, len: Value) -> Value {
+        let (p, l, mask) = self.field(ty, pos, len);
+        let a = self.resize(a, types::I64, false);
+        let p63 = self.umin_const(p, 63);
+        let shifted = self.b.ins().ushr(a, p63);
+        let over = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, p, ty.bits() as i64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let shifted = self.b.ins().select(over, zero, shifted);
+        let mut d = self.b.ins().band(shifted, mask);
+        if ty.is_signed() {
+            let end = self.b.ins().iadd(p, l);
+            let end = self.b.ins().iadd_imm_s(end, -1);
+            let msb = self.b.ins().iconst(types::I64, ty.bits() as i64 - 1);
+            let idx = self.b.ins().umin(end, msb);
+            let bit = self.b.ins().ushr(a, idx);
+            let bit = self.b.ins().band_imm_s(bit, 1);
+            let has_len = self.b.ins().icmp_imm_s(IntCC::NotEqual, l, 0);
+            let has_len = self.b.ins().uextend(types::I64, has_len);
+            let sign = self.b.ins().band(bit, has_len);
+            let fill = self.b.ins().bnot(mask);
+            let fill = self.b.ins().select(sign, fill, zero);
+            d = self.b.ins().bor(d, fill);
+        }
+        self.resize(d, clif(ty), false)
+    }
+
+    /// `bfi`: b with bits pos..pos+k-1 replaced by the low bits of a.
+    fn bfi(&mut self, ty: Type, a: Value, b: Value, pos: Value, len: Value) -> Value {
+        let (p, _, mask) = self.field(ty, pos, len);
+        let a = self.resize(a, types::I64, false);
+        let b = self.resize(b, types::I64, false);
+        let p63 = self.umin_const(p, 63);
+        let m = self.b.ins().ishl(mask, p63);
+        let ins = self.b.ins().ishl(a, p63);
+        let ins = self.b.ins().band(ins, m);
+        let keep = self.b.ins().bnot(m);
+        let kept = self.b.ins().band(b, keep);
+        let r = self.b.ins().bor(kept, ins);
+        self.resize(r, clif(ty), false)
+    }
+
+    /// `prmt` (9.7.8.7): four bytes picked out of the eight bytes of {b, a}.
+    fn prmt(&mut self, mode: Option<PrmtMode>, a: Value, b: Value, c: Value) -> Value {
+        let bytes = self.pair(a, b);
+        let c = self.b.ins().uextend(types::I64, c);
+        let mut d = self.b.ins().iconst(types::I64, 0);
+        let picks: Vec<Value> = match mode {
+            None => (0..4)
+                .map(|k| {
+                    // Each nibble of c selects a byte; its bit 3 replicates the sign bit.
+                    let s = self.b.ins().ushr_imm_s(c, 4 * k);
+                    let s = self.b.ins().band_imm_s(s, 0xf);
+                    let byte = self.byte_of(bytes, s);
+                    let sign = self.b.ins().ushr_imm_s(byte, 7);
+                    let rep = self.b.ins().imul_imm_s(sign, 0xff);
+                    let replicate = self.b.ins().band_imm_s(s, 8);
+                    self.b.ins().select(replicate, rep, byte)
+                })
+                .collect(),
+            Some(m) => {
+                let s = self.b.ins().band_imm_s(c, 3);
+                let k = |l: &mut Self, v: i64| l.b.ins().iconst(types::I64, v);
+                let idx: [Value; 4] = match m {
+                    PrmtMode::F4e => [0, 1, 2, 3].map(|i| self.b.ins().iadd_imm_s(s, i)),
+                    PrmtMode::B4e => [0, 1, 2, 3].map(|i| self.b.ins().iadd_imm_s(s, -i)),
+                    PrmtMode::Rc8 => [s; 4],
+                    PrmtMode::Ecl => {
+                        let (one, two, three) = (k(self, 1), k(self, 2), k(self, 3));
+                        [s, self.b.ins().umax(s, one), self.b.ins().umax(s, two), three]
+                    }
+                    PrmtMode::Ecr => {
+                        let (zero, one, two) = (k(self, 0), k(self, 1), k(self, 2));
+                        [zero, self.b.ins().umin(s, one), self.b.ins().umin(s, two), s]
+                    }
+                    PrmtMode::Rc16 => {
+                        let lo = self.b.ins().band_imm_s(s, 1);
+                        let lo = self.b.ins().ishl_imm_s(lo, 1);
+                        let hi = self.b.ins().iadd_imm_s(lo, 1);
+                        [lo, hi, lo, hi]
+                    }
+                };
+                idx.iter().map(|i| self.byte_of(bytes, *i)).collect()
+            }
+        };
+        for (k, v) in picks.into_iter().enumerate() {
+            let v = self.b.ins().ishl_imm_s(v, 8 * k as i64);
+            d = self.b.ins().bor(d, v);
+        }
+        self.b.ins().ireduce(types::I32, d)
+    }
+
+    /// min(v, c), unsigned, for an i64 v.
+    fn umin_const(&mut self, v: Value, c: i64) -> Value {
+        let c = self.b.ins().iconst(types::I64, c);
+        self.b.ins().umin(v, c)
+    }
+
+    /// Byte `i & 7` of `bytes`.
+    fn byte_of(&mut self, bytes: Value, i: Value) -> Value {
+        let i = self.b.ins().band_imm_s(i, 7);
+        let sh = self.b.ins().ishl_imm_s(i, 3);
+        let v = self.b.ins().ushr(bytes, sh);
+        self.b.ins().band_imm_s(v, 0xff)
+    }
+}

@@ -1,0 +1,836 @@
+//! The lowering from the typed AST to Cranelift IR: one function at a time, one instruction
+//! at a time. This file holds what ties the families together — registers as
+//! `FunctionBuilder` variables, operands, guards, control flow, calls, frames and the kernel's
+//! loop over the threads of a block. The families sit beside it, mirroring the interpreter:
+//! [`int`] (9.7.1, 9.7.2, 9.7.8), [`float`] (9.7.3), [`convert`] (9.7.7, 9.7.9.21),
+//! [`memory`] (9.7.9).
+
+mod convert;
+mod float;
+mod int;
+mod memory;
+
+use super::layout::FrameLayout;
+use super::runtime::{self, STATUS_EXIT, STATUS_FAULT, STATUS_OK, Site, ThreadCtx};
+use crate::ast::{self, FuncId, FuncKind, Function, Inst, Operand, Param, SpecialRegKind, Type};
+use crate::engine::MAX_CALL_DEPTH;
+use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
+use cranelift_codegen::ir::{
+    self, AbiParam, Block, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlotData,
+    StackSlotKind, Value, types,
+};
+use cranelift_codegen::isa::CallConv;
+use cranelift_frontend::{FunctionBuilder, Variable};
+use cranelift_jit::JITModule;
+use cranelift_module::Module as _;
+use std::collections::HashMap;
+use std::mem::offset_of;
+
+/// The runtime helpers generated code may call: name, parameter types, result types.
+pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
+    use types::{I32, I64};
+    &[
+        ("rt_check", &[I64, I64, I32, I64], &[I32]),
+        ("rt_enter", &[I64, I32, I64], &[]),
+        ("rt_leave", &[I64, I32], &[]),
+        ("rt_fault", &[I64, I64, I32, I32], &[]),
+        ("rt_call_failed", &[I64, I64, I32], &[]),
+        ("rt_arith", &[I32, I64, I64], &[I64]),
+        ("rt_fma", &[I32, I64, I64, I64], &[I64]),
+        ("rt_unary", &[I32, I64], &[I64]),
+        ("rt_from_int", &[I32, I64, I32], &[I64]),
+        ("rt_to_int", &[I32, I64, I32], &[I64]),
+        ("rt_convert", &[I32, I64], &[I64]),
+        ("rt_round_integral", &[I32, I64], &[I64]),
+    ]
+};
+
+/// A signature in the host's calling convention.
+pub fn signature(cc: CallConv, params: &[ir::Type], rets: &[ir::Type]) -> Signature {
+    let mut s = Signature::new(cc);
+    s.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+    s.returns.extend(rets.iter().map(|t| AbiParam::new(*t)));
+    s
+}
+
+/// Internal functions: `.func` is `(ctx, args, rets) -> status`, `.entry` is
+/// `(ctx) -> status` and runs a whole block.
+pub fn internal_signature(cc: CallConv, kind: FuncKind) -> Signature {
+    match kind {
+        FuncKind::Func => signature(cc, &[types::I64; 3], &[types::I32]),
+        FuncKind::Entry => signature(cc, &[types::I64], &[types::I32]),
+    }
+}
+
+/// The Cranelift type holding a PTX type: floats as floats, integers and predicates as
+/// integers of their width (a predicate is an i8 holding 0 or 1).
+pub fn clif(ty: Type) -> ir::Type {
+    match ty {
+        Type::F32 => types::F32,
+        Type::F64 => types::F64,
+        t => int_type(t.bits()),
+    }
+}
+
+/// The integer type of a width (predicates: i8).
+pub fn int_type(bits: u32) -> ir::Type {
+    match bits {
+        0..=8 => types::I8,
+        16 => types::I16,
+        32 => types::I32,
+        _ => types::I64,
+    }
+}
+
+/// Everything the lowering of one module's functions shares.
+pub struct Shared<'a> {
+    pub ptx: &'a ast::Module,
+    pub layouts: &'a [FrameLayout],
+    /// The internal function of each PTX function (None for prototypes).
+    pub internal: &'a [Option<cranelift_module::FuncId>],
+    pub helpers: &'a HashMap<&'static str, cranelift_module::FuncId>,
+    /// Address of each module variable.
+    pub module_vars: &'a [u64],
+    pub checked: bool,
+}
+
+/// Special registers a kernel reads once per block.
+struct KernelDims {
+    tid: [Variable; 3],
+    ntid: [Value; 3],
+    ctaid: [Value; 3],
+    nctaid: [Value; 3],
+}
+
+/// The lowering of one function.
+pub struct Lower<'a, 'f> {
+    pub b: FunctionBuilder<'f>,
+    sh: &'a Shared<'a>,
+    jm: &'a mut JITModule,
+    fid: u32,
+    f: &'a Function,
+    layout: &'a FrameLayout,
+    regs: Vec<Variable>,
+    /// CC.CF (PTX ISA 9.7.2), an i8 holding 0 or 1.
+    cf: Variable,
+    ctx: Value,
+    frame: Value,
+    kernel_params: Option<Value>,
+    dims: Option<KernelDims>,
+    /// Where a fault goes, where `ret` goes, where `exit` goes.
+    fail: Block,
+    ret: Block,
+    exit: Block,
+    call_buf: Option<ir::StackSlot>,
+    site: u64,
+    refs: HashMap<&'static str, FuncRef>,
+    callees: HashMap<u32, FuncRef>,
+}
+
+/// Memory flags of ordinary accesses (may trap only in unchecked mode).
+fn flags() -> MemFlagsData {
+    MemFlagsData::new()
+}
+
+/// Memory flags of accesses to the context and frame, which are always valid.
+fn trusted() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+impl<'a, 'f> Lower<'a, 'f> {
+    /// Lowers the PTX function `fid` into `b`.
+    pub fn function(
+        b: FunctionBuilder<'f>,
+        sh: &'a Shared<'a>,
+        jm: &'a mut JITModule,
+        fid: FuncId,
+    ) {
+        let f = sh.ptx.func(fid);
+        let layout = &sh.layouts[fid.0 as usize];
+        let mut b = b;
+        let regs: Vec<Variable> = f.regs.iter().map(|r| b.declare_var(clif(r.ty))).collect();
+        let cf = b.declare_var(types::I8);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let ctx = b.block_params(entry)[0];
+        let call_buf = (layout.call_buf > 0).then(|| {
+            b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                layout.call_buf,
+                4,
+            ))
+        });
+        let frame = if layout.frame_size > 0 {
+            let slot = b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                layout.frame_size,
+                4,
+            ));
+            b.ins().stack_addr(types::I64, slot, 0)
+        } else {
+            b.ins().iconst(types::I64, 0)
+        };
+        let (fail, ret, exit) = (b.create_block(), b.create_block(), b.create_block());
+        let mut l = Lower {
+            b,
+            sh,
+            jm,
+            fid: fid.0,
+            f,
+            layout,
+            regs,
+            cf,
+            ctx,
+            frame,
+            kernel_params: None,
+            dims: None,
+            fail,
+            ret,
+            exit,
+            call_buf,
+            site: 0,
+            refs: HashMap::new(),
+            callees: HashMap::new(),
+        };
+        match f.kind {
+            FuncKind::Func => l.func_body(entry),
+            FuncKind::Entry => l.kernel_body(),
+        }
+        l.b.seal_all_blocks();
+        let cfg = l.jm.isa().frontend_config();
+        l.b.finalize(cfg);
+    }
+
+    // ---- function shapes -----------------------------------------------------------------
+
+    /// A `.func`: parameters in, body, return parameters out.
+    fn func_body(&mut self, entry: Block) {
+        let (args, rets) = (
+            self.b.block_params(entry)[1],
+            self.b.block_params(entry)[2],
+        );
+        self.start_thread_state();
+        for (k, p) in self.f.params.iter().enumerate() {
+            let off = self.layout.args[k] as i32;
+            match p {
+                Param::Mem(ast::VarId::Function(i)) => {
+                    let dst = self.frame_var(*i);
+                    let n = self.f.var(*i).size;
+                    self.copy_bytes(dst, args, off, n);
+                }
+                Param::Reg(r) => {
+                    let ty = self.f.reg(*r).ty;
+                    let v = self.b.ins().load(clif(ty), trusted(), args, off);
+                    self.b.def_var(self.regs[r.0 as usize], v);
+                }
+                Param::Mem(ast::VarId::Module(_)) => unreachable!("parameters are function vars"),
+            }
+        }
+        self.enter_frame();
+        self.body();
+        let ret = self.ret;
+        self.b.ins().jump(ret, &[]);
+
+        self.b.switch_to_block(ret);
+        for (k, p) in self.f.rets.iter().enumerate() {
+            let off = self.layout.rets[k] as i32;
+            match p {
+                Param::Mem(ast::VarId::Function(i)) => {
+                    let src = self.frame_var(*i);
+                    let n = self.f.var(*i).size;
+                    self.copy_bytes_to(rets, off, src, n);
+                }
+                Param::Reg(r) => {
+                    let v = self.b.use_var(self.regs[r.0 as usize]);
+                    self.b.ins().store(trusted(), v, rets, off);
+                }
+                Param::Mem(ast::VarId::Module(_)) => unreachable!("parameters are function vars"),
+            }
+        }
+        self.leave_and_return(STATUS_OK);
+        let (exit, fail) = (self.exit, self.fail);
+        self.b.switch_to_block(exit);
+        self.leave_and_return(STATUS_EXIT);
+        self.b.switch_to_block(fail);
+        self.leave_and_return(STATUS_FAULT);
+    }
+
+    /// An `.entry`: loops over the threads of the block (x fastest), running the body for
+    /// each with fresh registers, frame and CC.CF.
+    fn kernel_body(&mut self) {
+        let ctx = self.ctx;
+        let load3 = |l: &mut Self, off: usize| -> [Value; 3] {
+            [0, 1, 2].map(|k| {
+                l.b.ins()
+                    .load(types::I32, trusted(), ctx, (off + 4 * k) as i32)
+            })
+        };
+        let ntid = load3(self, offset_of!(ThreadCtx, ntid));
+        let ctaid = load3(self, offset_of!(ThreadCtx, ctaid));
+        let nctaid = load3(self, offset_of!(ThreadCtx, nctaid));
+        let params =
+            self.b
+                .ins()
+                .load(types::I64, trusted(), ctx, offset_of!(ThreadCtx, params) as i32);
+        self.kernel_params = Some(params);
+        let tid = [0; 3].map(|_| self.b.declare_var(types::I32));
+        let zero = self.b.ins().iconst(types::I32, 0);
+        for t in tid {
+            self.b.def_var(t, zero);
+        }
+        self.dims = Some(KernelDims {
+            tid,
+            ntid,
+            ctaid,
+            nctaid,
+        });
+        self.enter_frame();
+        let thread = self.b.create_block();
+        self.b.ins().jump(thread, &[]);
+
+        self.b.switch_to_block(thread);
+        for (k, t) in tid.iter().enumerate() {
+            let v = self.b.use_var(*t);
+            self.b.ins().store(
+                trusted(),
+                v,
+                ctx,
+                (offset_of!(ThreadCtx, tid) + 4 * k) as i32,
+            );
+        }
+        self.start_thread_state();
+        self.body();
+        let next = self.ret;
+        self.b.ins().jump(next, &[]);
+        let exit = self.exit;
+        self.b.switch_to_block(exit);
+        self.b.ins().jump(next, &[]);
+
+        // Next thread: x, then y, then z.
+        self.b.switch_to_block(next);
+        let done = self.b.create_block();
+        for k in 0..3 {
+            let t = self.b.use_var(tid[k]);
+            let t1 = self.b.ins().iadd_imm_s(t, 1);
+            let more = self.b.ins().icmp(ir::condcodes::IntCC::UnsignedLessThan, t1, ntid[k]);
+            let (go, carry) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(more, go, &[], carry, &[]);
+            self.b.switch_to_block(go);
+            self.b.def_var(tid[k], t1);
+            self.b.ins().jump(thread, &[]);
+            self.b.switch_to_block(carry);
+            self.b.def_var(tid[k], zero);
+        }
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        let ok = self.b.ins().iconst(types::I32, STATUS_OK as i64);
+        self.b.ins().return_(&[ok]);
+        let fail = self.fail;
+        self.b.switch_to_block(fail);
+        let st = self.b.ins().iconst(types::I32, STATUS_FAULT as i64);
+        self.b.ins().return_(&[st]);
+    }
+
+    /// Registers and CC.CF start at 0, the frame zeroed (PTX leaves them undefined; both
+    /// engines define them so).
+    fn start_thread_state(&mut self) {
+        let zero8 = self.b.ins().iconst(types::I8, 0);
+        self.b.def_var(self.cf, zero8);
+        for (k, r) in self.f.regs.iter().enumerate() {
+            let z = self.zero(r.ty);
+            self.b.def_var(self.regs[k], z);
+        }
+        if self.layout.frame_size > 0 {
+            let z = self.b.ins().iconst(types::I64, 0);
+            let mut off = 0;
+            while off < self.layout.frame_size {
+                self.b.ins().store(trusted(), z, self.frame, off as i32);
+                off += 8;
+            }
+        }
+    }
+
+    fn enter_frame(&mut self) {
+        if self.sh.checked && self.layout.has_vars {
+            let fid = self.b.ins().iconst(types::I32, self.fid as i64);
+            let (ctx, frame) = (self.ctx, self.frame);
+            self.helper("rt_enter", &[ctx, fid, frame]);
+        }
+    }
+
+    fn leave_and_return(&mut self, status: i32) {
+        if self.sh.checked && self.layout.has_vars {
+            let fid = self.b.ins().iconst(types::I32, self.fid as i64);
+            let ctx = self.ctx;
+            self.helper("rt_leave", &[ctx, fid]);
+        }
+        let st = self.b.ins().iconst(types::I32, status as i64);
+        self.b.ins().return_(&[st]);
+    }
+
+    /// The instructions, with labels as blocks and guards as branches around them.
+    fn body(&mut self) {
+        let body = self.f.body.as_ref().expect("compiled functions have bodies");
+        let mut at: HashMap<usize, Block> = HashMap::new();
+        for &target in &self.f.labels {
+            at.entry(target).or_insert_with(|| self.b.create_block());
+        }
+        let labels: Vec<Block> = self.f.labels.iter().map(|t| at[t]).collect();
+        for (i, ins) in body.iter().enumerate() {
+            if let Some(&blk) = at.get(&i) {
+                self.b.ins().jump(blk, &[]);
+                self.b.switch_to_block(blk);
+            }
+            self.site = Site {
+                func: self.fid,
+                inst: i as u32,
+            }
+            .pack();
+            match ins.guard {
+                Some(g) => {
+                    let (run, skip) = (self.b.create_block(), self.b.create_block());
+                    let p = self.b.use_var(self.regs[g.reg.0 as usize]);
+                    if g.negated {
+                        self.b.ins().brif(p, skip, &[], run, &[]);
+                    } else {
+                        self.b.ins().brif(p, run, &[], skip, &[]);
+                    }
+                    self.b.switch_to_block(run);
+                    self.inst(&ins.inst, &labels);
+                    self.b.ins().jump(skip, &[]);
+                    self.b.switch_to_block(skip);
+                }
+                None => self.inst(&ins.inst, &labels),
+            }
+        }
+        if let Some(&blk) = at.get(&body.len()) {
+            self.b.ins().jump(blk, &[]);
+            self.b.switch_to_block(blk);
+        }
+    }
+
+    /// Jumps to `target` and continues in a fresh (unreachable) block.
+    fn jump_away(&mut self, target: Block) {
+        self.b.ins().jump(target, &[]);
+        let cont = self.b.create_block();
+        self.b.switch_to_block(cont);
+    }
+
+    /// Branches to the fault exit when `failed` (an i32 or i8) is nonzero.
+    fn fail_if(&mut self, failed: Value) {
+        let cont = self.b.create_block();
+        let fail = self.fail;
+        self.b.ins().brif(failed, fail, &[], cont, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    fn inst(&mut self, inst: &Inst, labels: &[Block]) {
+        use Inst::*;
+        match inst {
+            Mov { ty, d, a } => self.mov(*ty, d, a),
+            Ld { .. } | St { .. } => self.memory(inst),
+            // Space and generic addresses coincide (see memcheck.rs): cvta is the identity.
+            Cvta { ty, d, a, .. } => {
+                let v = self.get(a, *ty);
+                self.set(d, *ty, v);
+            }
+            IntBin { .. } | IntUn { .. } | Mul { .. } | Mad { .. } => self.int_arith(inst),
+            Shf { .. } | Bfe { .. } | Bfi { .. } | Prmt { .. } => self.bits(inst),
+            Setp { .. } | Selp { .. } | Slct { .. } | Cvt { .. } => self.convert(inst),
+            FloatBin { .. } | FloatUn { .. } | Fma { .. } => self.float(inst),
+            Bra { target, .. } => self.jump_away(labels[target.0 as usize]),
+            Call {
+                func, rets, args, ..
+            } => self.call(*func, rets, args),
+            Ret => self.jump_away(self.ret),
+            Exit => self.jump_away(self.exit),
+        }
+    }
+
+    // ---- helpers and constants -----------------------------------------------------------
+
+    /// Calls a runtime helper; returns its first result, if any.
+    fn helper(&mut self, name: &'static str, args: &[Value]) -> Option<Value> {
+        let r = match self.refs.get(name) {
+            Some(r) => *r,
+            None => {
+                let id = self.sh.helpers[name];
+                let r = self.jm.declare_func_in_func(id, self.b.func);
+                self.refs.insert(name, r);
+                r
+            }
+        };
+        let call = self.b.ins().call(r, args);
+        self.b.inst_results(call).first().copied()
+    }
+
+    /// An integer constant of a Cranelift type (the low bits of `v`).
+    fn iconst(&mut self, ty: ir::Type, v: u64) -> Value {
+        let v = if ty.bits() >= 64 {
+            v
+        } else {
+            v & ((1u64 << ty.bits()) - 1)
+        };
+        self.b.ins().iconst(ty, v as i64)
+    }
+
+    /// The constant of PTX type `ty` with bit pattern `bits`.
+    fn constant(&mut self, ty: Type, bits: u64) -> Value {
+        match ty {
+            Type::F32 => self.b.ins().f32const(Ieee32::with_bits(bits as u32)),
+            Type::F64 => self.b.ins().f64const(Ieee64::with_bits(bits)),
+            t => self.iconst(clif(t), bits),
+        }
+    }
+
+    fn zero(&mut self, ty: Type) -> Value {
+        self.constant(ty, 0)
+    }
+
+    fn bitcast(&mut self, to: ir::Type, v: Value) -> Value {
+        self.b.ins().bitcast(to, MemFlagsData::new(), v)
+    }
+
+    /// A value of PTX type `from` as PTX type `to`: same width → reinterpreted; wider →
+    /// extended (sign-extended when `signed`); narrower → truncated.
+    fn conv(&mut self, v: Value, from: Type, to: Type, signed: bool) -> Value {
+        let (fc, tc) = (clif(from), clif(to));
+        if fc == tc {
+            return v;
+        }
+        let (fi, ti) = (int_type(from.bits()), int_type(to.bits()));
+        let mut x = if fc.is_float() { self.bitcast(fi, v) } else { v };
+        if ti.bits() > fi.bits() {
+            x = if signed {
+                self.b.ins().sextend(ti, x)
+            } else {
+                self.b.ins().uextend(ti, x)
+            };
+        } else if ti.bits() < fi.bits() {
+            x = self.b.ins().ireduce(ti, x);
+        }
+        if tc.is_float() { self.bitcast(tc, x) } else { x }
+    }
+
+    /// An integer value of Cranelift type `from` extended or truncated to `to`.
+    fn resize(&mut self, v: Value, to: ir::Type, signed: bool) -> Value {
+        let from = self.b.func.dfg.value_type(v);
+        if to.bits() > from.bits() {
+            if signed {
+                self.b.ins().sextend(to, v)
+            } else {
+                self.b.ins().uextend(to, v)
+            }
+        } else if to.bits() < from.bits() {
+            self.b.ins().ireduce(to, v)
+        } else {
+            v
+        }
+    }
+
+    // ---- operands ------------------------------------------------------------------------
+
+    /// Reads a source operand as PTX type `ty` (a narrower register zero-extended, a wider
+    /// one truncated, as the interpreter reads its low bits).
+    fn get(&mut self, op: &Operand, ty: Type) -> Value {
+        match op {
+            Operand::Reg(r) => {
+                let v = self.b.use_var(self.regs[r.0 as usize]);
+                let rty = self.f.reg(*r).ty;
+                self.conv(v, rty, ty, false)
+            }
+            Operand::NotPred(r) => {
+                let v = self.b.use_var(self.regs[r.0 as usize]);
+                let one = self.b.ins().iconst(types::I8, 1);
+                let n = self.b.ins().bxor(v, one);
+                self.conv(n, Type::Pred, ty, false)
+            }
+            Operand::Imm(i) => self.constant(ty, i.bits_for(ty)),
+            Operand::Special(s) => {
+                let v = self.special(*s);
+                self.conv(v, Type::U32, ty, false)
+            }
+            Operand::Var(v) => {
+                let a = self.var_addr(*v);
+                self.conv(a, Type::U64, ty, false)
+            }
+            other => unreachable!("validated: {other:?} is not a scalar source"),
+        }
+    }
+
+    /// Writes a destination of instruction type `ty`; a wider register receives the value
+    /// sign-extended for signed types, zero-extended otherwise.
+    fn set(&mut self, op: &Operand, ty: Type, v: Value) {
+        match op {
+            Operand::Reg(r) => self.set_reg(*r, ty, v),
+            Operand::Sink => {}
+            other => unreachable!("validated: {other:?} is not a destination"),
+        }
+    }
+
+    fn set_reg(&mut self, r: ast::RegId, ty: Type, v: Value) {
+        let rty = self.f.reg(r).ty;
+        let v = self.conv(v, ty, rty, ty.is_signed());
+        self.b.def_var(self.regs[r.0 as usize], v);
+    }
+
+    /// A special register (PTX ISA 10) as a u32.
+    fn special(&mut self, s: ast::SpecialReg) -> Value {
+        let d = s.dim as usize;
+        let from_ctx = |l: &mut Self, field: usize| {
+            let ctx = l.ctx;
+            l.b.ins()
+                .load(types::I32, trusted(), ctx, (field + 4 * d) as i32)
+        };
+        match s.kind {
+            SpecialRegKind::Tid => match &self.dims {
+                Some(k) => self.b.use_var(k.tid[d]),
+                None => from_ctx(self, offset_of!(ThreadCtx, tid)),
+            },
+            SpecialRegKind::Ntid => match &self.dims {
+                Some(k) => k.ntid[d],
+                None => from_ctx(self, offset_of!(ThreadCtx, ntid)),
+            },
+            SpecialRegKind::Ctaid => match &self.dims {
+                Some(k) => k.ctaid[d],
+                None => from_ctx(self, offset_of!(ThreadCtx, ctaid)),
+            },
+            SpecialRegKind::Nctaid => match &self.dims {
+                Some(k) => k.nctaid[d],
+                None => from_ctx(self, offset_of!(ThreadCtx, nctaid)),
+            },
+            SpecialRegKind::Laneid | SpecialRegKind::Warpid | SpecialRegKind::Nwarpid => {
+                let at = |l: &mut Self, kind, k| {
+                    l.special(ast::SpecialReg { kind, dim: k })
+                };
+                let (x, y, z) = (
+                    at(self, SpecialRegKind::Tid, 0),
+                    at(self, SpecialRegKind::Tid, 1),
+                    at(self, SpecialRegKind::Tid, 2),
+                );
+                let (nx, ny, nz) = (
+                    at(self, SpecialRegKind::Ntid, 0),
+                    at(self, SpecialRegKind::Ntid, 1),
+                    at(self, SpecialRegKind::Ntid, 2),
+                );
+                match s.kind {
+                    SpecialRegKind::Nwarpid => {
+                        let n = self.b.ins().imul(nx, ny);
+                        let n = self.b.ins().imul(n, nz);
+                        let n = self.b.ins().iadd_imm_s(n, 31);
+                        self.b.ins().ushr_imm_s(n, 5)
+                    }
+                    kind => {
+                        // linear = x + nx * (y + ny * z)
+                        let t = self.b.ins().imul(ny, z);
+                        let t = self.b.ins().iadd(y, t);
+                        let t = self.b.ins().imul(nx, t);
+                        let linear = self.b.ins().iadd(x, t);
+                        if kind == SpecialRegKind::Laneid {
+                            self.b.ins().band_imm_s(linear, 31)
+                        } else {
+                            self.b.ins().ushr_imm_s(linear, 5)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The address of a variable.
+    fn var_addr(&mut self, v: ast::VarId) -> Value {
+        match v {
+            ast::VarId::Module(i) => {
+                let a = self.sh.module_vars[i as usize];
+                self.b.ins().iconst(types::I64, a as i64)
+            }
+            ast::VarId::Function(i) => match (self.kernel_params, self.f.var(i).role) {
+                (Some(p), ast::VarRole::Param(k)) => {
+                    let off = self.layout.kernel_params[k as usize];
+                    self.b.ins().iadd_imm_s(p, off as i64)
+                }
+                _ => self.frame_var(i),
+            },
+        }
+    }
+
+    fn frame_var(&mut self, i: u32) -> Value {
+        let off = self.layout.vars[i as usize] as i64;
+        self.b.ins().iadd_imm_s(self.frame, off)
+    }
+
+    /// Copies `n` bytes from `src + src_off` to `dst` (little pieces, unaligned loads).
+    fn copy_bytes(&mut self, dst: Value, src: Value, src_off: i32, n: usize) {
+        self.copy(dst, 0, src, src_off, n);
+    }
+
+    fn copy_bytes_to(&mut self, dst: Value, dst_off: i32, src: Value, n: usize) {
+        self.copy(dst, dst_off, src, 0, n);
+    }
+
+    fn copy(&mut self, dst: Value, dst_off: i32, src: Value, src_off: i32, n: usize) {
+        let mut k = 0;
+        while k < n {
+            let piece = match n - k {
+                8.. => types::I64,
+                4..=7 => types::I32,
+                2..=3 => types::I16,
+                _ => types::I8,
+            };
+            let v = self
+                .b
+                .ins()
+                .load(piece, trusted(), src, src_off + k as i32);
+            self.b.ins().store(trusted(), v, dst, dst_off + k as i32);
+            k += piece.bytes() as usize;
+        }
+    }
+
+    // ---- mov and calls -------------------------------------------------------------------
+
+    /// `mov` (9.7.9.1), including packing/unpacking with vector operands.
+    fn mov(&mut self, ty: Type, d: &Operand, a: &Operand) {
+        let it = int_type(ty.bits());
+        match (d, a) {
+            (Operand::Vector(parts), _) => {
+                let v = self.get(a, ty);
+                let v = self.conv(v, ty, ty.unsigned(), false);
+                let w = ty.bits() / parts.len() as u32;
+                let part_ty = Type::ALL
+                    .iter()
+                    .copied()
+                    .find(|t| t.bits() == w && t.kind() == ast::TypeKind::Bits)
+                    .expect("8/16/32-bit parts");
+                for (k, p) in parts.iter().enumerate() {
+                    if let Some(r) = p {
+                        let s = self.b.ins().ushr_imm_s(v, (w * k as u32) as i64);
+                        let s = self.b.ins().ireduce(int_type(w), s);
+                        self.set_reg(*r, part_ty, s);
+                    }
+                }
+            }
+            (_, Operand::Vector(parts)) => {
+                let w = ty.bits() / parts.len() as u32;
+                let part_ty = Type::ALL
+                    .iter()
+                    .copied()
+                    .find(|t| t.bits() == w && t.kind() == ast::TypeKind::Bits)
+                    .expect("8/16/32-bit parts");
+                let mut acc = self.iconst(it, 0);
+                for (k, p) in parts.iter().enumerate() {
+                    let r = p.expect("validated: no sink in a source vector");
+                    let v = self.get(&Operand::Reg(r), part_ty);
+                    let v = self.b.ins().uextend(it, v);
+                    let v = self.b.ins().ishl_imm_s(v, (w * k as u32) as i64);
+                    acc = self.b.ins().bor(acc, v);
+                }
+                let v = self.conv(acc, ty.unsigned(), ty, false);
+                self.set(d, ty, v);
+            }
+            _ => {
+                let v = self.get(a, ty);
+                self.set(d, ty, v);
+            }
+        }
+    }
+
+    /// `call` (9.7.13.5): arguments are copied into a buffer the callee copies into its
+    /// parameters; return parameters come back the same way.
+    fn call(&mut self, id: FuncId, rets: &[Operand], args: &[Operand]) {
+        let callee = self.sh.ptx.func(id);
+        let ctx = self.ctx;
+        let site = self.iconst(types::I64, self.site);
+        let callee_ix = self.iconst(types::I32, id.0 as u64);
+        let Some(internal) = self.sh.internal[id.0 as usize] else {
+            let kind = self.iconst(types::I32, runtime::FAULT_NO_BODY as u64);
+            self.helper("rt_fault", &[ctx, site, kind, callee_ix]);
+            self.jump_away(self.fail);
+            return;
+        };
+        // Depth check, as the interpreter does before every call.
+        let depth_at = offset_of!(ThreadCtx, depth) as i32;
+        let depth = self.b.ins().load(types::I32, trusted(), ctx, depth_at);
+        let too_deep = self.b.ins().icmp_imm_s(
+            ir::condcodes::IntCC::UnsignedGreaterThanOrEqual,
+            depth,
+            MAX_CALL_DEPTH as i64,
+        );
+        let (deep, ok) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(too_deep, deep, &[], ok, &[]);
+        self.b.switch_to_block(deep);
+        let kind = self.iconst(types::I32, runtime::FAULT_DEPTH as u64);
+        self.helper("rt_fault", &[ctx, site, kind, callee_ix]);
+        let fail = self.fail;
+        self.b.ins().jump(fail, &[]);
+        self.b.switch_to_block(ok);
+
+        let callee_layout = &self.sh.layouts[id.0 as usize];
+        let slot = self.call_buf.expect("functions that call have a call buffer");
+        let buf = self.b.ins().stack_addr(types::I64, slot, 0);
+        let rets_buf = self
+            .b
+            .ins()
+            .iadd_imm_s(buf, callee_layout.args_size as i64);
+        for ((a, p), off) in args.iter().zip(&callee.params).zip(&callee_layout.args) {
+            let size = callee.param_size(p);
+            match a {
+                Operand::Var(v) => {
+                    let src = self.var_addr(*v);
+                    self.copy_bytes_to(buf, *off as i32, src, size);
+                }
+                _ => {
+                    let ty = callee.param_type(p);
+                    let v = self.get(a, ty);
+                    self.b.ins().store(trusted(), v, buf, *off as i32);
+                }
+            }
+        }
+        let d1 = self.b.ins().iadd_imm_s(depth, 1);
+        self.b.ins().store(trusted(), d1, ctx, depth_at);
+        let r = match self.callees.get(&id.0) {
+            Some(r) => *r,
+            None => {
+                let r = self.jm.declare_func_in_func(internal, self.b.func);
+                self.callees.insert(id.0, r);
+                r
+            }
+        };
+        let call = self.b.ins().call(r, &[ctx, buf, rets_buf]);
+        let status = self.b.inst_results(call)[0];
+        self.b.ins().store(trusted(), depth, ctx, depth_at);
+        let (bad, good) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(status, bad, &[], good, &[]);
+        // A fault is re-located at this call; an `exit` ends this thread too.
+        self.b.switch_to_block(bad);
+        let is_exit = self
+            .b
+            .ins()
+            .icmp_imm_s(ir::condcodes::IntCC::Equal, status, STATUS_EXIT as i64);
+        let faulted = self.b.create_block();
+        let exit = self.exit;
+        self.b.ins().brif(is_exit, exit, &[], faulted, &[]);
+        self.b.switch_to_block(faulted);
+        self.helper("rt_call_failed", &[ctx, site, callee_ix]);
+        self.b.ins().jump(fail, &[]);
+
+        self.b.switch_to_block(good);
+        for ((o, p), off) in rets.iter().zip(&callee.rets).zip(&callee_layout.rets) {
+            match o {
+                Operand::Var(v) => {
+                    let dst = self.var_addr(*v);
+                    let size = callee.param_size(p);
+                    self.copy(dst, 0, rets_buf, *off as i32, size);
+                }
+                _ => {
+                    let ty = callee.param_type(p);
+                    let v = self
+                        .b
+                        .ins()
+                        .load(clif(ty), trusted(), rets_buf, *off as i32);
+                    self.set(o, ty, v);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! The Cranelift JIT: every function of a PTX module compiled to x86-64 when the [`Jit`] is
+//! built, behind the same [`Engine`] interface as the interpreter.
+//!
+//! - A `.func` becomes an internal function `(ctx, args, rets) -> status` (parameters travel
+//!   in byte buffers laid out by [`layout`]) and a host wrapper with the C ABI whose type
+//!   follows its PTX parameters (see [`host`]).
+//! - An `.entry` becomes a function `(ctx) -> status` that runs a whole thread block, looping
+//!   over its threads in generated code; [`Jit::launch`] spreads blocks over all cores.
+//! - Memory is checked by default (see [`crate::memcheck`]); [`JitOptions::checked`] off
+//!   drops the checks.
+
+pub mod host;
+pub mod layout;
+mod lower;
+pub mod runtime;
+
+use crate::ast::{FuncId, FuncKind, Module, Space};
+use crate::engine::{
+    Arg, Dim3, Engine, Fault, RunError, Value, arg_bytes, check_arity, check_buffer_param,
+    check_dims, check_scalar_rets, find_function,
+};
+use crate::memcheck::AreaMap;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module as _};
+use layout::FrameLayout;
+use lower::{HELPERS, Lower, Shared, internal_signature, signature};
+use rayon::prelude::*;
+use runtime::{JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What to print of the compiled code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Emit {
+    #[default]
+    None,
+    /// Cranelift IR of each function.
+    Clif,
+    /// The x86-64 code of each function (Cranelift's assembly listing).
+    Asm,
+}
+
+/// How to compile.
+#[derive(Clone, Copy, Debug)]
+pub struct JitOptions {
+    /// Check every memory access against the launch's areas (the default).
+    pub checked: bool,
+    pub emit: Emit,
+    /// Run Cranelift's IR verifier (default: in debug builds).
+    pub verify: bool,
+}
+
+impl Default for JitOptions {
+    fn default() -> Self {
+        JitOptions {
+            checked: true,
+            emit: Emit::None,
+            verify: cfg!(debug_assertions),
+        }
+    }
+}
+
+/// Compile-time figures of a module.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompileStats {
+    pub millis: f64,
+    pub functions: usize,
+    pub instructions: usize,
+}
+
+/// A PTX module compiled to native code.
+pub struct Jit {
+    module: Module,
+    options: JitOptions,
+    /// Owns the code; freed on drop.
+    code: Option<JITModule>,
+    /// Internal entry of each PTX function (None for prototypes).
+    internal: Vec<Option<usize>>,
+    /// Host wrapper of each `.func`.
+    hosts: Vec<Option<usize>>,
+    layouts: Vec<FrameLayout>,
+    info: Box<ModuleInfo>,
+    /// Module `.global`/`.const` variables (16-byte aligned storage).
+    _module_memory: Vec<Box<[u128]>>,
+    /// The areas calls see: the module variables.
+    call_areas: Box<AreaMap<JitArea>>,
+    module_areas: Vec<JitArea>,
+    /// What `--emit` asked for, by function: (name, text).
+    pub listing: Vec<(String, String)>,
+    pub stats: CompileStats,
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        if let Some(code) = self.code.take() {
+            // SAFETY: the code's pointers are only reachable through `self` (launches and
+            // calls borrow it; typed handles borrow it; raw pointers are documented as valid
+            // while the Jit lives), so nothing can run this code any more.
+            unsafe { code.free_memory() };
+        }
+    }
+}
+
+fn compile_error(e: impl std::fmt::Display) -> RunError {
+    RunError::Usage(format!("JIT compilation failed: {e}"))
+}
+
+impl Jit {
+    /// Compiles a module with the default options (checked memory).
+    pub fn new(module: Module) -> Result<Jit, RunError> {
+        Jit::with_options(module, JitOptions::default())
+    }
+
+    pub fn with_options(module: Module, options: JitOptions) -> Result<Jit, RunError> {
+        let start = Instant::now();
+        let mut flags = settings::builder();
+        let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(compile_error);
+        set(&mut flags, "opt_level", "speed")?;
+        set(&mut flags, "is_pic", "false")?;
+        set(
+            &mut flags,
+            "enable_verifier",
+            if options.verify { "true" } else { "false" },
+        )?;
+        let isa = cranelift_native::builder()
+            .map_err(compile_error)?
+            .finish(settings::Flags::new(flags))
+            .map_err(compile_error)?;
+        let cc = isa.default_call_conv();
+        let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+        for (name, ptr) in runtime_symbols() {
+            jb.symbol(name, ptr);
+        }
+        let mut jm = JITModule::new(jb);
+
+        // Module variables: storage with stable addresses, and their areas.
+        let mut module_memory = Vec::new();
+        let mut module_areas = Vec::new();
+        for v in &module.vars {
+            let mut mem = vec![0u128; v.size.div_ceil(16).max(1)].into_boxed_slice();
+            // SAFETY: the u128 storage holds at least `v.size` bytes and `init` is no longer.
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(mem.as_mut_ptr() as *mut u8, mem.len() * 16)
+            };
+            bytes[..v.init.len().min(v.size)].copy_from_slice(&v.init[..v.init.len().min(v.size)]);
+            module_areas.push(JitArea {
+                base: mem.as_ptr() as u64,
+                size: v.size,
+                space: v.space,
+                writable: v.space != Space::Const,
+                name: Arc::from(format!("variable `{}`", v.name)),
+            });
+            module_memory.push(mem);
+        }
+        let module_vars: Vec<u64> = module_areas.iter().map(|a| a.base).collect();
+
+        let layouts: Vec<FrameLayout> = module
+            .functions
+            .iter()
+            .map(|f| FrameLayout::of(&module, f))
+            .collect();
+        let info = Box::new(ModuleInfo {
+            names: module.functions.iter().map(|f| f.name.clone()).collect(),
+            frames: layouts.iter().map(|l| l.frame_vars.clone()).collect(),
+            lines: module
+                .functions
+                .iter()
+                .map(|f| f.body.iter().flatten().map(|i| i.line).collect())
+                .collect(),
+        });
+        let call_areas = Box::new(AreaMap::new(module_areas.clone()));
+
+        let mut helpers = HashMap::new();
+        for (name, params, rets) in HELPERS {
+            let id = jm
+                .declare_function(name, Linkage::Import, &signature(cc, params, rets))
+                .map_err(compile_error)?;
+            helpers.insert(*name, id);
+        }
+        let mut internal_ids = Vec::new();
+        for (i, f) in module.functions.iter().enumerate() {
+            internal_ids.push(match f.body {
+                Some(_) => Some(
+                    jm.declare_function(
+                        &format!("ptx{i}.{}", f.name),
+                        Linkage::Local,
+                        &internal_signature(cc, f.kind),
+                    )
+                    .map_err(compile_error)?,
+                ),
+                None => None,
+            });
+        }
+        let shared = Shared {
+            ptx: &module,
+            layouts: &layouts,
+            internal: &internal_ids,
+            helpers: &helpers,
+            module_vars: &module_vars,
+            checked: options.checked,
+        };
+        let mut listing = Vec::new();
+        let mut fctx = FunctionBuilderContext::new();
+        let mut ctx = jm.make_context();
+        ctx.set_disasm(options.emit == Emit::Asm);
+        let mut instructions = 0;
+        for (i, f) in module.functions.iter().enumerate() {
+            let Some(id) = internal_ids[i] else { continue };
+            instructions += f.body.as_ref().map_or(0, Vec::len);
+            ctx.func.signature = internal_signature(cc, f.kind);
+            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            Lower::function(b, &shared, &mut jm, FuncId(i as u32));
+            if options.emit == Emit::Clif {
+                listing.push((f.name.clone(), ctx.func.display().to_string()));
+            }
+            jm.define_function(id, &mut ctx)
+                .map_err(|e| compile_error(format!("`{}`: {e:?}", f.name)))?;
+            if options.emit == Emit::Asm {
+                let text = ctx
+                    .compiled_code()
+                    .and_then(|c| c.vcode.clone())
+                    .unwrap_or_default();
+                listing.push((f.name.clone(), text));
+            }
+            jm.clear_context(&mut ctx);
+        }
+        let host_ids = host::define_wrappers(
+            &mut jm,
+            &module,
+            &layouts,
+            &internal_ids,
+            &*call_areas as *const _ as u64,
+            &*info as *const _ as u64,
+            options.emit,
+            &mut listing,
+        )?;
+        jm.finalize_definitions().map_err(compile_error)?;
+        let internal = internal_ids
+            .iter()
+            .map(|id| id.map(|id| jm.get_finalized_function(id) as usize))
+            .collect();
+        let hosts = host_ids
+            .iter()
+            .map(|id| id.map(|id| jm.get_finalized_function(id) as usize))
+            .collect();
+        let stats = CompileStats {
+            millis: start.elapsed().as_secs_f64() * 1e3,
+            functions: internal_ids.iter().flatten().count(),
+            instructions,
+        };
+        Ok(Jit {
+            module,
+            options,
+            code: Some(jm),
+            internal,
+            hosts,
+            layouts,
+            info,
+            _module_memory: module_memory,
+            call_areas,
+            module_areas,
+            listing,
+            stats,
+        })
+    }
+
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    pub fn options(&self) -> JitOptions {
+        self.options
+    }
+
+    /// Locates a fault recorded by generated code.
+    fn locate(&self, f: PendingFault, ctaid: [u32; 3], tid: [u32; 3]) -> RunError {
+        let func = self.module.func(FuncId(f.site.func));
+        let ins = &func.body.as_ref().expect("faults come from bodies")[f.site.inst as usize];
+        RunError::Fault(
+            Box::new(Fault {
+                message: f.message,
+                function: func.name.clone(),
+                ctaid,
+                tid,
+                span: ins.span,
+                line: ins.line,
+                address: f.address,
+            }),
+            Box::new(self.module.source.clone()),
+        )
+    }
+}
+
+/// The runtime's symbols, by the names generated code calls.
+fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
+    use runtime::*;
+    vec![
+        ("rt_check", rt_check as *const u8),
+        ("rt_enter", rt_enter as *const u8),
+        ("rt_leave", rt_leave as *const u8),
+        ("rt_fault", rt_fault as *const u8),
+        ("rt_call_failed", rt_call_failed as *const u8),
+        ("rt_arith", rt_arith as *const u8),
+        ("rt_fma", rt_fma as *const u8),
+        ("rt_unary", rt_unary as *const u8),
+        ("rt_from_int", rt_from_int as *const u8),
+        ("rt_to_int", rt_to_int as *const u8),
+        ("rt_convert", rt_convert as *const u8),
+        ("rt_round_integral", rt_round_integral as *const u8),
+        ("rt_host_enter", host::rt_host_enter as *const u8),
+        ("rt_host_fault", host::rt_host_fault as *const u8),
+        ("fma", host_fma as *const u8),
+        ("fmaf", host_fmaf as *const u8),
+    ]
+}
+
+/// An internal `.func`: `(ctx, args, rets) -> status`.
+type InternalFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut u8, *mut u8) -> i32;
+/// A kernel's block function: `(ctx) -> status`.
+type BlockFunc = unsafe extern "C" fn(*mut ThreadCtx) -> i32;
+
+/// Bytes for a buffer, 16-byte aligned.
+fn aligned_bytes(n: usize) -> Vec<u128> {
+    vec![0u128; n.div_ceil(16).max(1)]
+}
+
+fn as_bytes(v: &mut [u128]) -> &mut [u8] {
+    // SAFETY: u128 storage reinterpreted as its bytes (no padding, any bit pattern valid).
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, v.len() * 16) }
+}
+
+impl Engine for Jit {
+    fn call(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, RunError> {
+        let (id, func) = find_function(&self.module, name, FuncKind::Func)?;
+        check_arity(func, args.len())?;
+        check_scalar_rets(func)?;
+        let layout = &self.layouts[id.0 as usize];
+        let mut buf = aligned_bytes((layout.args_size + layout.rets_size) as usize);
+        let bytes = as_bytes(&mut buf);
+        for ((p, v), off) in func.params.iter().zip(args).zip(&layout.args) {
+            let b = arg_bytes(func, p, *v)?;
+            bytes[*off as usize..*off as usize + b.len()].copy_from_slice(&b);
+        }
+        let entry = self.internal[id.0 as usize].expect("find_function checks the body");
+        let mut ctx = ThreadCtx::new(&self.call_areas, &self.info);
+        let (args_ptr, rets_ptr) = {
+            let p = bytes.as_mut_ptr();
+            // SAFETY: the return buffer starts `args_size` bytes into the same allocation.
+            (p, unsafe { p.add(layout.args_size as usize) })
+        };
+        // SAFETY: `entry` is the finalized internal function of this `.func`, compiled with
+        // the signature `InternalFunc`; the buffers have the sizes its layout needs; the
+        // context's pointers refer to `self`, which outlives the call.
+        let status = unsafe {
+            let f: InternalFunc = std::mem::transmute(entry);
+            f(&mut ctx, args_ptr, rets_ptr)
+        };
+        if status == STATUS_FAULT {
+            let f = ctx.fault.take().expect("a faulting function records its fault");
+            return Err(self.locate(f, [0; 3], [0; 3]));
+        }
+        let bytes = as_bytes(&mut buf);
+        Ok(func
+            .rets
+            .iter()
+            .zip(&layout.rets)
+            .map(|(p, off)| {
+                let ty = func.param_type(p);
+                let at = (layout.args_size + off) as usize;
+                let mut v = [0u8; 8];
+                v[..ty.bytes()].copy_from_slice(&bytes[at..at + ty.bytes()]);
+                Value::new(ty, u64::from_le_bytes(v))
+            })
+            .collect())
+    }
+
+    fn launch(
+        &self,
+        name: &str,
+        grid: Dim3,
+        block: Dim3,
+        args: &mut [Arg],
+    ) -> Result<(), RunError> {
+        let (id, func) = find_function(&self.module, name, FuncKind::Entry)?;
+        check_dims(grid, block)?;
+        check_arity(func, args.len())?;
+        let layout = &self.layouts[id.0 as usize];
+        let mut block_params = aligned_bytes(layout.kernel_params_size as usize);
+        let params_base = block_params.as_ptr() as u64;
+        let mut areas = self.module_areas.clone();
+        {
+            let bytes = as_bytes(&mut block_params);
+            for (i, ((p, a), off)) in func
+                .params
+                .iter()
+                .zip(args.iter_mut())
+                .zip(&layout.kernel_params)
+                .enumerate()
+            {
+                let b = match a {
+                    Arg::Scalar(v) => arg_bytes(func, p, *v)?,
+                    Arg::Buffer(buf) => {
+                        check_buffer_param(func, p)?;
+                        // Generated code reads and writes the caller's buffer in place: it is
+                        // exclusively borrowed for the whole launch and Rust does not touch
+                        // it until every block has finished.
+                        let base = buf.as_mut_ptr() as u64;
+                        areas.push(JitArea {
+                            base,
+                            size: buf.len(),
+                            space: Space::Global,
+                            writable: true,
+                            name: Arc::from(format!("buffer arg{i}")),
+                        });
+                        base.to_le_bytes().to_vec()
+                    }
+                };
+                let off = *off as usize;
+                bytes[off..off + b.len()].copy_from_slice(&b);
+                areas.push(JitArea {
+                    base: params_base + off as u64,
+                    size: func.param_size(p),
+                    space: Space::Param,
+                    writable: false,
+                    name: Arc::from(format!("parameter `{}`", func.param_name(p))),
+                });
+            }
+        }
+        let shared = AreaMap::new(areas);
+        let entry = self.internal[id.0 as usize].expect("find_function checks the body");
+        let info: &ModuleInfo = &self.info;
+        let shared_ref = &shared;
+        // Every block runs; the fault reported is that of the lowest-numbered block, so a
+        // faulting launch reports the same fault whatever the scheduling (as the interpreter).
+        let fault = (0..grid.count())
+            .into_par_iter()
+            .map_init(
+                || ThreadCtx::new(shared_ref, info),
+                |ctx, b| {
+                    ctx.ctaid = grid.point(b);
+                    ctx.ntid = [block.x, block.y, block.z];
+                    ctx.nctaid = [grid.x, grid.y, grid.z];
+                    ctx.params = params_base;
+                    ctx.depth = 0;
+                    ctx.own.clear();
+                    // SAFETY: `entry` is this kernel's finalized block function, compiled
+                    // with the signature `BlockFunc`; the context is this worker's own, and
+                    // its pointers (areas, module info, parameter block) outlive the launch.
+                    let status = unsafe {
+                        let f: BlockFunc = std::mem::transmute(entry);
+                        f(ctx)
+                    };
+                    (status == STATUS_FAULT).then(|| {
+                        let f = ctx.fault.take().expect("a faulting block records its fault");
+                        (b, f, ctx.ctaid, ctx.tid)
+                    })
+                },
+            )
+            .flatten()
+            .min_by_key(|(b, ..)| *b);
+        drop(block_params);
+        match fault {
+            Some((_, f, ctaid, tid)) => Err(self.locate(f, ctaid, tid)),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! What generated code calls: the per-thread context, access checks against the shared
+//! memory model ([`crate::memcheck`]), fault records, and the float operations the lowering
+//! does not inline (directed rounding and the approximate functions, through the soft-float
+//! reference).
+//!
+//! Every helper is `extern "C"` and registered with the JIT under its Rust name; the lowering
+//! declares it with the signature written beside it.
+
+use crate::ast::{FloatBinOp, FloatUnOp, Rounding, Space};
+use crate::memcheck::{self, Area, AreaMap};
+use crate::softfloat::{self as sf, Fmt};
+use std::sync::Arc;
+
+/// A memory area of a JIT launch or call: a caller's buffer, a module variable, a kernel
+/// parameter, or a variable in a function's frame.
+#[derive(Clone, Debug)]
+pub struct JitArea {
+    pub base: u64,
+    pub size: usize,
+    pub space: Space,
+    pub writable: bool,
+    pub name: Arc<str>,
+}
+
+impl Area for JitArea {
+    fn base(&self) -> u64 {
+        self.base
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn space(&self) -> Space {
+        self.space
+    }
+    fn writable(&self) -> bool {
+        self.writable
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A variable in a function's frame: offset from the frame base, size, space, name.
+#[derive(Clone, Debug)]
+pub struct FrameVar {
+    pub offset: u32,
+    pub size: usize,
+    pub space: Space,
+    pub name: Arc<str>,
+}
+
+/// What helpers need to know of the compiled module, by function index.
+#[derive(Debug, Default)]
+pub struct ModuleInfo {
+    pub names: Vec<String>,
+    /// The variables of each function's frame.
+    pub frames: Vec<Vec<FrameVar>>,
+    /// The source line of each instruction.
+    pub lines: Vec<Vec<u32>>,
+}
+
+/// Where in the PTX a fault happened: function index and instruction index, packed into one
+/// u64 for generated code (`func << 32 | inst`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub func: u32,
+    pub inst: u32,
+}
+
+impl Site {
+    pub fn pack(self) -> u64 {
+        ((self.func as u64) << 32) | self.inst as u64
+    }
+    pub fn unpack(v: u64) -> Site {
+        Site {
+            func: (v >> 32) as u32,
+            inst: v as u32,
+        }
+    }
+}
+
+/// A fault recorded by a helper, located when the launch or call returns.
+#[derive(Clone, Debug)]
+pub struct PendingFault {
+    pub message: String,
+    pub address: Option<u64>,
+    pub site: Site,
+}
+
+/// Status codes generated functions return.
+pub const STATUS_OK: i32 = 0;
+pub const STATUS_FAULT: i32 = 1;
+/// The thread executed `exit` inside a called function.
+pub const STATUS_EXIT: i32 = 2;
+
+/// Per-thread state that generated code reads and helpers update. The first fields are read
+/// by generated code at the offsets `std::mem::offset_of!` gives; the rest is Rust's.
+#[repr(C)]
+pub struct ThreadCtx {
+    pub tid: [u32; 3],
+    pub ctaid: [u32; 3],
+    pub ntid: [u32; 3],
+    pub nctaid: [u32; 3],
+    /// Address of the kernel's parameter block.
+    pub params: u64,
+    /// Depth of PTX calls.
+    pub depth: u32,
+    /// Areas shared by the launch (buffers, module variables, kernel parameters). Points to a
+    /// map that outlives every use of this context (the launch or call owns both).
+    pub shared: *const AreaMap<JitArea>,
+    /// What helpers need to know of the module; same lifetime as `shared`.
+    pub info: *const ModuleInfo,
+    /// Areas of the frames of the functions now running (checked mode).
+    pub own: Vec<JitArea>,
+    pub fault: Option<PendingFault>,
+}
+
+impl ThreadCtx {
+    pub fn new(shared: &AreaMap<JitArea>, info: &ModuleInfo) -> ThreadCtx {
+        ThreadCtx {
+            tid: [0; 3],
+            ctaid: [0; 3],
+            ntid: [1; 3],
+            nctaid: [1; 3],
+            params: 0,
+            depth: 0,
+            shared,
+            info,
+            own: Vec::new(),
+            fault: None,
+        }
+    }
+
+    fn record(&mut self, message: String, address: Option<u64>, site: u64) {
+        self.fault = Some(PendingFault {
+            message,
+            address,
+            site: Site::unpack(site),
+        });
+    }
+}
+
+/// Packs the description of an access for [`rt_check`]: size in bytes, space (0 generic,
+/// else 1 + index in `Space::ALL`), store flag.
+pub fn access_desc(size: usize, space: Option<Space>, store: bool) -> u32 {
+    let sp = space.map_or(0, |s| 1 + Space::ALL.iter().position(|x| *x == s).unwrap_or(0));
+    size as u32 | (sp as u32) << 16 | (store as u32) << 24
+}
+
+fn decode_access(desc: u32) -> (usize, Option<Space>, bool) {
+    let sp = ((desc >> 16) & 0xff) as usize;
+    let space = (sp > 0).then(|| Space::ALL[sp - 1]);
+    ((desc & 0xffff) as usize, space, desc >> 24 != 0)
+}
+
+/// `rt_check(ctx, addr, desc, site) -> i32`: checks an access; on a violation records the
+/// fault and returns 1.
+pub extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, site: u64) -> i32 {
+    // SAFETY: generated code passes the context of the running thread, which the launcher
+    // created and nothing else borrows while generated code runs; `shared` points to the
+    // launch's map, which outlives the launch.
+    let ctx = unsafe { &mut *ctx };
+    let shared = unsafe { &*ctx.shared };
+    let (size, space, store) = decode_access(desc);
+    let found = ctx
+        .own
+        .iter()
+        .rev()
+        .find(|r| r.contains(addr))
+        .or_else(|| shared.find(addr));
+    let nearest_below = || {
+        ctx.own
+            .iter()
+            .filter(|r| r.base <= addr)
+            .chain(shared.below(addr))
+            .max_by_key(|r| r.base)
+    };
+    match memcheck::check_access(found, nearest_below, addr, size, space, store) {
+        Ok(_) => 0,
+        Err(v) => {
+            ctx.record(v.message, Some(v.address), site);
+            1
+        }
+    }
+}
+
+/// `rt_enter(ctx, func, frame)`: makes the variables of a frame addressable (checked mode).
+pub extern "C" fn rt_enter(ctx: *mut ThreadCtx, func: u32, frame: u64) {
+    // SAFETY: as in `rt_check`; `info` outlives the launch.
+    let ctx = unsafe { &mut *ctx };
+    let info = unsafe { &*ctx.info };
+    for v in &info.frames[func as usize] {
+        ctx.own.push(JitArea {
+            base: frame + v.offset as u64,
+            size: v.size,
+            space: v.space,
+            writable: true,
+            name: v.name.clone(),
+        });
+    }
+}
+
+/// `rt_leave(ctx, func)`: forgets the variables of the innermost frame.
+pub extern "C" fn rt_leave(ctx: *mut ThreadCtx, func: u32) {
+    // SAFETY: as in `rt_enter`.
+    let ctx = unsafe { &mut *ctx };
+    let info = unsafe { &*ctx.info };
+    let n = info.frames[func as usize].len();
+    let keep = ctx.own.len().saturating_sub(n);
+    ctx.own.truncate(keep);
+}
+
+/// Faults [`rt_fault`] records.
+pub const FAULT_DEPTH: u32 = 0;
+pub const FAULT_NO_BODY: u32 = 1;
+
+/// `rt_fault(ctx, site, kind, callee)`: records a fault that is not a memory access.
+pub extern "C" fn rt_fault(ctx: *mut ThreadCtx, site: u64, kind: u32, callee: u32) {
+    // SAFETY: as in `rt_enter`.
+    let ctx = unsafe { &mut *ctx };
+    let info = unsafe { &*ctx.info };
+    let message = match kind {
+        FAULT_DEPTH => format!("call depth exceeds {}", crate::engine::MAX_CALL_DEPTH),
+        _ => format!(
+            "call to `{}`, which has no body in this module",
+            info.names[callee as usize]
+        ),
+    };
+    ctx.record(message, None, site);
+}
+
+/// `rt_call_failed(ctx, site, callee)`: a called function faulted; the fault is re-located
+/// at the call, naming the callee and the line where it happened (as the interpreter does).
+pub extern "C" fn rt_call_failed(ctx: *mut ThreadCtx, site: u64, callee: u32) {
+    // SAFETY: as in `rt_enter`.
+    let ctx = unsafe { &mut *ctx };
+    let info = unsafe { &*ctx.info };
+    if let Some(f) = ctx.fault.as_mut() {
+        let line = info.lines[f.site.func as usize][f.site.inst as usize];
+        f.message = format!(
+            "{}\n  = in call to `{}` (fault at line {line})",
+            f.message, info.names[callee as usize]
+        );
+        f.site = Site::unpack(site);
+    }
+}
+
+/// Float operation codes the lowering passes to the helpers below.
+pub fn fmt_code(f: Fmt) -> u32 {
+    match f {
+        Fmt::F32 => 0,
+        Fmt::F64 => 1,
+    }
+}
+fn fmt_of(code: u32) -> Fmt {
+    if code & 1 == 0 { Fmt::F32 } else { Fmt::F64 }
+}
+fn index_of<T: PartialEq>(all: &[T], v: &T) -> u32 {
+    all.iter().position(|x| x == v).unwrap_or(0) as u32
+}
+/// `fmt | rnd << 1 | op << 4`.
+pub fn float_code(f: Fmt, r: Rounding, op: u32) -> u32 {
+    fmt_code(f) | index_of(Rounding::ALL, &r) << 1 | op << 4
+}
+pub fn bin_op_code(op: FloatBinOp) -> u32 {
+    index_of(FloatBinOp::ALL, &op)
+}
+pub fn un_op_code(op: FloatUnOp) -> u32 {
+    index_of(FloatUnOp::ALL, &op)
+}
+fn decode_float(code: u32) -> (Fmt, Rounding, u32) {
+    (
+        fmt_of(code),
+        Rounding::ALL[((code >> 1) & 7) as usize],
+        code >> 4,
+    )
+}
+
+/// `rt_arith(code, a, b) -> bits`: a directed-rounding add, sub, mul or div.
+pub extern "C" fn rt_arith(code: u32, a: u64, b: u64) -> u64 {
+    let (f, r, op) = decode_float(code);
+    sf::arith(f, FloatBinOp::ALL[op as usize], r, a, b)
+}
+
+/// `rt_fma(code, a, b, c) -> bits`: a directed-rounding fused multiply-add.
+pub extern "C" fn rt_fma(code: u32, a: u64, b: u64, c: u64) -> u64 {
+    let (f, r, _) = decode_float(code);
+    sf::fma(f, r, a, b, c)
+}
+
+/// `rt_unary(code, a) -> bits`: directed `sqrt`, and the approximate functions.
+pub extern "C" fn rt_unary(code: u32, a: u64) -> u64 {
+    let (f, r, op) = decode_float(code);
+    match FloatUnOp::ALL[op as usize] {
+        FloatUnOp::Sqrt => sf::sqrt(f, r, a),
+        FloatUnOp::Rsqrt => sf::rsqrt_approx(f, a),
+        FloatUnOp::Ex2 => sf::ex2_approx(f, a),
+        FloatUnOp::Lg2 => sf::lg2_approx(f, a),
+        FloatUnOp::Sin => sf::sin_approx(f, a),
+        FloatUnOp::Cos => sf::cos_approx(f, a),
+        other => unreachable!("{other:?} is lowered inline"),
+    }
+}
+
+/// `rt_from_int(code, v, signed) -> bits`: integer → float in a directed mode.
+pub extern "C" fn rt_from_int(code: u32, v: u64, signed: u32) -> u64 {
+    let (f, r, _) = decode_float(code);
+    let v = if signed != 0 {
+        v as i64 as i128
+    } else {
+        v as i128
+    };
+    sf::from_int(f, r, v)
+}
+
+/// `rt_to_int(code, bits, signed_width) -> v`: float → integer, saturating, NaN → 0;
+/// `signed_width` is the width in bits, plus 256 for a signed result.
+pub extern "C" fn rt_to_int(code: u32, bits: u64, signed_width: u32) -> u64 {
+    let (f, r, _) = decode_float(code);
+    sf::to_int(f, r, bits, signed_width & 256 != 0, signed_width & 255)
+}
+
+/// `rt_convert(code, bits) -> bits`: f64 → f32 in a directed mode (the code's format is the
+/// source's).
+pub extern "C" fn rt_convert(code: u32, bits: u64) -> u64 {
+    let (from, r, _) = decode_float(code);
+    let to = if from == Fmt::F64 { Fmt::F32 } else { Fmt::F64 };
+    sf::convert(from, to, r, bits)
+}
+
+/// `rt_round_integral(code, bits) -> bits`: round to an integral value in the same format.
+pub extern "C" fn rt_round_integral(code: u32, bits: u64) -> u64 {
+    let (f, r, _) = decode_float(code);
+    sf::round_integral(f, r, bits)
+}
+
+/// `fma`/`fmaf`: the libcalls Cranelift emits for `fma` on hosts without the FMA extension.
+pub extern "C" fn host_fma(a: f64, b: f64, c: f64) -> f64 {
+    a.mul_add(b, c)
+}
+pub extern "C" fn host_fmaf(a: f32, b: f32, c: f32) -> f32 {
+    a.mul_add(b, c)
+}

@@ -9,15 +9,23 @@ pub mod values;
 use crate::ast::{FuncKind, Module};
 use crate::engine::{Arg, Dim3, Engine, RunError, Value};
 use crate::interp::Interpreter;
+use crate::jit::{Emit, Jit, JitOptions};
 use std::io::{BufRead, Write};
+use std::time::Instant;
 use values::{Spec, format_buffer, parse_spec, parse_value};
 
 pub const USAGE: &str = "\
 usage:
   ptxjit check FILE
-  ptxjit call FILE FUNC [--engine jit|interp] [ARG...] [--batch FILE|-]
-  ptxjit launch FILE KERNEL --grid X[,Y[,Z]] --block X[,Y[,Z]] [--engine jit|interp]
+  ptxjit call FILE FUNC [ENGINE OPTIONS] [ARG...] [--batch FILE|-]
+  ptxjit launch FILE KERNEL --grid X[,Y[,Z]] --block X[,Y[,Z]] [ENGINE OPTIONS]
                 [--arg SPEC]... [--out-dir DIR]
+
+ENGINE OPTIONS:
+  --engine jit|interp   the Cranelift JIT (default) or the reference interpreter
+  --unchecked           JIT: drop the memory checks (a bad access may crash the process)
+  --emit clif|asm       JIT: print the Cranelift IR or the x86-64 code of each function
+  --stats               print compile time, run time and threads/s to stderr
 
 ARG: an integer (decimal, negative for signed types, or 0x hex) or a float (decimal, or PTX
      hex bits 0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX), typed by the function's parameter.
@@ -49,7 +57,7 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    match dispatch(args, stdin, out) {
+    match dispatch(args, stdin, out, err) {
         Ok(()) => 0,
         Err(Exit(code, msg)) => {
             let _ = writeln!(err, "{}", msg.trim_end());
@@ -58,14 +66,19 @@ pub fn run(
     }
 }
 
-fn dispatch(args: &[String], stdin: &mut dyn BufRead, out: &mut dyn Write) -> Result<(), Exit> {
+fn dispatch(
+    args: &[String],
+    stdin: &mut dyn BufRead,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), Exit> {
     let Some(cmd) = args.first() else {
         return Err(bad(USAGE));
     };
     match cmd.as_str() {
         "check" => check(&args[1..], out),
-        "call" => call(&args[1..], stdin, out),
-        "launch" => launch(&args[1..], out),
+        "call" => call(&args[1..], stdin, out, err),
+        "launch" => launch(&args[1..], out, err),
         "-h" | "--help" | "help" => {
             let _ = writeln!(out, "{USAGE}");
             Ok(())
@@ -92,21 +105,98 @@ enum EngineKind {
     Jit,
 }
 
-fn engine_of(kind: EngineKind, module: Module) -> Result<Box<dyn Engine>, Exit> {
-    match kind {
-        EngineKind::Interp => Ok(Box::new(Interpreter::new(module))),
-        EngineKind::Jit => Err(bad(
-            "error: the JIT engine is not built yet; use --engine interp",
-        )),
+/// The options every running command takes.
+#[derive(Clone, Copy)]
+struct EngineOpts {
+    kind: EngineKind,
+    checked: bool,
+    emit: Emit,
+    stats: bool,
+}
+
+impl Default for EngineOpts {
+    fn default() -> Self {
+        EngineOpts {
+            kind: EngineKind::Jit,
+            checked: true,
+            emit: Emit::None,
+            stats: false,
+        }
     }
 }
 
-fn parse_engine(v: Option<&String>) -> Result<EngineKind, Exit> {
-    match v.map(String::as_str) {
-        Some("interp") => Ok(EngineKind::Interp),
-        Some("jit") => Ok(EngineKind::Jit),
-        Some(o) => Err(bad(format!("error: unknown engine `{o}` (jit or interp)"))),
-        None => Err(bad("error: --engine needs a value")),
+impl EngineOpts {
+    /// Takes the option at `args[i]` if it is an engine option; returns how many words it
+    /// used (0 if it is not one).
+    fn take(&mut self, args: &[String], i: usize) -> Result<usize, Exit> {
+        let next = args.get(i + 1).map(String::as_str);
+        match args[i].as_str() {
+            "--engine" => {
+                self.kind = match next {
+                    Some("interp") => EngineKind::Interp,
+                    Some("jit") => EngineKind::Jit,
+                    Some(o) => return Err(bad(format!("error: unknown engine `{o}` (jit or interp)"))),
+                    None => return Err(bad("error: --engine needs a value")),
+                };
+                Ok(2)
+            }
+            "--emit" => {
+                self.emit = match next {
+                    Some("clif") => Emit::Clif,
+                    Some("asm") => Emit::Asm,
+                    Some(o) => return Err(bad(format!("error: unknown --emit `{o}` (clif or asm)"))),
+                    None => return Err(bad("error: --emit needs clif or asm")),
+                };
+                Ok(2)
+            }
+            "--unchecked" => {
+                self.checked = false;
+                Ok(1)
+            }
+            "--stats" => {
+                self.stats = true;
+                Ok(1)
+            }
+            _ => Ok(0),
+        }
+    }
+
+    /// Builds the engine, printing the listing `--emit` asked for and the compile stats.
+    fn build(
+        self,
+        module: Module,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<Box<dyn Engine>, Exit> {
+        if self.kind == EngineKind::Interp {
+            if self.emit != Emit::None || !self.checked {
+                return Err(bad("error: --emit and --unchecked apply to the JIT engine"));
+            }
+            return Ok(Box::new(Interpreter::new(module)));
+        }
+        let jit = Jit::with_options(
+            module,
+            JitOptions {
+                checked: self.checked,
+                emit: self.emit,
+                ..JitOptions::default()
+            },
+        )?;
+        for (name, text) in &jit.listing {
+            let _ = writeln!(out, "; ---- {name}\n{}", text.trim_end());
+        }
+        if self.stats {
+            let s = jit.stats;
+            let _ = writeln!(
+                err,
+                "compile: {:.2} ms for {} functions, {} PTX instructions ({:.1} us/instruction)",
+                s.millis,
+                s.functions,
+                s.instructions,
+                s.millis * 1e3 / s.instructions.max(1) as f64
+            );
+        }
+        Ok(Box::new(jit))
     }
 }
 
@@ -119,17 +209,23 @@ fn check(args: &[String], out: &mut dyn Write) -> Result<(), Exit> {
     Ok(())
 }
 
-fn call(args: &[String], stdin: &mut dyn BufRead, out: &mut dyn Write) -> Result<(), Exit> {
+fn call(
+    args: &[String],
+    stdin: &mut dyn BufRead,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), Exit> {
     let mut positional = Vec::new();
-    let mut engine = EngineKind::Interp;
+    let mut opts = EngineOpts::default();
     let mut batch = None;
     let mut i = 0;
     while i < args.len() {
+        let used = opts.take(args, i)?;
+        if used > 0 {
+            i += used;
+            continue;
+        }
         match args[i].as_str() {
-            "--engine" => {
-                engine = parse_engine(args.get(i + 1))?;
-                i += 1;
-            }
             "--batch" => {
                 batch = Some(
                     args.get(i + 1)
@@ -171,15 +267,18 @@ fn call(args: &[String], stdin: &mut dyn BufRead, out: &mut dyn Write) -> Result
             .map(|(w, t)| parse_value(*t, w).map_err(|m| bad(format!("error: {m}"))))
             .collect()
     };
-    let engine = engine_of(engine, module)?;
+    let engine = opts.build(module, out, err)?;
+    let started = Instant::now();
+    let mut calls = 0u64;
     let mut one = |words: &[String]| -> Result<(), Exit> {
+        calls += 1;
         let values = parse_args(words)?;
         let rets = engine.call(&name, &values)?;
         let line: Vec<String> = rets.iter().map(|v| v.to_string()).collect();
         let _ = writeln!(out, "{}", line.join(" "));
         Ok(())
     };
-    match batch {
+    let result = match batch {
         None => one(&positional[2..]),
         Some(src) => {
             if positional.len() > 2 {
@@ -203,7 +302,17 @@ fn call(args: &[String], stdin: &mut dyn BufRead, out: &mut dyn Write) -> Result
             }
             Ok(())
         }
+    };
+    if opts.stats {
+        let secs = started.elapsed().as_secs_f64();
+        let _ = writeln!(
+            err,
+            "run: {:.3} ms for {calls} calls ({:.0} calls/s)",
+            secs * 1e3,
+            calls as f64 / secs.max(1e-9)
+        );
     }
+    result
 }
 
 fn parse_dim(v: Option<&String>, what: &str) -> Result<Dim3, Exit> {
@@ -223,17 +332,21 @@ fn parse_dim(v: Option<&String>, what: &str) -> Result<Dim3, Exit> {
     Ok(Dim3::new(d[0], d[1], d[2]))
 }
 
-fn launch(args: &[String], out: &mut dyn Write) -> Result<(), Exit> {
+fn launch(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
     let mut positional = Vec::new();
-    let mut engine = EngineKind::Interp;
+    let mut opts = EngineOpts::default();
     let (mut grid, mut block) = (None, None);
     let mut specs = Vec::new();
     let mut out_dir = None;
     let mut i = 0;
     while i < args.len() {
+        let used = opts.take(args, i)?;
+        if used > 0 {
+            i += used;
+            continue;
+        }
         let next = args.get(i + 1);
         match args[i].as_str() {
-            "--engine" => engine = parse_engine(next)?,
             "--grid" => grid = Some(parse_dim(next, "--grid")?),
             "--block" => block = Some(parse_dim(next, "--block")?),
             "--arg" => specs.push(
@@ -263,7 +376,7 @@ fn launch(args: &[String], out: &mut dyn Write) -> Result<(), Exit> {
     let grid = grid.ok_or_else(|| bad("error: launch needs --grid"))?;
     let block = block.ok_or_else(|| bad("error: launch needs --block"))?;
     let module = load(file)?;
-    let engine = engine_of(engine, module)?;
+    let engine = opts.build(module, out, err)?;
     let mut buffers: Vec<(usize, crate::ast::Type, Vec<u8>)> = Vec::new();
     let mut scalars = Vec::new();
     for (k, s) in specs.into_iter().enumerate() {
@@ -285,7 +398,18 @@ fn launch(args: &[String], out: &mut dyn Write) -> Result<(), Exit> {
             .into_iter()
             .map(|s| s.expect("every slot filled"))
             .collect();
+        let started = Instant::now();
         engine.launch(kernel, grid, block, &mut launch_args)?;
+        if opts.stats {
+            let secs = started.elapsed().as_secs_f64();
+            let threads = grid.count() * block.count();
+            let _ = writeln!(
+                err,
+                "run: {:.3} ms for {threads} threads ({:.3e} threads/s)",
+                secs * 1e3,
+                threads as f64 / secs.max(1e-9)
+            );
+        }
     }
     for (k, ty, bytes) in &buffers {
         match &out_dir {

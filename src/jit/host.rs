@@ -11,8 +11,8 @@
 //! | `.pred` (`.reg` parameters) | `u8` holding 0 or 1 |
 //! | an array parameter (`.param .b8 x[16]`) | `*const u8` to its bytes |
 //! | no return value | `()` |
-//! | one return value | that value |
-//! | several return values | a leading `out: *mut R` argument, `R` a `#[repr(C)]` struct of them in order; the function returns nothing |
+//! | one scalar return value | that value |
+//! | several return values, or an array | a leading `out: *mut R` argument, `R` a `#[repr(C)]` struct of them in order (an array as `[u8; N]`); the function returns nothing |
 //!
 //! A fault inside the function (out-of-bounds access, call depth) ends the call with zeroed
 //! return values and records the fault for the calling thread; [`take_fault`] returns it.
@@ -36,40 +36,59 @@ use cranelift_module::{FuncId, Linkage, Module as _};
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
-/// The C-ABI parameter types of a `.func`'s wrapper, and whether it returns through an out
-/// pointer.
+fn is_array(f: &Function, p: &crate::ast::Param) -> bool {
+    f.param_size(p) != f.param_type(p).bytes()
+}
+
+/// Whether the wrapper returns through a leading out pointer.
+fn returns_through_pointer(f: &Function) -> bool {
+    f.rets.len() > 1 || f.rets.iter().any(|p| is_array(f, p))
+}
+
+/// The C-ABI parameter and result types of a `.func`'s wrapper.
 fn wrapper_types(f: &Function) -> (Vec<ir::Type>, Vec<ir::Type>) {
     let mut params = Vec::new();
-    let out = f.rets.len() > 1;
+    let out = returns_through_pointer(f);
     if out {
         params.push(types::I64);
     }
     for p in &f.params {
-        params.push(if f.param_size(p) == f.param_type(p).bytes() {
-            clif(f.param_type(p))
-        } else {
+        params.push(if is_array(f, p) {
             types::I64
+        } else {
+            clif(f.param_type(p))
         });
     }
-    let rets = if f.rets.len() == 1 {
-        vec![clif(f.param_type(&f.rets[0]))]
-    } else {
+    let rets = if out || f.rets.is_empty() {
         Vec::new()
+    } else {
+        vec![clif(f.param_type(&f.rets[0]))]
     };
     (params, rets)
 }
 
-/// Offsets of the fields of a `#[repr(C)]` struct of the given scalar types.
-fn c_struct_offsets(types: &[Type]) -> Vec<usize> {
+/// Offsets of the fields of a `#[repr(C)]` struct whose fields have the given sizes and
+/// alignments.
+fn c_struct_offsets(fields: impl IntoIterator<Item = (usize, usize)>) -> Vec<usize> {
     let mut at = 0usize;
-    types
-        .iter()
-        .map(|t| {
-            let n = t.bytes();
-            at = at.div_ceil(n) * n;
+    fields
+        .into_iter()
+        .map(|(size, align)| {
+            at = at.div_ceil(align) * align;
             let o = at;
-            at += n;
+            at += size;
             o
+        })
+        .collect()
+}
+
+/// The out struct's fields: scalars align to their size, arrays (`[u8; N]`) to 1.
+fn out_fields(f: &Function) -> Vec<(usize, usize)> {
+    f.rets
+        .iter()
+        .map(|p| {
+            let n = f.param_size(p);
+            (n, if is_array(f, p) { 1 } else { n })
         })
         .collect()
 }
@@ -136,17 +155,13 @@ pub(super) fn define_wrappers(
                 b.ins().store(flags, zero, buf, k as i32);
             }
             let values = b.block_params(entry).to_vec();
-            let out = f.rets.len() > 1;
+            let out = returns_through_pointer(f);
             let args = &values[out as usize..];
             for ((p, v), off) in f.params.iter().zip(args).zip(&layout.args) {
-                let n = f.param_size(p);
-                if n == f.param_type(p).bytes() {
-                    b.ins().store(flags, *v, buf, *off as i32);
+                if is_array(f, p) {
+                    copy_bytes(&mut b, buf, *off as i32, *v, 0, f.param_size(p));
                 } else {
-                    for k in 0..n {
-                        let byte = b.ins().load(types::I8, flags, *v, k as i32);
-                        b.ins().store(flags, byte, buf, (*off as usize + k) as i32);
-                    }
+                    b.ins().store(flags, *v, buf, *off as i32);
                 }
             }
             let rets_buf = b.ins().iadd_imm_s(buf, layout.args_size as i64);
@@ -172,18 +187,23 @@ pub(super) fn define_wrappers(
             }
             b.ins().jump(done, &[]);
             b.switch_to_block(done);
-            let ret_types: Vec<Type> = f.rets.iter().map(|p| f.param_type(p)).collect();
-            let loaded: Vec<ir::Value> = ret_types
-                .iter()
-                .zip(&layout.rets)
-                .map(|(t, off)| b.ins().load(clif(*t), flags, rets_buf, *off as i32))
-                .collect();
             if out {
-                for (v, o) in loaded.iter().zip(c_struct_offsets(&ret_types)) {
-                    b.ins().store(flags, *v, values[0], o as i32);
+                let fields = c_struct_offsets(out_fields(f));
+                for ((p, off), o) in f.rets.iter().zip(&layout.rets).zip(fields) {
+                    let n = f.param_size(p);
+                    copy_bytes(&mut b, values[0], o as i32, rets_buf, *off as i32, n);
                 }
                 b.ins().return_(&[]);
             } else {
+                let loaded: Vec<ir::Value> = f
+                    .rets
+                    .iter()
+                    .zip(&layout.rets)
+                    .map(|(p, off)| {
+                        b.ins()
+                            .load(clif(f.param_type(p)), flags, rets_buf, *off as i32)
+                    })
+                    .collect();
                 b.ins().return_(&loaded);
             }
             b.seal_all_blocks();
@@ -205,6 +225,22 @@ pub(super) fn define_wrappers(
         ids.push(Some(id));
     }
     Ok(ids)
+}
+
+/// Copies `n` bytes, one at a time (wrapper arrays are small and may be unaligned).
+fn copy_bytes(
+    b: &mut FunctionBuilder,
+    dst: ir::Value,
+    dst_off: i32,
+    src: ir::Value,
+    src_off: i32,
+    n: usize,
+) {
+    let flags = MemFlagsData::trusted();
+    for k in 0..n as i32 {
+        let byte = b.ins().load(types::I8, flags, src, src_off + k);
+        b.ins().store(flags, byte, dst, dst_off + k);
+    }
 }
 
 thread_local! {
@@ -388,7 +424,7 @@ macro_rules! host_ret_tuple {
                 // 128 bytes.
                 unsafe { args.call_out(ptr, out.as_mut_ptr() as *mut u8) };
                 let bytes: Vec<u8> = out.iter().flat_map(|w| w.to_le_bytes()).collect();
-                let offs = c_struct_offsets(types);
+                let offs = c_struct_offsets(types.iter().map(|t| (t.bytes(), t.bytes())));
                 ($($r::read(&bytes[offs[$k]..]),)*)
             }
         }

@@ -1,0 +1,144 @@
+//! `.func`s as native host callables: the typed handle, the raw `extern "C"` pointer, several
+//! return values, array parameters and faults. Expected values come from Rust re-writings of
+//! the corpus's C sources and from u128 arithmetic.
+
+mod common;
+
+use common::Rng;
+use ptxjit::jit::host::take_fault;
+use ptxjit::{Jit, Module, RunError};
+
+fn jit(ptx: &str) -> Jit {
+    Jit::new(Module::parse(ptx).expect("test PTX parses")).expect("compiles")
+}
+
+/// `mix` of tests/corpus/hash.cu, re-written in Rust.
+fn mix(h: u64, k: u64) -> u64 {
+    let k = k.wrapping_mul(0x87c3_7b91_1142_53d5);
+    let k = k.rotate_left(31);
+    let h = h ^ k.wrapping_mul(0x4cf5_ad43_2745_937f);
+    h.rotate_left(27).wrapping_mul(5).wrapping_add(0x52dc_e729)
+}
+
+#[test]
+fn corpus_func_through_the_typed_handle_and_the_raw_pointer() {
+    let j = jit(include_str!("corpus/hash.ptx"));
+    let f = j.func::<(u64, u64), u64>("_Z3mixmm").expect("signature matches");
+    let raw = j.raw_func("_Z3mixmm").expect("has a wrapper");
+    // SAFETY: `.func (.param .b64 r) _Z3mixmm(.param .b64, .param .b64)` has the C type
+    // `extern "C" fn(u64, u64) -> u64` (see jit::host), and `j` outlives the calls.
+    let raw: extern "C" fn(u64, u64) -> u64 = unsafe { std::mem::transmute(raw) };
+    let mut rng = Rng::new(7);
+    for _ in 0..1000 {
+        let (h, k) = (rng.next(), rng.next());
+        assert_eq!(f.call((h, k)).unwrap(), mix(h, k), "mix({h:#x}, {k:#x})");
+        assert_eq!(raw(h, k), mix(h, k), "raw mix({h:#x}, {k:#x})");
+    }
+}
+
+#[test]
+fn array_parameters_and_returns_go_through_pointers() {
+    let j = jit(include_str!("corpus/u128_mul.ptx"));
+    let raw = j.raw_func("_Z6mulaccomm").expect("has a wrapper");
+    // SAFETY: `(.param .b8 r[16]) f(.param .b8 acc[16], .param .b64, .param .b64)`: an array
+    // return goes through a leading out pointer and an array parameter is a pointer to its
+    // bytes (jit::host docs).
+    let raw: extern "C" fn(*mut [u8; 16], *const [u8; 16], u64, u64) =
+        unsafe { std::mem::transmute(raw) };
+    let mut rng = Rng::new(11);
+    for _ in 0..1000 {
+        let acc = ((rng.next() as u128) << 64) | rng.next() as u128;
+        let (a, b) = (rng.next(), rng.next());
+        let mut out = [0u8; 16];
+        raw(&mut out, &acc.to_le_bytes(), a, b);
+        let want = acc.wrapping_add(a as u128 * b as u128);
+        assert_eq!(u128::from_le_bytes(out), want, "{acc:#x} + {a:#x} * {b:#x}");
+    }
+    // The typed handle refuses array signatures and says why.
+    let e = j
+        .func::<(u64, u64, u64), u64>("_Z6mulaccomm")
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("raw pointer"), "{e}");
+}
+
+const TWO_RETURNS: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .func (.param .u32 q, .param .f64 r, .param .u8 s) divmod(.param .u32 a, .param .u32 b)
+{
+    .reg .u32 %r<4>;
+    .reg .f64 %d;
+    .reg .u16 %h;
+    ld.param.u32 %r1, [a];
+    ld.param.u32 %r2, [b];
+    div.u32 %r3, %r1, %r2;
+    st.param.u32 [q], %r3;
+    rem.u32 %r3, %r1, %r2;
+    cvt.rn.f64.u32 %d, %r3;
+    st.param.f64 [r], %d;
+    cvt.u16.u32 %h, %r1;
+    st.param.u8 [s], %h;
+    ret;
+}
+.visible .func (.param .u32 v) peek(.param .u64 p)
+{
+    .reg .u64 %a;
+    .reg .u32 %v;
+    ld.param.u64 %a, [p];
+    ld.global.u32 %v, [%a];
+    st.param.u32 [v], %v;
+    ret;
+}
+"#;
+
+#[test]
+fn several_returns_come_back_as_a_tuple_or_a_repr_c_struct() {
+    let j = jit(TWO_RETURNS);
+    let f = j.func::<(u32, u32), (u32, f64, u8)>("divmod").unwrap();
+    assert_eq!(f.call((17, 5)).unwrap(), (3, 2.0, 17));
+    assert_eq!(f.call((300, 0)).unwrap(), (u32::MAX, 300.0, 44));
+
+    #[repr(C)]
+    #[derive(Default)]
+    struct Out {
+        q: u32,
+        r: f64,
+        s: u8,
+    }
+    let raw = j.raw_func("divmod").unwrap();
+    // SAFETY: three returns → `extern "C" fn(*mut Out, u32, u32)` with `Out` the #[repr(C)]
+    // struct of (u32, f64, u8) (jit::host docs).
+    let raw: extern "C" fn(*mut Out, u32, u32) = unsafe { std::mem::transmute(raw) };
+    let mut out = Out::default();
+    raw(&mut out, 100, 7);
+    assert_eq!((out.q, out.r, out.s), (14, 2.0, 100));
+
+    // Types that do not fit the PTX signature are refused when the handle is made.
+    assert!(j.func::<(u32, u32), u32>("divmod").is_err());
+    assert!(j.func::<(f32, u32), (u32, f64, u8)>("divmod").is_err());
+    assert!(j.func::<(u32,), (u32, f64, u8)>("divmod").is_err());
+}
+
+#[test]
+fn a_fault_in_a_host_call_is_an_error_not_a_crash() {
+    let j = jit(TWO_RETURNS);
+    let f = j.func::<(u64,), u32>("peek").unwrap();
+    match f.call((0x10,)) {
+        Err(RunError::Fault(fault, _)) => {
+            assert_eq!(fault.function, "peek");
+            assert_eq!(fault.line, 25);
+            assert_eq!(fault.address, Some(0x10));
+            assert!(fault.message.contains("no memory there"), "{}", fault.message);
+        }
+        other => panic!("expected a fault, got {other:?}"),
+    }
+    // Through the raw pointer: zero comes back and the fault waits to be taken.
+    let raw = j.raw_func("peek").unwrap();
+    // SAFETY: `(.param .u32 v) peek(.param .u64 p)` is `extern "C" fn(u64) -> u32`.
+    let raw: extern "C" fn(u64) -> u32 = unsafe { std::mem::transmute(raw) };
+    assert_eq!(raw(0x20), 0);
+    let e = take_fault(&j).expect("the fault was recorded");
+    assert!(e.to_string().contains("global load of 4 bytes at address 0x20"), "{e}");
+    assert!(take_fault(&j).is_none());
+}

@@ -116,12 +116,18 @@ fn call_argument_errors_exit_2() {
             o.stderr
         );
     }
+    // JIT-only options are refused for the interpreter.
     let o = ptxjit(
-        &["call", &f, "add2", "1", "2", "3", "--engine", "jit"],
+        &[
+            "call", &f, "add2", "1", "2", "3", "--engine", "interp", "--emit", "clif",
+        ],
         None,
     );
     assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("not built yet"), "{}", o.stderr);
+    assert!(o.stderr.contains("apply to the JIT"), "{}", o.stderr);
+    let o = ptxjit(&["call", &f, "add2", "1", "2", "3", "--emit", "wasm"], None);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("clif or asm"), "{}", o.stderr);
 }
 
 const KERNEL: &str = r#".version 7.8
@@ -206,22 +212,109 @@ fn launch_prints_buffers_or_writes_files() {
 #[test]
 fn launch_fault_exits_1_with_thread_and_line() {
     let f = write_tmp("scale_oob.ptx", KERNEL);
-    // n = 8 but the buffer holds 4 elements: thread 4 stores past the end.
-    let o = ptxjit(
-        &[
-            "launch", &f, "scale", "--grid", "1", "--block", "8", "--arg", "u32[4]", "--arg",
-            "u32:1", "--arg", "u32:8",
-        ],
-        None,
-    );
-    assert_eq!(o.code, 1, "{}", o.stderr);
-    assert!(o.stderr.contains("out of bounds"), "{}", o.stderr);
-    assert!(o.stderr.contains("scale_oob.ptx:17:"), "{}", o.stderr);
-    assert!(o.stderr.contains("thread (4,0,0)"), "{}", o.stderr);
+    // n = 8 but the buffer holds 4 elements: thread 4 stores past the end. Both engines
+    // report the same fault, apart from the buffer's host address.
+    let mut reports = Vec::new();
+    for engine in ["jit", "interp"] {
+        let o = ptxjit(
+            &[
+                "launch", &f, "scale", "--grid", "1", "--block", "8", "--arg", "u32[4]", "--arg",
+                "u32:1", "--arg", "u32:8", "--engine", engine,
+            ],
+            None,
+        );
+        assert_eq!(o.code, 1, "{engine}: {}", o.stderr);
+        assert!(o.stderr.contains("out of bounds"), "{}", o.stderr);
+        assert!(o.stderr.contains("scale_oob.ptx:17:"), "{}", o.stderr);
+        assert!(o.stderr.contains("thread (4,0,0)"), "{}", o.stderr);
+        assert!(
+            o.stderr.contains("ld.global.u32 %r3, [%rd3];"),
+            "{}",
+            o.stderr
+        );
+        let without_addresses: String = o
+            .stderr
+            .split("0x")
+            .enumerate()
+            .map(|(k, part)| {
+                if k == 0 {
+                    part.to_string()
+                } else {
+                    part.trim_start_matches(|c: char| c.is_ascii_hexdigit())
+                        .to_string()
+                }
+            })
+            .collect();
+        reports.push(without_addresses);
+    }
+    assert_eq!(reports[0], reports[1]);
+}
+
+/// The scale kernel's launch arguments (4 threads, in bounds).
+fn scale_args(f: &str) -> Vec<&str> {
+    vec![
+        "launch",
+        f,
+        "scale",
+        "--grid",
+        "1",
+        "--block",
+        "4",
+        "--arg",
+        "u32[]:1,2,3,4",
+        "--arg",
+        "u32:3",
+        "--arg",
+        "u32:4",
+    ]
+}
+
+#[test]
+fn emit_shows_the_compiled_code_and_stats_the_times() {
+    let f = write_tmp("scale_emit.ptx", KERNEL);
+    let want = "arg0: 0x00000003 0x00000006 0x00000009 0x0000000c\n";
+    let mut args = scale_args(&f);
+    args.extend(["--emit", "clif"]);
+    let o = ptxjit(&args, None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("; ---- scale\n"), "{}", o.stdout);
+    assert!(o.stdout.contains("function "), "{}", o.stdout);
     assert!(
-        o.stderr.contains("ld.global.u32 %r3, [%rd3];"),
-        "{}",
-        o.stderr
+        o.stdout.contains("call fn"),
+        "checked accesses call rt_check: {}",
+        o.stdout
+    );
+    assert!(o.stdout.ends_with(want), "{}", o.stdout);
+
+    let mut args = scale_args(&f);
+    args.extend(["--emit", "asm", "--unchecked"]);
+    let o = ptxjit(&args, None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("ret"), "{}", o.stdout);
+    assert!(o.stdout.contains("movl"), "{}", o.stdout);
+    assert!(o.stdout.ends_with(want), "{}", o.stdout);
+
+    let mut args = scale_args(&f);
+    args.push("--stats");
+    let o = ptxjit(&args, None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, want);
+    assert!(o.stderr.contains("compile: "), "{}", o.stderr);
+    assert!(o.stderr.contains("us/instruction"), "{}", o.stderr);
+    assert!(o.stderr.contains("threads/s"), "{}", o.stderr);
+}
+
+#[test]
+fn unchecked_drops_the_checks_from_the_code() {
+    let f = write_tmp("scale_unchecked.ptx", KERNEL);
+    let mut args = scale_args(&f);
+    args.extend(["--emit", "clif", "--unchecked"]);
+    let o = ptxjit(&args, None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stdout.contains("call fn"), "{}", o.stdout);
+    assert!(
+        o.stdout
+            .ends_with("arg0: 0x00000003 0x00000006 0x00000009 0x0000000c\n")
     );
 }
 

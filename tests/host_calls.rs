@@ -23,7 +23,9 @@ fn mix(h: u64, k: u64) -> u64 {
 #[test]
 fn corpus_func_through_the_typed_handle_and_the_raw_pointer() {
     let j = jit(include_str!("corpus/hash.ptx"));
-    let f = j.func::<(u64, u64), u64>("_Z3mixmm").expect("signature matches");
+    let f = j
+        .func::<(u64, u64), u64>("_Z3mixmm")
+        .expect("signature matches");
     let raw = j.raw_func("_Z3mixmm").expect("has a wrapper");
     // SAFETY: `.func (.param .b64 r) _Z3mixmm(.param .b64, .param .b64)` has the C type
     // `extern "C" fn(u64, u64) -> u64` (see jit::host), and `j` outlives the calls.
@@ -129,7 +131,11 @@ fn a_fault_in_a_host_call_is_an_error_not_a_crash() {
             assert_eq!(fault.function, "peek");
             assert_eq!(fault.line, 25);
             assert_eq!(fault.address, Some(0x10));
-            assert!(fault.message.contains("no memory there"), "{}", fault.message);
+            assert!(
+                fault.message.contains("no memory there"),
+                "{}",
+                fault.message
+            );
         }
         other => panic!("expected a fault, got {other:?}"),
     }
@@ -139,6 +145,10 @@ fn a_fault_in_a_host_call_is_an_error_not_a_crash() {
     let raw: extern "C" fn(u64) -> u32 = unsafe { std::mem::transmute(raw) };
     assert_eq!(raw(0x20), 0);
     let e = take_fault(&j).expect("the fault was recorded");
-    assert!(e.to_string().contains("global load of 4 bytes at address 0x20"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("global load of 4 bytes at address 0x20"),
+        "{e}"
+    );
     assert!(take_fault(&j).is_none());
 }

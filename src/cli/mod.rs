@@ -135,7 +135,9 @@ impl EngineOpts {
                 self.kind = match next {
                     Some("interp") => EngineKind::Interp,
                     Some("jit") => EngineKind::Jit,
-                    Some(o) => return Err(bad(format!("error: unknown engine `{o}` (jit or interp)"))),
+                    Some(o) => {
+                        return Err(bad(format!("error: unknown engine `{o}` (jit or interp)")));
+                    }
                     None => return Err(bad("error: --engine needs a value")),
                 };
                 Ok(2)
@@ -144,7 +146,9 @@ impl EngineOpts {
                 self.emit = match next {
                     Some("clif") => Emit::Clif,
                     Some("asm") => Emit::Asm,
-                    Some(o) => return Err(bad(format!("error: unknown --emit `{o}` (clif or asm)"))),
+                    Some(o) => {
+                        return Err(bad(format!("error: unknown --emit `{o}` (clif or asm)")));
+                    }
                     None => return Err(bad("error: --emit needs clif or asm")),
                 };
                 Ok(2)

@@ -14,8 +14,8 @@ pub mod memory;
 
 use crate::ast::*;
 use crate::engine::{
-    Arg, Dim3, Engine, Fault, RunError, Value, arg_bytes, check_arity, check_dims,
-    check_buffer_param, check_scalar_rets, find_function,
+    Arg, Dim3, Engine, Fault, RunError, Value, arg_bytes, check_arity, check_buffer_param,
+    check_dims, check_scalar_rets, find_function,
 };
 use crate::memcheck::{self, Area};
 use crate::softfloat::Fmt;

@@ -27,9 +27,7 @@ use crate::ast::{FuncKind, Function, Module, Type, TypeKind};
 use crate::engine::RunError;
 use crate::memcheck::AreaMap;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{
-    self, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, types,
-};
+use cranelift_codegen::ir::{self, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, types};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module as _};
@@ -210,7 +208,10 @@ pub(super) fn define_wrappers(
             b.finalize(jm.isa().frontend_config());
         }
         if emit == Emit::Clif {
-            listing.push((format!("{} (host wrapper)", f.name), ctx.func.display().to_string()));
+            listing.push((
+                format!("{} (host wrapper)", f.name),
+                ctx.func.display().to_string(),
+            ));
         }
         jm.define_function(id, &mut ctx)
             .map_err(|e| compile_error(format!("wrapper of `{}`: {e:?}", f.name)))?;
@@ -480,7 +481,11 @@ impl Jit {
                 list(&rets),
                 std::any::type_name::<A>(),
                 std::any::type_name::<R>(),
-                if arrays { " (array parameters: use the raw pointer)" } else { "" }
+                if arrays {
+                    " (array parameters: use the raw pointer)"
+                } else {
+                    ""
+                }
             )));
         }
         Ok(Func {

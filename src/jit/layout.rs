@@ -52,7 +52,8 @@ pub struct FrameLayout {
 
 impl FrameLayout {
     pub fn of(module: &Module, f: &Function) -> FrameLayout {
-        let in_frame = |role: VarRole| !(f.kind == FuncKind::Entry && matches!(role, VarRole::Param(_)));
+        let in_frame =
+            |role: VarRole| !(f.kind == FuncKind::Entry && matches!(role, VarRole::Param(_)));
         let mut vars = Vec::with_capacity(f.vars.len());
         let mut frame_vars = Vec::new();
         let mut at = 0;

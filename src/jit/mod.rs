@@ -359,7 +359,10 @@ impl Engine for Jit {
             f(&mut ctx, args_ptr, rets_ptr)
         };
         if status == STATUS_FAULT {
-            let f = ctx.fault.take().expect("a faulting function records its fault");
+            let f = ctx
+                .fault
+                .take()
+                .expect("a faulting function records its fault");
             return Err(self.locate(f, [0; 3], [0; 3]));
         }
         let bytes = as_bytes(&mut buf);
@@ -454,7 +457,10 @@ impl Engine for Jit {
                         f(ctx)
                     };
                     (status == STATUS_FAULT).then(|| {
-                        let f = ctx.fault.take().expect("a faulting block records its fault");
+                        let f = ctx
+                            .fault
+                            .take()
+                            .expect("a faulting block records its fault");
                         (b, f, ctx.ctaid, ctx.tid)
                     })
                 },

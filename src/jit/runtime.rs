@@ -143,7 +143,9 @@ impl ThreadCtx {
 /// Packs the description of an access for [`rt_check`]: size in bytes, space (0 generic,
 /// else 1 + index in `Space::ALL`), store flag.
 pub fn access_desc(size: usize, space: Option<Space>, store: bool) -> u32 {
-    let sp = space.map_or(0, |s| 1 + Space::ALL.iter().position(|x| *x == s).unwrap_or(0));
+    let sp = space.map_or(0, |s| {
+        1 + Space::ALL.iter().position(|x| *x == s).unwrap_or(0)
+    });
     size as u32 | (sp as u32) << 16 | (store as u32) << 24
 }
 
@@ -155,7 +157,10 @@ fn decode_access(desc: u32) -> (usize, Option<Space>, bool) {
 
 /// `rt_check(ctx, addr, desc, site) -> i32`: checks an access; on a violation records the
 /// fault and returns 1.
-pub extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, site: u64) -> i32 {
+///
+/// # Safety
+/// `ctx` must be the running thread's context, made by the launcher or call.
+pub unsafe extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, site: u64) -> i32 {
     // SAFETY: generated code passes the context of the running thread, which the launcher
     // created and nothing else borrows while generated code runs; `shared` points to the
     // launch's map, which outlives the launch.
@@ -185,7 +190,10 @@ pub extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, site: u64)
 }
 
 /// `rt_enter(ctx, func, frame)`: makes the variables of a frame addressable (checked mode).
-pub extern "C" fn rt_enter(ctx: *mut ThreadCtx, func: u32, frame: u64) {
+///
+/// # Safety
+/// `ctx` must be the running thread's context, made by the launcher or call.
+pub unsafe extern "C" fn rt_enter(ctx: *mut ThreadCtx, func: u32, frame: u64) {
     // SAFETY: as in `rt_check`; `info` outlives the launch.
     let ctx = unsafe { &mut *ctx };
     let info = unsafe { &*ctx.info };
@@ -201,7 +209,10 @@ pub extern "C" fn rt_enter(ctx: *mut ThreadCtx, func: u32, frame: u64) {
 }
 
 /// `rt_leave(ctx, func)`: forgets the variables of the innermost frame.
-pub extern "C" fn rt_leave(ctx: *mut ThreadCtx, func: u32) {
+///
+/// # Safety
+/// `ctx` must be the running thread's context, made by the launcher or call.
+pub unsafe extern "C" fn rt_leave(ctx: *mut ThreadCtx, func: u32) {
     // SAFETY: as in `rt_enter`.
     let ctx = unsafe { &mut *ctx };
     let info = unsafe { &*ctx.info };
@@ -215,7 +226,10 @@ pub const FAULT_DEPTH: u32 = 0;
 pub const FAULT_NO_BODY: u32 = 1;
 
 /// `rt_fault(ctx, site, kind, callee)`: records a fault that is not a memory access.
-pub extern "C" fn rt_fault(ctx: *mut ThreadCtx, site: u64, kind: u32, callee: u32) {
+///
+/// # Safety
+/// `ctx` must be the running thread's context, made by the launcher or call.
+pub unsafe extern "C" fn rt_fault(ctx: *mut ThreadCtx, site: u64, kind: u32, callee: u32) {
     // SAFETY: as in `rt_enter`.
     let ctx = unsafe { &mut *ctx };
     let info = unsafe { &*ctx.info };
@@ -231,7 +245,10 @@ pub extern "C" fn rt_fault(ctx: *mut ThreadCtx, site: u64, kind: u32, callee: u3
 
 /// `rt_call_failed(ctx, site, callee)`: a called function faulted; the fault is re-located
 /// at the call, naming the callee and the line where it happened (as the interpreter does).
-pub extern "C" fn rt_call_failed(ctx: *mut ThreadCtx, site: u64, callee: u32) {
+///
+/// # Safety
+/// `ctx` must be the running thread's context, made by the launcher or call.
+pub unsafe extern "C" fn rt_call_failed(ctx: *mut ThreadCtx, site: u64, callee: u32) {
     // SAFETY: as in `rt_enter`.
     let ctx = unsafe { &mut *ctx };
     let info = unsafe { &*ctx.info };

@@ -16,7 +16,10 @@ pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
     )
     .unwrap_or_else(|e| panic!("JIT compilation failed:\n{e}"));
     vec![
-        ("interp", Box::new(Interpreter::new(module)) as Box<dyn Engine>),
+        (
+            "interp",
+            Box::new(Interpreter::new(module)) as Box<dyn Engine>,
+        ),
         ("jit", Box::new(jit) as Box<dyn Engine>),
     ]
 }

@@ -59,7 +59,9 @@ impl Lower<'_, '_> {
                     let zero = self.zero(Type::F32);
                     self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, cv, zero)
                 } else {
-                    self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, cv, 0)
+                    self.b
+                        .ins()
+                        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, cv, 0)
                 };
                 let x = self.get(a, *ty);
                 let y = self.get(b, *ty);
@@ -166,12 +168,15 @@ impl Lower<'_, '_> {
                 self.b.ins().fcvt_from_uint(clif(dty), w)
             };
         }
-        let code = self.b.ins().iconst(types::I32, float_code(Fmt::of(dty), r, 0) as i64);
+        let code = self
+            .b
+            .ins()
+            .iconst(types::I32, float_code(Fmt::of(dty), r, 0) as i64);
         let s = self.b.ins().iconst(types::I32, signed as i64);
         let bits = self
             .helper("rt_from_int", &[code, w, s])
             .expect("rt_from_int returns bits");
-        self.from_bits64(dty, bits)
+        self.float_of_bits(dty, bits)
     }
 
     /// Float to integer: rounded to an integral value in mode `r`, saturated to the
@@ -186,8 +191,11 @@ impl Lower<'_, '_> {
                 self.b.ins().fcvt_to_uint_sat(clif(dty), rounded)
             };
         }
-        let code = self.b.ins().iconst(types::I32, float_code(Fmt::of(aty), r, 0) as i64);
-        let bits = self.to_bits64(x);
+        let code = self
+            .b
+            .ins()
+            .iconst(types::I32, float_code(Fmt::of(aty), r, 0) as i64);
+        let bits = self.float_bits(x);
         let sw = dty.bits() as i64 | if dty.is_signed() { 256 } else { 0 };
         let sw = self.b.ins().iconst(types::I32, sw);
         let v = self

@@ -151,24 +151,24 @@ impl Lower<'_, '_> {
     ) -> Value {
         let mut call = vec![self.b.ins().iconst(types::I32, code as i64)];
         for a in args {
-            let bits = self.to_bits64(*a);
+            let bits = self.float_bits(*a);
             call.push(bits);
         }
         let r = self
             .helper(helper, &call)
             .expect("soft-float helpers return bits");
-        self.from_bits64(ty, r)
+        self.float_of_bits(ty, r)
     }
 
     /// A float's bits, zero-extended to i64.
-    pub(super) fn to_bits64(&mut self, v: Value) -> Value {
+    pub(super) fn float_bits(&mut self, v: Value) -> Value {
         let t = self.b.func.dfg.value_type(v);
         let bits = self.bitcast(int_type(t.bits()), v);
         self.resize(bits, types::I64, false)
     }
 
     /// The float of type `ty` whose bits are the low bits of an i64.
-    pub(super) fn from_bits64(&mut self, ty: Type, v: Value) -> Value {
+    pub(super) fn float_of_bits(&mut self, ty: Type, v: Value) -> Value {
         let bits = self.resize(v, int_type(ty.bits()), false);
         self.bitcast(clif(ty), bits)
     }

@@ -466,11 +466,21 @@ impl Lower<'_, '_> {
                     PrmtMode::Rc8 => [s; 4],
                     PrmtMode::Ecl => {
                         let (one, two, three) = (k(self, 1), k(self, 2), k(self, 3));
-                        [s, self.b.ins().umax(s, one), self.b.ins().umax(s, two), three]
+                        [
+                            s,
+                            self.b.ins().umax(s, one),
+                            self.b.ins().umax(s, two),
+                            three,
+                        ]
                     }
                     PrmtMode::Ecr => {
                         let (zero, one, two) = (k(self, 0), k(self, 1), k(self, 2));
-                        [zero, self.b.ins().umin(s, one), self.b.ins().umin(s, two), s]
+                        [
+                            zero,
+                            self.b.ins().umin(s, one),
+                            self.b.ins().umin(s, two),
+                            s,
+                        ]
                     }
                     PrmtMode::Rc16 => {
                         let lo = self.b.ins().band_imm_s(s, 1);

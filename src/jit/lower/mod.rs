@@ -206,10 +206,7 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// A `.func`: parameters in, body, return parameters out.
     fn func_body(&mut self, entry: Block) {
-        let (args, rets) = (
-            self.b.block_params(entry)[1],
-            self.b.block_params(entry)[2],
-        );
+        let (args, rets) = (self.b.block_params(entry)[1], self.b.block_params(entry)[2]);
         self.start_thread_state();
         for (k, p) in self.f.params.iter().enumerate() {
             let off = self.layout.args[k] as i32;
@@ -269,10 +266,12 @@ impl<'a, 'f> Lower<'a, 'f> {
         let ntid = load3(self, offset_of!(ThreadCtx, ntid));
         let ctaid = load3(self, offset_of!(ThreadCtx, ctaid));
         let nctaid = load3(self, offset_of!(ThreadCtx, nctaid));
-        let params =
-            self.b
-                .ins()
-                .load(types::I64, trusted(), ctx, offset_of!(ThreadCtx, params) as i32);
+        let params = self.b.ins().load(
+            types::I64,
+            trusted(),
+            ctx,
+            offset_of!(ThreadCtx, params) as i32,
+        );
         self.kernel_params = Some(params);
         let tid = [0; 3].map(|_| self.b.declare_var(types::I32));
         let zero = self.b.ins().iconst(types::I32, 0);
@@ -313,7 +312,10 @@ impl<'a, 'f> Lower<'a, 'f> {
         for k in 0..3 {
             let t = self.b.use_var(tid[k]);
             let t1 = self.b.ins().iadd_imm_s(t, 1);
-            let more = self.b.ins().icmp(ir::condcodes::IntCC::UnsignedLessThan, t1, ntid[k]);
+            let more = self
+                .b
+                .ins()
+                .icmp(ir::condcodes::IntCC::UnsignedLessThan, t1, ntid[k]);
             let (go, carry) = (self.b.create_block(), self.b.create_block());
             self.b.ins().brif(more, go, &[], carry, &[]);
             self.b.switch_to_block(go);
@@ -371,7 +373,11 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// The instructions, with labels as blocks and guards as branches around them.
     fn body(&mut self) {
-        let body = self.f.body.as_ref().expect("compiled functions have bodies");
+        let body = self
+            .f
+            .body
+            .as_ref()
+            .expect("compiled functions have bodies");
         let mut at: HashMap<usize, Block> = HashMap::new();
         for &target in &self.f.labels {
             at.entry(target).or_insert_with(|| self.b.create_block());
@@ -500,7 +506,11 @@ impl<'a, 'f> Lower<'a, 'f> {
             return v;
         }
         let (fi, ti) = (int_type(from.bits()), int_type(to.bits()));
-        let mut x = if fc.is_float() { self.bitcast(fi, v) } else { v };
+        let mut x = if fc.is_float() {
+            self.bitcast(fi, v)
+        } else {
+            v
+        };
         if ti.bits() > fi.bits() {
             x = if signed {
                 self.b.ins().sextend(ti, x)
@@ -510,7 +520,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         } else if ti.bits() < fi.bits() {
             x = self.b.ins().ireduce(ti, x);
         }
-        if tc.is_float() { self.bitcast(tc, x) } else { x }
+        if tc.is_float() {
+            self.bitcast(tc, x)
+        } else {
+            x
+        }
     }
 
     /// An integer value of Cranelift type `from` extended or truncated to `to`.
@@ -601,9 +615,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 None => from_ctx(self, offset_of!(ThreadCtx, nctaid)),
             },
             SpecialRegKind::Laneid | SpecialRegKind::Warpid | SpecialRegKind::Nwarpid => {
-                let at = |l: &mut Self, kind, k| {
-                    l.special(ast::SpecialReg { kind, dim: k })
-                };
+                let at = |l: &mut Self, kind, k| l.special(ast::SpecialReg { kind, dim: k });
                 let (x, y, z) = (
                     at(self, SpecialRegKind::Tid, 0),
                     at(self, SpecialRegKind::Tid, 1),
@@ -678,10 +690,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 2..=3 => types::I16,
                 _ => types::I8,
             };
-            let v = self
-                .b
-                .ins()
-                .load(piece, trusted(), src, src_off + k as i32);
+            let v = self.b.ins().load(piece, trusted(), src, src_off + k as i32);
             self.b.ins().store(trusted(), v, dst, dst_off + k as i32);
             k += piece.bytes() as usize;
         }
@@ -766,12 +775,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.switch_to_block(ok);
 
         let callee_layout = &self.sh.layouts[id.0 as usize];
-        let slot = self.call_buf.expect("functions that call have a call buffer");
+        let slot = self
+            .call_buf
+            .expect("functions that call have a call buffer");
         let buf = self.b.ins().stack_addr(types::I64, slot, 0);
-        let rets_buf = self
-            .b
-            .ins()
-            .iadd_imm_s(buf, callee_layout.args_size as i64);
+        let rets_buf = self.b.ins().iadd_imm_s(buf, callee_layout.args_size as i64);
         for ((a, p), off) in args.iter().zip(&callee.params).zip(&callee_layout.args) {
             let size = callee.param_size(p);
             match a {
@@ -803,10 +811,10 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.ins().brif(status, bad, &[], good, &[]);
         // A fault is re-located at this call; an `exit` ends this thread too.
         self.b.switch_to_block(bad);
-        let is_exit = self
-            .b
-            .ins()
-            .icmp_imm_s(ir::condcodes::IntCC::Equal, status, STATUS_EXIT as i64);
+        let is_exit =
+            self.b
+                .ins()
+                .icmp_imm_s(ir::condcodes::IntCC::Equal, status, STATUS_EXIT as i64);
         let faulted = self.b.create_block();
         let exit = self.exit;
         self.b.ins().brif(is_exit, exit, &[], faulted, &[]);

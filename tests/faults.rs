@@ -1,0 +1,180 @@
+//! Faults and thread endings across calls, on every engine: a fault inside a callee is
+//! reported at the call with the callee's line, runaway recursion stops at the depth limit,
+//! calls to prototypes fault, `exit` in a callee ends the thread, parameters of a kernel are
+//! read-only, local arrays are bounded. Lines and messages are written out by hand.
+
+mod common;
+
+use common::engines;
+use ptxjit::{Arg, Dim3, Fault, RunError, Value};
+
+const CALLS: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.extern .func (.param .u32 r) missing(.param .u32 a);
+.func (.param .u32 r) deep(.param .u32 a)
+{
+    .reg .u32 %a;
+    ld.param.u32 %a, [a];
+    add.u32 %a, %a, 1;
+    {
+        .param .u32 x;
+        .param .u32 y;
+        st.param.u32 [x], %a;
+        call (y), deep, (x);
+        ld.param.u32 %a, [y];
+    }
+    st.param.u32 [r], %a;
+    ret;
+}
+.func poke(.param .u64 p)
+{
+    .reg .u64 %p;
+    ld.param.u64 %p, [p];
+    st.global.u32 [%p+64], 1;
+    ret;
+}
+.func quit()
+{
+    exit;
+}
+.visible .entry k(.param .u64 out, .param .u32 mode)
+{
+    .reg .u32 %m, %t, %v;
+    .reg .u64 %o, %a;
+    .reg .pred %p;
+    .local .u32 arr[4];
+    ld.param.u64 %o, [out];
+    ld.param.u32 %m, [mode];
+    mov.u32 %t, %tid.x;
+    mul.wide.u32 %a, %t, 4;
+    add.u64 %a, %o, %a;
+    st.global.u32 [%a], 7;
+    setp.eq.u32 %p, %m, 1;
+    @%p call poke, (%o);
+    setp.eq.u32 %p, %m, 2;
+    @%p call quit, ();
+    setp.eq.u32 %p, %m, 3;
+    @%p call (%v), deep, (%m);
+    setp.eq.u32 %p, %m, 4;
+    @%p call (%v), missing, (%m);
+    setp.eq.u32 %p, %m, 5;
+    mov.u64 %a, mode;
+    @%p st.u32 [%a], 9;
+    setp.eq.u32 %p, %m, 6;
+    mov.u64 %a, arr;
+    cvta.local.u64 %a, %a;
+    @%p st.u32 [%a+16], 1;
+    st.global.u32 [%a], 1;
+    ret;
+}
+"#;
+
+/// Launches `k` with `mode` on one block of 2 threads; returns the buffer or the fault of
+/// each engine.
+fn run(mode: u32) -> Vec<(&'static str, Result<Vec<u32>, Fault>)> {
+    engines(CALLS)
+        .into_iter()
+        .map(|(name, e)| {
+            let mut out = vec![0u8; 16];
+            let r = e.launch(
+                "k",
+                Dim3::x(1),
+                Dim3::x(2),
+                &mut [Arg::Buffer(&mut out), Arg::Scalar(Value::u32(mode))],
+            );
+            let r = match r {
+                Ok(()) => Ok(out
+                    .chunks(4)
+                    .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                    .collect()),
+                Err(RunError::Fault(f, _)) => Err(*f),
+                Err(e) => panic!("{name}: {e}"),
+            };
+            (name, r)
+        })
+        .collect()
+}
+
+fn fault(mode: u32) -> Vec<(&'static str, Fault)> {
+    run(mode)
+        .into_iter()
+        .map(|(n, r)| (n, r.expect_err("faults")))
+        .collect()
+}
+
+#[test]
+fn a_callee_fault_is_reported_at_the_call() {
+    for (name, f) in fault(1) {
+        assert_eq!(f.function, "k", "{name}");
+        assert_eq!(f.line, 44, "{name}: the call line");
+        assert_eq!(f.tid, [0, 0, 0], "{name}");
+        assert!(f.message.contains("out of bounds"), "{name}: {}", f.message);
+        assert!(
+            f.message.contains("in call to `poke` (fault at line 24)"),
+            "{name}: {}",
+            f.message
+        );
+    }
+}
+
+#[test]
+fn exit_in_a_callee_ends_the_thread() {
+    // Each thread stores 7, calls quit, and never reaches the final store.
+    for (name, r) in run(2) {
+        assert_eq!(r.unwrap(), vec![7, 7, 0, 0], "{name}");
+    }
+    // Mode 0: the final store through the local address is refused (global store to a
+    // .local area).
+    for (name, f) in fault(0) {
+        assert_eq!(f.line, 58, "{name}");
+        assert!(f.message.contains(".local `arr`"), "{name}: {}", f.message);
+    }
+}
+
+#[test]
+fn runaway_recursion_stops_at_the_depth_limit() {
+    for (name, f) in fault(3) {
+        assert_eq!(f.line, 48, "{name}");
+        assert!(
+            f.message.starts_with("call depth exceeds 256"),
+            "{name}: {}",
+            f.message
+        );
+        // 256 nested calls each add their location.
+        assert_eq!(
+            f.message.matches("in call to `deep`").count(),
+            256,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn calling_a_prototype_faults() {
+    for (name, f) in fault(4) {
+        assert_eq!(f.line, 50, "{name}");
+        assert!(
+            f.message.contains("call to `missing`, which has no body"),
+            "{name}: {}",
+            f.message
+        );
+    }
+}
+
+#[test]
+fn kernel_parameters_are_read_only_and_locals_bounded() {
+    for (name, f) in fault(5) {
+        assert_eq!(f.line, 53, "{name}");
+        assert!(
+            f.message.contains("parameter `mode` is read-only"),
+            "{name}: {}",
+            f.message
+        );
+    }
+    for (name, f) in fault(6) {
+        assert_eq!(f.line, 57, "{name}");
+        assert!(f.message.contains("out of bounds"), "{name}: {}", f.message);
+        assert!(f.message.contains(".local `arr`"), "{name}: {}", f.message);
+    }
+}

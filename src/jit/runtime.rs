@@ -105,6 +105,11 @@ pub struct ThreadCtx {
     pub params: u64,
     /// Depth of PTX calls.
     pub depth: u32,
+    /// The last writable global area an access was checked in, `[hit_lo, hit_hi)`:
+    /// generated code lets global and generic accesses inside it through without calling
+    /// `rt_check` (the check would find the same area and allow them).
+    pub hit_lo: u64,
+    pub hit_hi: u64,
     /// Areas shared by the launch (buffers, module variables, kernel parameters). Points to a
     /// map that outlives every use of this context (the launch or call owns both).
     pub shared: *const AreaMap<JitArea>,
@@ -124,6 +129,8 @@ impl ThreadCtx {
             nctaid: [1; 3],
             params: 0,
             depth: 0,
+            hit_lo: 0,
+            hit_hi: 0,
             shared,
             info,
             own: Vec::new(),
@@ -181,7 +188,12 @@ pub unsafe extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, sit
             .max_by_key(|r| r.base)
     };
     match memcheck::check_access(found, nearest_below, addr, size, space, store) {
-        Ok(_) => 0,
+        Ok((area, _)) => {
+            if area.space == Space::Global && area.writable {
+                (ctx.hit_lo, ctx.hit_hi) = (area.base, area.base + area.size as u64);
+            }
+            0
+        }
         Err(v) => {
             ctx.record(v.message, Some(v.address), site);
             1

@@ -4,10 +4,13 @@
 //! a variable's address plus a constant offset that stays inside the variable, aligned,
 //! in the right space and (for stores) writable.
 
-use super::{Lower, clif, flags};
+use super::{Lower, clif, flags, trusted};
 use crate::ast::{AddrBase, Address, Inst, Operand, Space, VarId, VarRole};
+use crate::jit::runtime::ThreadCtx;
 use crate::jit::runtime::access_desc;
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
+use std::mem::offset_of;
 
 impl Lower<'_, '_> {
     pub(super) fn memory(&mut self, inst: &Inst) {
@@ -74,15 +77,54 @@ impl Lower<'_, '_> {
         };
         let at = self.b.ins().iadd_imm_s(base, a.offset);
         if self.sh.checked && !self.known_safe(a, size, space, store) {
-            let desc = self.iconst(types::I32, access_desc(size, space, store) as u64);
-            let site = self.iconst(types::I64, self.site);
-            let ctx = self.ctx;
-            let failed = self
-                .helper("rt_check", &[ctx, at, desc, site])
-                .expect("rt_check returns a status");
-            self.fail_if(failed);
+            self.check(at, size, space, store);
         }
         at
+    }
+
+    /// Calls `rt_check` for the access, after an inline test against the thread's last
+    /// global area for global and generic accesses (PTX ISA 5.1's rules hold there: inside,
+    /// aligned, writable).
+    fn check(&mut self, at: Value, size: usize, space: Option<Space>, store: bool) {
+        let slow = self.b.create_block();
+        let done = self.b.create_block();
+        if matches!(space, None | Some(Space::Global)) {
+            let ctx = self.ctx;
+            let lo = self.b.ins().load(
+                types::I64,
+                trusted(),
+                ctx,
+                offset_of!(ThreadCtx, hit_lo) as i32,
+            );
+            let hi = self.b.ins().load(
+                types::I64,
+                trusted(),
+                ctx,
+                offset_of!(ThreadCtx, hit_hi) as i32,
+            );
+            let end = self.b.ins().iadd_imm_s(at, size as i64);
+            let above = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, lo);
+            let inside = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, hi);
+            let no_wrap = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, at);
+            let misaligned = self.b.ins().band_imm_s(at, size as i64 - 1);
+            let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
+            let ok = self.b.ins().band(above, inside);
+            let ok = self.b.ins().band(ok, no_wrap);
+            let ok = self.b.ins().band(ok, aligned);
+            self.b.ins().brif(ok, done, &[], slow, &[]);
+        } else {
+            self.b.ins().jump(slow, &[]);
+        }
+        self.b.switch_to_block(slow);
+        let desc = self.iconst(types::I32, access_desc(size, space, store) as u64);
+        let site = self.iconst(types::I64, self.site);
+        let ctx = self.ctx;
+        let failed = self
+            .helper("rt_check", &[ctx, at, desc, site])
+            .expect("rt_check returns a status");
+        self.fail_if(failed);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
     }
 
     /// Whether an access is inside a variable, aligned, in its space and allowed, whatever

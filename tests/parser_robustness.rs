@@ -1,11 +1,11 @@
-//! The front end never panics: mutated corpus modules (bytes deleted, duplicated, replaced by
+//! The front end never panics, and the JIT compiles whatever it accepts: mutated corpus modules (bytes deleted, duplicated, replaced by
 //! PTX-shaped tokens) must each end in Ok or a located error. A bounded, deterministic sweep;
 //! long fuzzing belongs to issue 7.
 
 mod common;
 
 use common::Rng;
-use ptxjit::Module;
+use ptxjit::{Jit, JitOptions, Module};
 
 const TOKENS: &[&str] = &[
     "{",
@@ -94,11 +94,23 @@ fn mutated_corpus_never_panics() {
             }
         }
         let text = String::from_utf8_lossy(&text);
-        if let Err(e) = Module::parse(&text) {
-            rejected += 1;
-            // Every rejection is located and renders.
-            assert!(e.first_location().is_some());
-            assert!(!e.to_string().is_empty());
+        match Module::parse(&text) {
+            Err(e) => {
+                rejected += 1;
+                // Every rejection is located and renders.
+                assert!(e.first_location().is_some());
+                assert!(!e.to_string().is_empty());
+            }
+            // Whatever the front end accepts, the JIT compiles (IR verifier on).
+            Ok(m) => {
+                let options = JitOptions {
+                    verify: true,
+                    ..JitOptions::default()
+                };
+                if let Err(e) = Jit::with_options(m, options) {
+                    panic!("accepted module does not compile: {e}\n{text}");
+                }
+            }
         }
     }
     assert!(

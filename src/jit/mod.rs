@@ -10,6 +10,7 @@
 //!   drops the checks.
 
 pub mod host;
+pub mod hwfloat;
 pub mod layout;
 mod lower;
 pub mod runtime;
@@ -51,6 +52,10 @@ pub struct JitOptions {
     pub emit: Emit,
     /// Run Cranelift's IR verifier (default: in debug builds).
     pub verify: bool,
+    /// Directed rounding (`.rz .rm .rp`) on the host's hardware (MXCSR rounding control, see
+    /// [`hwfloat`]) where it has the instructions; off, or without them, the soft-float
+    /// reference computes it (the default is on).
+    pub hardware_rounding: bool,
 }
 
 impl Default for JitOptions {
@@ -59,6 +64,7 @@ impl Default for JitOptions {
             checked: true,
             emit: Emit::None,
             verify: cfg!(debug_assertions),
+            hardware_rounding: true,
         }
     }
 }
@@ -201,6 +207,8 @@ impl Jit {
             helpers: &helpers,
             module_vars: &module_vars,
             checked: options.checked,
+            hw_arith: options.hardware_rounding,
+            hw_fma: options.hardware_rounding && hwfloat::has_fma(),
         };
         let mut listing = Vec::new();
         let mut fctx = FunctionBuilderContext::new();
@@ -304,6 +312,9 @@ fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
         ("rt_fault", rt_fault as *const u8),
         ("rt_call_failed", rt_call_failed as *const u8),
         ("rt_arith", rt_arith as *const u8),
+        ("rt_arith_hw", rt_arith_hw as *const u8),
+        ("rt_fma_hw", rt_fma_hw as *const u8),
+        ("rt_sqrt_hw", rt_sqrt_hw as *const u8),
         ("rt_fma", rt_fma as *const u8),
         ("rt_unary", rt_unary as *const u8),
         ("rt_from_int", rt_from_int as *const u8),

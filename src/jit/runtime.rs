@@ -6,6 +6,7 @@
 //! Every helper is `extern "C"` and registered with the JIT under its Rust name; the lowering
 //! declares it with the signature written beside it.
 
+use super::hwfloat as hw;
 use crate::ast::{FloatBinOp, FloatUnOp, Rounding, Space};
 use crate::memcheck::{self, Area, AreaMap};
 use crate::softfloat::{self as sf, Fmt};
@@ -315,6 +316,43 @@ pub extern "C" fn rt_arith(code: u32, a: u64, b: u64) -> u64 {
 pub extern "C" fn rt_fma(code: u32, a: u64, b: u64, c: u64) -> u64 {
     let (f, r, _) = decode_float(code);
     sf::fma(f, r, a, b, c)
+}
+
+/// `rt_arith_hw(code, a, b) -> bits`: [`rt_arith`] on the host's hardware.
+pub extern "C" fn rt_arith_hw(code: u32, a: u64, b: u64) -> u64 {
+    let (f, r, op) = decode_float(code);
+    let op = FloatBinOp::ALL[op as usize];
+    match f {
+        Fmt::F32 => {
+            let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
+            hw::arith_f32(op, r, x, y).to_bits() as u64
+        }
+        Fmt::F64 => hw::arith_f64(op, r, f64::from_bits(a), f64::from_bits(b)).to_bits(),
+    }
+}
+
+/// `rt_fma_hw(code, a, b, c) -> bits`: [`rt_fma`] on the host's FMA unit.
+pub extern "C" fn rt_fma_hw(code: u32, a: u64, b: u64, c: u64) -> u64 {
+    let (f, r, _) = decode_float(code);
+    match f {
+        Fmt::F32 => {
+            let v = [a, b, c].map(|x| f32::from_bits(x as u32));
+            hw::fma_f32(r, v[0], v[1], v[2]).to_bits() as u64
+        }
+        Fmt::F64 => {
+            let v = [a, b, c].map(f64::from_bits);
+            hw::fma_f64(r, v[0], v[1], v[2]).to_bits()
+        }
+    }
+}
+
+/// `rt_sqrt_hw(code, a) -> bits`: a directed square root on the host's hardware.
+pub extern "C" fn rt_sqrt_hw(code: u32, a: u64) -> u64 {
+    let (f, r, _) = decode_float(code);
+    match f {
+        Fmt::F32 => hw::sqrt_f32(r, f32::from_bits(a as u32)).to_bits() as u64,
+        Fmt::F64 => hw::sqrt_f64(r, f64::from_bits(a)).to_bits(),
+    }
 }
 
 /// `rt_unary(code, a) -> bits`: directed `sqrt`, and the approximate functions.

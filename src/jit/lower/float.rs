@@ -37,7 +37,7 @@ impl Lower<'_, '_> {
                     }
                     (_, Precision::Ieee(r)) => {
                         let code = float_code(Fmt::of(*ty), *r, bin_op_code(*op));
-                        (self.soft(*ty, "rt_arith", code, &[x, y]), *sat)
+                        (self.soft(*ty, self.arith_helper(), code, &[x, y]), *sat)
                     }
                 };
                 let r = self.finish(*ty, *ftz, sat, r);
@@ -81,7 +81,11 @@ impl Lower<'_, '_> {
                     FloatUnOp::Rcp => {
                         let one = self.one(*ty);
                         let code = float_code(Fmt::of(*ty), rnd, bin_op_code(FloatBinOp::Div));
-                        self.soft(*ty, "rt_arith", code, &[one, x])
+                        self.soft(*ty, self.arith_helper(), code, &[one, x])
+                    }
+                    FloatUnOp::Sqrt if self.sh.hw_arith => {
+                        let code = float_code(Fmt::of(*ty), rnd, 0);
+                        self.soft(*ty, "rt_sqrt_hw", code, &[x])
                     }
                     _ => {
                         let code = float_code(Fmt::of(*ty), rnd, un_op_code(*op));
@@ -109,12 +113,26 @@ impl Lower<'_, '_> {
                     self.b.ins().fma(v[0], v[1], v[2])
                 } else {
                     let code = float_code(Fmt::of(*ty), *rnd, 0);
-                    self.soft(*ty, "rt_fma", code, &v)
+                    let helper = if self.sh.hw_fma {
+                        "rt_fma_hw"
+                    } else {
+                        "rt_fma"
+                    };
+                    self.soft(*ty, helper, code, &v)
                 };
                 let r = self.finish(*ty, *ftz, *sat, r);
                 self.set(d, *ty, r);
             }
             _ => unreachable!("not a float instruction"),
+        }
+    }
+
+    /// The helper for directed add/sub/mul/div: hardware or soft-float.
+    fn arith_helper(&self) -> &'static str {
+        if self.sh.hw_arith {
+            "rt_arith_hw"
+        } else {
+            "rt_arith"
         }
     }
 

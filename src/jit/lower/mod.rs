@@ -36,6 +36,9 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
         ("rt_fault", &[I64, I64, I32, I32], &[]),
         ("rt_call_failed", &[I64, I64, I32], &[]),
         ("rt_arith", &[I32, I64, I64], &[I64]),
+        ("rt_arith_hw", &[I32, I64, I64], &[I64]),
+        ("rt_fma_hw", &[I32, I64, I64, I64], &[I64]),
+        ("rt_sqrt_hw", &[I32, I64], &[I64]),
         ("rt_fma", &[I32, I64, I64, I64], &[I64]),
         ("rt_unary", &[I32, I64], &[I64]),
         ("rt_from_int", &[I32, I64, I32], &[I64]),
@@ -92,6 +95,10 @@ pub struct Shared<'a> {
     /// Address of each module variable.
     pub module_vars: &'a [u64],
     pub checked: bool,
+    /// Directed add/sub/mul/div/sqrt on the host's hardware (else soft-float).
+    pub hw_arith: bool,
+    /// Directed fma on the host's FMA unit (else soft-float).
+    pub hw_fma: bool,
 }
 
 /// Special registers a kernel reads once per block.

@@ -7,21 +7,23 @@ use ptxjit::{Engine, Interpreter, Jit, JitOptions, Module};
 /// covered by every test at once.
 pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
     let module = Module::parse(ptx).unwrap_or_else(|e| panic!("test PTX does not parse:\n{e}"));
-    let jit = Jit::with_options(
-        module.clone(),
+    let jit = jit_with(
+        ptx,
         JitOptions {
             verify: true,
             ..JitOptions::default()
         },
-    )
-    .unwrap_or_else(|e| panic!("JIT compilation failed:\n{e}"));
+    );
     vec![
-        (
-            "interp",
-            Box::new(Interpreter::new(module)) as Box<dyn Engine>,
-        ),
+        ("interp", Box::new(Interpreter::new(module)) as Box<dyn Engine>),
         ("jit", Box::new(jit) as Box<dyn Engine>),
     ]
+}
+
+/// The JIT with particular options.
+pub fn jit_with(ptx: &str, options: JitOptions) -> Jit {
+    let module = Module::parse(ptx).unwrap_or_else(|e| panic!("test PTX does not parse:\n{e}"));
+    Jit::with_options(module, options).unwrap_or_else(|e| panic!("JIT compilation failed:\n{e}"))
 }
 
 /// A small deterministic generator (xorshift64*), so inputs are the same on every run.

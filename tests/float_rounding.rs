@@ -80,7 +80,11 @@ fn forms() -> Vec<Form> {
 fn module(forms: &[Form]) -> String {
     let mut s = String::from(".version 7.8\n.target sm_80\n.address_size 64\n");
     for (k, f) in forms.iter().enumerate() {
-        let (b, t) = if f.f64 { ("b64", "f64") } else { ("b32", "f32") };
+        let (b, t) = if f.f64 {
+            ("b64", "f64")
+        } else {
+            ("b32", "f32")
+        };
         s += &format!(
             ".visible .func (.param .{b} r) f{k}(.param .{b} a, .param .{b} b, .param .{b} c)\n{{\n\
              \x20 .reg .{t} %x, %y, %z, %d;\n  ld.param.{t} %x, [a];\n  ld.param.{t} %y, [b];\n  \
@@ -119,7 +123,11 @@ macro_rules! reference {
             Op::Sub => x.sub_r(y, r).value,
             Op::Mul => x.mul_r(y, r).value,
         };
-        let mut d = if v.is_nan() { $canon } else { v.to_bits() as $bits };
+        let mut d = if v.is_nan() {
+            $canon
+        } else {
+            v.to_bits() as $bits
+        };
         if f.ftz {
             d = flush(d);
         }
@@ -169,11 +177,38 @@ fn reference(f: &Form, a: u64, b: u64, c: u64) -> u64 {
 }
 
 const EDGES32: &[u32] = &[
-    0x0000_0000, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0000, 0x7f80_0001, 0xffc0_1234,
-    0x0000_0001, 0x8000_0001, 0x007f_ffff, 0x807f_ffff, 0x0040_0000, 0x0080_0000, 0x8080_0000,
-    0x7f7f_ffff, 0xff7f_ffff, 0x3f80_0000, 0xbf80_0000, 0x3f80_0001, 0x3f7f_ffff, 0x3380_0000,
-    0x3400_0000, 0xb380_0000, 0x3fc0_0000, 0x4000_0000, 0x3f00_0000, 0x1f80_0000, 0x5f80_0000,
-    0x2000_0001, 0x5f7f_ffff, 0x4040_0000, 0xc0a0_0000,
+    0x0000_0000,
+    0x8000_0000,
+    0x7f80_0000,
+    0xff80_0000,
+    0x7fc0_0000,
+    0x7f80_0001,
+    0xffc0_1234,
+    0x0000_0001,
+    0x8000_0001,
+    0x007f_ffff,
+    0x807f_ffff,
+    0x0040_0000,
+    0x0080_0000,
+    0x8080_0000,
+    0x7f7f_ffff,
+    0xff7f_ffff,
+    0x3f80_0000,
+    0xbf80_0000,
+    0x3f80_0001,
+    0x3f7f_ffff,
+    0x3380_0000,
+    0x3400_0000,
+    0xb380_0000,
+    0x3fc0_0000,
+    0x4000_0000,
+    0x3f00_0000,
+    0x1f80_0000,
+    0x5f80_0000,
+    0x2000_0001,
+    0x5f7f_ffff,
+    0x4040_0000,
+    0xc0a0_0000,
 ];
 
 const EDGES64: &[u64] = &[
@@ -282,4 +317,51 @@ fn is_nan(v: Value) -> bool {
         Type::B32 => f32::from_bits(v.bits as u32).is_nan(),
         _ => f64::from_bits(v.bits).is_nan(),
     }
+}
+
+/// `mad` without a rounding modifier (PTX ISA 9.7.3.7): `.rn` on PTX ISA ≤ 3.1, and for
+/// `.target sm_1x` the `fma.rn.ftz.f32` that sm_20+ hardware runs; `mad.f64` is `.rn` before
+/// PTX ISA 1.4. Later versions refuse both (located errors, see tests/cli.rs).
+#[test]
+fn mad_without_rounding_follows_the_target_and_version() {
+    let module = |version: &str, target: &str, ty: &str| {
+        format!(
+            ".version {version}\n.target {target}\n.address_size 64\n\
+             .visible .func (.param .{ty} r) f(.param .{ty} a, .param .{ty} b, .param .{ty} c)\n{{\n\
+             \x20 .reg .{ty} %x, %y, %z, %d;\n  ld.param.{ty} %x, [a];\n  ld.param.{ty} %y, [b];\n\
+             \x20 ld.param.{ty} %z, [c];\n  mad.{ty} %d, %x, %y, %z;\n  st.param.{ty} [r], %d;\n  ret;\n}}\n"
+        )
+    };
+    // 2^-70 · 2^-70 + 2^-127 (a subnormal): kept with .rn, flushed to +0 with .ftz.
+    let (a, c) = (2f32.powi(-70), f32::from_bits(0x0040_0000));
+    let args = [Value::f32(a), Value::f32(a), Value::f32(c)];
+    let exact = Value::f32(a * a + c);
+    for (version, target, want) in [("3.1", "sm_20", exact), ("1.4", "sm_13", Value::f32(0.0))] {
+        for (name, e) in engines(&module(version, target, "f32")) {
+            let got = e.call("f", &args).unwrap()[0];
+            assert_eq!(got, want, "{name}: .version {version} .target {target}");
+        }
+    }
+    // mad.f64 on PTX ISA 1.3: round to nearest, one rounding (1 + 2^-30)² + -1 keeps 2^-60.
+    let x = 1.0 + 2f64.powi(-30);
+    let args = [Value::f64(x), Value::f64(x), Value::f64(-1.0)];
+    for (name, e) in engines(&module("1.3", "sm_13", "f64")) {
+        let got = e.call("f", &args).unwrap()[0];
+        assert_eq!(got, Value::f64(x.mul_add(x, -1.0)), "{name}");
+        assert_eq!(got, Value::f64(2f64.powi(-29) + 2f64.powi(-60)), "{name}");
+    }
+    for v in ["7.8", "3.2"] {
+        let m = ptxjit::Module::parse(&module(v, "sm_80", "f32"));
+        assert!(
+            m.unwrap_err()
+                .to_string()
+                .contains("needs a rounding modifier")
+        );
+    }
+    let m = ptxjit::Module::parse(&module("1.4", "sm_13", "f64"));
+    assert!(
+        m.unwrap_err()
+            .to_string()
+            .contains("needs a rounding modifier")
+    );
 }

@@ -15,7 +15,10 @@ pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
         },
     );
     vec![
-        ("interp", Box::new(Interpreter::new(module)) as Box<dyn Engine>),
+        (
+            "interp",
+            Box::new(Interpreter::new(module)) as Box<dyn Engine>,
+        ),
         ("jit", Box::new(jit) as Box<dyn Engine>),
     ]
 }

@@ -24,8 +24,7 @@ fn kernel(op: &str, ty: &str) -> String {
          \x20   add.u32 %i, %i, 1;\n    setp.lt.u32 %p, %i, %n;\n    @%p bra L;\n{store}    ret;\n}}\n",
         init = (0..8)
             .map(|k| format!("    cvt.rn.{ty}.u32 %a{k}, {};\n", k + 1))
-            .collect::<String>()
-            .replace("%a", "%a"),
+            .collect::<String>(),
         x = if ty == "f64" {
             "d3fefffffffffffff"
         } else {
@@ -79,11 +78,7 @@ fn main() {
                 format!("mad.{mode}.{ty}"),
                 hw / rn
             );
-            println!(
-                "{:<16} {soft:>10.2} {:>10.1}",
-                format!("  soft-float"),
-                soft / rn
-            );
+            println!("{:<16} {soft:>10.2} {:>10.1}", "  soft-float", soft / rn);
         }
     }
 }

@@ -239,7 +239,7 @@ const EDGES64: &[u64] = &[
 /// Edge-biased operands: edges, random bits, small integers scaled by powers of two, and a c
 /// that cancels a·b exactly.
 fn inputs(f64: bool, rng: &mut Rng, n: usize) -> Vec<[u64; 3]> {
-    let mut pick = |rng: &mut Rng| -> u64 {
+    let pick = |rng: &mut Rng| -> u64 {
         match rng.below(4) {
             0 | 1 if f64 => EDGES64[rng.below(EDGES64.len() as u64) as usize],
             0 | 1 => EDGES32[rng.below(EDGES32.len() as u64) as usize] as u64,

@@ -215,6 +215,22 @@ modifier_enum! {
     Selector { B0 = "b0", B1 = "b1", B2 = "b2", B3 = "b3", H0 = "h0", H1 = "h1" }
 }
 
+impl Selector {
+    /// Bit position and width of the part a selector picks out of a 32-bit word (`None`:
+    /// the whole word).
+    pub fn bits_of(sel: Option<Selector>) -> (u32, u32) {
+        match sel {
+            None => (0, 32),
+            Some(Selector::B0) => (0, 8),
+            Some(Selector::B1) => (8, 8),
+            Some(Selector::B2) => (16, 8),
+            Some(Selector::B3) => (24, 8),
+            Some(Selector::H0) => (0, 16),
+            Some(Selector::H1) => (16, 16),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RegId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -280,8 +296,8 @@ pub enum Operand {
     RegSel(RegId, Selector),
     /// `!%p`: a negated predicate source.
     NotPred(RegId),
-    /// `-%r`: a negated source (vmad).
-    NegReg(RegId),
+    /// `-%r` or `-%r.h0`: a negated source (vmad).
+    NegReg(RegId, Option<Selector>),
     Imm(Imm),
     Special(SpecialReg),
     Addr(Address),
@@ -365,6 +381,54 @@ modifier_enum! {
 modifier_enum! {
     /// `prmt` modes (PTX ISA 9.7.8.7).
     PrmtMode { F4e = "f4e", B4e = "b4e", Rc8 = "rc8", Ecl = "ecl", Ecr = "ecr", Rc16 = "rc16" }
+}
+
+modifier_enum! {
+    /// Primary operations of the scalar video instructions other than `vset` and `vmad`
+    /// (PTX ISA 9.7.18.1.1–2).
+    VideoOp {
+        Vadd = "vadd", Vsub = "vsub", Vabsdiff = "vabsdiff", Vmin = "vmin", Vmax = "vmax",
+        Vshl = "vshl", Vshr = "vshr",
+    }
+}
+
+modifier_enum! {
+    /// Secondary operation of a scalar video instruction with a third operand.
+    VideoSecOp { Add = "add", Min = "min", Max = "max" }
+}
+
+modifier_enum! {
+    /// `vmad` result scaling.
+    VmadScale { Shr7 = "shr7", Shr15 = "shr15" }
+}
+
+/// A source of a video instruction: a 32-bit register and the part of it selected (`None`:
+/// the whole word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VideoSrc {
+    pub reg: RegId,
+    pub sel: Option<Selector>,
+}
+
+/// What a video instruction does with its intermediate result and the third operand `c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VideoTail {
+    /// `d = tmp`.
+    None,
+    /// `d = op(tmp, c)` (`.add .min .max`).
+    Secondary(VideoSecOp, RegId),
+    /// `d.dsel`: the low byte or half of tmp merged into c at the selected position.
+    Merge(Selector, RegId),
+}
+
+impl VideoTail {
+    /// The destination selector of a merge.
+    pub fn dsel(self) -> Option<Selector> {
+        match self {
+            VideoTail::Merge(s, _) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 /// Rounding of `cvt`: a float rounding (`.rn` …) or an integer rounding (`.rni` …).
@@ -543,6 +607,47 @@ pub enum Inst {
         a: Operand,
         b: Operand,
         c: Operand,
+    },
+    /// `vadd vsub vabsdiff vmin vmax vshl vshr` (PTX ISA 9.7.18.1.1–2).
+    Video {
+        op: VideoOp,
+        dty: Type,
+        aty: Type,
+        /// `.u32` for the shifts.
+        bty: Type,
+        sat: bool,
+        /// `.clamp`/`.wrap` of the shifts.
+        mode: Option<ShfMode>,
+        tail: VideoTail,
+        d: RegId,
+        a: VideoSrc,
+        b: VideoSrc,
+    },
+    /// `vset` (9.7.18.1.4): the comparison is 0 or 1, unsigned.
+    Vset {
+        aty: Type,
+        bty: Type,
+        cmp: CmpOp,
+        tail: VideoTail,
+        d: RegId,
+        a: VideoSrc,
+        b: VideoSrc,
+    },
+    /// `vmad` (9.7.18.1.3).
+    Vmad {
+        dty: Type,
+        aty: Type,
+        bty: Type,
+        po: bool,
+        sat: bool,
+        scale: Option<VmadScale>,
+        /// The product is negated (exactly one of `-a`, `-b`).
+        neg_product: bool,
+        neg_c: bool,
+        d: RegId,
+        a: VideoSrc,
+        b: VideoSrc,
+        c: RegId,
     },
     Bra {
         uni: bool,

@@ -3,6 +3,8 @@
 //! or missing one reported with its span), and check operand types by PTX's rules
 //! (PTX ISA 6.4.1, "Operand type information" and the relaxed rules for ld/st/cvt).
 
+mod video;
+
 use super::{FnBuilder, Name, Rule, literal, span_of};
 use crate::ast::*;
 use crate::frontend::Diagnostic;
@@ -388,8 +390,9 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
         Rule::neg_reg => {
             let rs = inner.into_inner().next().unwrap();
             match operand_reg_sel(fb, rs)? {
-                Operand::Reg(r) => Raw::Op(Operand::NegReg(r)),
-                _ => return err(span, "only a plain register can be negated"),
+                Operand::Reg(r) => Raw::Op(Operand::NegReg(r, None)),
+                Operand::RegSel(r, s) => Raw::Op(Operand::NegReg(r, Some(s))),
+                _ => return err(span, "only a register can be negated"),
             }
         }
         Rule::imm => match immediate(&inner) {
@@ -580,6 +583,9 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
         "selp" => selp(cx, ops),
         "slct" => slct(cx, ops),
         "cvt" => cvt(cx, ops),
+        "vadd" | "vsub" | "vabsdiff" | "vmin" | "vmax" | "vshl" | "vshr" => video::video(cx, ops),
+        "vset" => video::vset(cx, ops),
+        "vmad" => video::vmad(cx, ops),
         "bra" => bra(cx, ops),
         "call" => call(cx, ops),
         "ret" | "exit" => {

@@ -3,7 +3,8 @@
 //! It walks the typed AST one instruction at a time, one thread after another within a block,
 //! blocks spread over the host's cores. The semantics of each instruction family live in
 //! their own module, written after the PTX ISA's sections: [`int`] (9.7.1, 9.7.2, 9.7.8),
-//! [`float`] (9.7.3), [`convert`] (9.7.7, 9.7.9.21); [`memory`] holds the state spaces.
+//! [`float`] (9.7.3), [`convert`] (9.7.7, 9.7.9.21), [`video`] (9.7.18.1); [`memory`] holds
+//! the state spaces.
 //! This file holds what ties them together: registers, operands, control flow, calls and
 //! launches. It shares nothing with the JIT's lowering but the AST and the soft-float module.
 
@@ -11,6 +12,7 @@ pub mod convert;
 pub mod float;
 pub mod int;
 pub mod memory;
+pub mod video;
 
 use crate::ast::*;
 use crate::engine::{
@@ -702,6 +704,72 @@ impl<'a> Thread<'a> {
                 );
                 self.set(fr, d, *ty, v);
             }
+            Video {
+                op,
+                dty,
+                aty,
+                bty,
+                sat,
+                mode,
+                tail,
+                d,
+                a,
+                b,
+            } => {
+                let s = self.video_sources(fr, *a, *b, *tail);
+                let form = video::Form {
+                    op: *op,
+                    dty: *dty,
+                    aty: *aty,
+                    bty: *bty,
+                    sat: *sat,
+                    mode: *mode,
+                    tail: *tail,
+                };
+                let v = video::video(form, s);
+                set_reg(fr, *d, Type::B32, v);
+            }
+            Vset {
+                aty,
+                bty,
+                cmp,
+                tail,
+                d,
+                a,
+                b,
+            } => {
+                let s = self.video_sources(fr, *a, *b, *tail);
+                set_reg(fr, *d, Type::B32, video::vset(*aty, *bty, *cmp, *tail, s));
+            }
+            Vmad {
+                aty,
+                bty,
+                po,
+                sat,
+                scale,
+                neg_product,
+                neg_c,
+                d,
+                a,
+                b,
+                c,
+                ..
+            } => {
+                let s = video::Sources {
+                    c: fr.regs[c.0 as usize],
+                    ..self.video_sources(fr, *a, *b, VideoTail::None)
+                };
+                let m = video::Vmad {
+                    aty: *aty,
+                    bty: *bty,
+                    po: *po,
+                    sat: *sat,
+                    scale: *scale,
+                    neg_product: *neg_product,
+                    neg_c: *neg_c,
+                };
+                set_reg(fr, *d, Type::B32, video::vmad(m, s));
+            }
             Bra { target, .. } => return Ok(Next::Jump(*target)),
             Call {
                 func, rets, args, ..
@@ -710,6 +778,28 @@ impl<'a> Thread<'a> {
             Exit => return Ok(Next::End(Flow::Exit)),
         }
         Ok(Next::Continue)
+    }
+
+    /// The 32-bit sources of a video instruction (c is 0 when there is none).
+    fn video_sources(
+        &self,
+        fr: &Frame,
+        a: VideoSrc,
+        b: VideoSrc,
+        tail: VideoTail,
+    ) -> video::Sources {
+        let reg = |r: RegId| fr.regs[r.0 as usize] & 0xffff_ffff;
+        let c = match tail {
+            VideoTail::None => 0,
+            VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) => reg(c),
+        };
+        video::Sources {
+            a: reg(a.reg),
+            asel: a.sel,
+            b: reg(b.reg),
+            bsel: b.sel,
+            c,
+        }
     }
 
     /// `mov` (9.7.9.1), including packing/unpacking with vector operands.

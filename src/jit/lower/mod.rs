@@ -3,12 +3,13 @@
 //! `FunctionBuilder` variables, operands, guards, control flow, calls, frames and the kernel's
 //! loop over the threads of a block. The families sit beside it, mirroring the interpreter:
 //! [`int`] (9.7.1, 9.7.2, 9.7.8), [`float`] (9.7.3), [`convert`] (9.7.7, 9.7.9.21),
-//! [`memory`] (9.7.9).
+//! [`memory`] (9.7.9), [`video`] (9.7.18.1).
 
 mod convert;
 mod float;
 mod int;
 mod memory;
+mod video;
 
 use super::layout::FrameLayout;
 use super::runtime::{self, STATUS_EXIT, STATUS_FAULT, STATUS_OK, Site, ThreadCtx};
@@ -452,6 +453,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             Shf { .. } | Bfe { .. } | Bfi { .. } | Prmt { .. } => self.bits(inst),
             Setp { .. } | Selp { .. } | Slct { .. } | Cvt { .. } => self.convert(inst),
             FloatBin { .. } | FloatUn { .. } | Fma { .. } => self.float(inst),
+            Video { .. } | Vset { .. } | Vmad { .. } => self.video(inst),
             Bra { target, .. } => self.jump_away(labels[target.0 as usize]),
             Call {
                 func, rets, args, ..

@@ -1,0 +1,210 @@
+//! The scalar video instructions (PTX ISA 9.7.18.1): `vadd vsub vabsdiff vmin vmax vshl vshr
+//! vset vmad`, their three operand shapes (plain, secondary operation, data merge), source and
+//! destination selectors, and `vmad`'s negations.
+
+use super::{Cx, Opnd, R, Raw, err};
+use crate::ast::*;
+
+const VIDEO_TYPES: &[Type] = &[Type::U32, Type::S32];
+
+/// The `n` leading type modifiers, each `.u32` or `.s32`.
+fn video_types<const N: usize>(cx: &mut Cx, what: &str) -> R<[Type; N]> {
+    let tys = cx.types();
+    if tys.len() != N {
+        let span = tys.get(N).map_or(cx.head, |(_, s)| *s);
+        return err(span, format!("`{}` takes {what}", cx.opcode));
+    }
+    for (t, span) in &tys {
+        if !VIDEO_TYPES.contains(t) {
+            return err(
+                *span,
+                format!("`{}` takes .u32 or .s32, not {t}", cx.opcode),
+            );
+        }
+    }
+    Ok(std::array::from_fn(|k| tys[k].0))
+}
+
+/// A 32-bit register operand, with its selector if it has one.
+fn source(cx: &Cx, o: &Opnd) -> R<VideoSrc> {
+    let (reg, sel) = match &o.raw {
+        Raw::Op(Operand::Reg(r)) => (*r, None),
+        Raw::Op(Operand::RegSel(r, s)) => (*r, Some(*s)),
+        _ => {
+            return err(
+                o.span,
+                "expected a 32-bit register (with an optional selector)",
+            );
+        }
+    };
+    let plain = Opnd {
+        raw: Raw::Op(Operand::Reg(reg)),
+        span: o.span,
+    };
+    cx.reg_of(&plain, Type::B32, super::Fit::Exact)?;
+    Ok(VideoSrc { reg, sel })
+}
+
+/// A source that may be negated (`vmad`): the source and whether it is.
+fn maybe_negated(cx: &Cx, o: &Opnd) -> R<(VideoSrc, bool)> {
+    match &o.raw {
+        Raw::Op(Operand::NegReg(r, sel)) => {
+            let plain = Opnd {
+                raw: Raw::Op(match sel {
+                    Some(s) => Operand::RegSel(*r, *s),
+                    None => Operand::Reg(*r),
+                }),
+                span: o.span,
+            };
+            Ok((source(cx, &plain)?, true))
+        }
+        _ => Ok((source(cx, o)?, false)),
+    }
+}
+
+/// The destination and what follows the primary operation: `d, a, b`; `d, a, b, c` with a
+/// secondary operation; or `d.dsel, a, b, c`.
+fn shape(cx: &mut Cx, ops: &[Opnd]) -> R<(RegId, VideoTail)> {
+    let secop = cx.pick(VideoSecOp::from_ptx)?;
+    if !(ops.len() == 3 || ops.len() == 4) {
+        let span = ops.get(4).map_or(cx.head, |o| o.span);
+        return err(
+            span,
+            format!("`{}` takes 3 or 4 operands, found {}", cx.opcode, ops.len()),
+        );
+    }
+    let d = source(cx, &ops[0])?;
+    match (ops.len(), secop, d.sel) {
+        (3, None, None) => Ok((d.reg, VideoTail::None)),
+        (3, Some(op), _) => err(
+            cx.head,
+            format!("`.{}` needs a third source operand c", op.ptx()),
+        ),
+        (3, None, Some(_)) => err(
+            ops[0].span,
+            "a destination selector merges into c: give a fourth operand",
+        ),
+        (_, Some(_), Some(_)) => err(
+            ops[0].span,
+            "a secondary operation and a destination selector cannot be combined",
+        ),
+        (_, Some(op), None) => Ok((d.reg, VideoTail::Secondary(op, plain_c(cx, &ops[3])?))),
+        (_, None, Some(sel)) => Ok((d.reg, VideoTail::Merge(sel, plain_c(cx, &ops[3])?))),
+        (_, None, None) => err(
+            ops[3].span,
+            "a fourth operand needs `.add`/`.min`/`.max` or a destination selector",
+        ),
+    }
+}
+
+fn plain_c(cx: &Cx, o: &Opnd) -> R<RegId> {
+    let c = source(cx, o)?;
+    if c.sel.is_some() {
+        return err(o.span, "c takes no selector");
+    }
+    Ok(c.reg)
+}
+
+/// `vadd vsub vabsdiff vmin vmax vshl vshr` (9.7.18.1.1–2).
+pub(super) fn video(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
+    let op = VideoOp::from_ptx(cx.opcode).expect("dispatched by opcode");
+    let shift = matches!(op, VideoOp::Vshl | VideoOp::Vshr);
+    let [dty, aty, bty] = video_types::<3>(cx, "three types (.dtype.atype.btype)")?;
+    let sat = cx.flag("sat");
+    let mode = if shift {
+        if bty != Type::U32 {
+            return err(
+                cx.head,
+                format!("the shift amount of `{}` is .u32", cx.opcode),
+            );
+        }
+        Some(
+            cx.pick(ShfMode::from_ptx)?
+                .ok_or_else(|| super::Diagnostic::new(cx.head, "shifts need .clamp or .wrap"))?,
+        )
+    } else {
+        None
+    };
+    let (d, tail) = shape(cx, ops)?;
+    Ok(Inst::Video {
+        op,
+        dty,
+        aty,
+        bty,
+        sat,
+        mode,
+        tail,
+        d,
+        a: source(cx, &ops[1])?,
+        b: source(cx, &ops[2])?,
+    })
+}
+
+/// `vset` (9.7.18.1.4).
+pub(super) fn vset(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
+    let [aty, bty] = video_types::<2>(cx, "two types (.atype.btype)")?;
+    let cmp = cx
+        .pick(CmpOp::from_ptx)?
+        .ok_or_else(|| super::Diagnostic::new(cx.head, "vset needs a comparison"))?;
+    use CmpOp::*;
+    if !matches!(cmp, Eq | Ne | Lt | Le | Gt | Ge) {
+        return err(
+            cx.head,
+            format!("vset compares with .eq .ne .lt .le .gt .ge, not {cmp}"),
+        );
+    }
+    let (d, tail) = shape(cx, ops)?;
+    Ok(Inst::Vset {
+        aty,
+        bty,
+        cmp,
+        tail,
+        d,
+        a: source(cx, &ops[1])?,
+        b: source(cx, &ops[2])?,
+    })
+}
+
+/// `vmad` (9.7.18.1.3).
+pub(super) fn vmad(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
+    let [dty, aty, bty] = video_types::<3>(cx, "three types (.dtype.atype.btype)")?;
+    let po = cx.flag("po");
+    let sat = cx.flag("sat");
+    let scale = cx.pick(VmadScale::from_ptx)?;
+    cx.count(ops, 4)?;
+    let d = source(cx, &ops[0])?;
+    if d.sel.is_some() {
+        return err(ops[0].span, "vmad's destination takes no selector");
+    }
+    let (a, neg_a) = maybe_negated(cx, &ops[1])?;
+    let (b, neg_b) = maybe_negated(cx, &ops[2])?;
+    let (c, neg_c) = maybe_negated(cx, &ops[3])?;
+    if c.sel.is_some() {
+        return err(ops[3].span, "c takes no selector");
+    }
+    let negated = [(neg_a, 1), (neg_b, 2), (neg_c, 3)];
+    if po && let Some((_, k)) = negated.iter().find(|(n, _)| *n) {
+        return err(ops[*k].span, "operands of vmad.po cannot be negated");
+    }
+    let neg_product = neg_a ^ neg_b;
+    if neg_product && neg_c {
+        return err(
+            ops[3].span,
+            "vmad negates either the product or c, not both",
+        );
+    }
+    Ok(Inst::Vmad {
+        dty,
+        aty,
+        bty,
+        po,
+        sat,
+        scale,
+        neg_product,
+        neg_c,
+        d: d.reg,
+        a,
+        b,
+        c: c.reg,
+    })
+}

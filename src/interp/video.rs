@@ -1,0 +1,188 @@
+//! The scalar video instructions (PTX ISA 9.7.18.1), following the manual's pseudocode:
+//! `partSelectSignExtend`, the primary operation, `optSaturate`, `optSecondaryOp` or
+//! `optMerge`, and `vmad`'s 128-bit intermediate. Values are computed exactly in i128; where the
+//! manual's text and pseudocode differ, the reading taken is written beside the code and in the
+//! README's semantics notes.
+
+use super::int::sext;
+use crate::ast::{CmpOp, Selector, ShfMode, Type, VideoOp, VideoSecOp, VideoTail, VmadScale};
+
+/// `partSelectSignExtend`: the selected byte, half-word or word of x, sign-extended for a
+/// signed type and zero-extended otherwise (an .s33 value).
+fn part_select(x: u64, ty: Type, sel: Option<Selector>) -> i128 {
+    let (pos, bits) = Selector::bits_of(sel);
+    let v = (x >> pos) & ((1u64 << bits) - 1);
+    if ty.is_signed() {
+        sext(v, bits) as i128
+    } else {
+        v as i128
+    }
+}
+
+/// `optSaturate`: clamps to the destination's range — signed or unsigned by dtype, and the
+/// byte or half-word range when the result is merged into a part of c.
+fn saturate(tmp: i128, sat: bool, signed: bool, dsel: Option<Selector>) -> i128 {
+    if !sat {
+        return tmp;
+    }
+    let bits = Selector::bits_of(dsel).1;
+    let (lo, hi) = if signed {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    };
+    tmp.clamp(lo, hi)
+}
+
+/// `optSecondaryOp` / `optMerge` and the final truncation to 32 bits. The third operand's
+/// signedness is dtype's (unsigned for `vset`).
+fn finish(tail: VideoTail, tmp: i128, c: u64, c_signed: bool) -> u64 {
+    let r = match tail {
+        VideoTail::None => tmp,
+        VideoTail::Secondary(op, _) => {
+            let c = if c_signed {
+                sext(c, 32) as i128
+            } else {
+                (c & 0xffff_ffff) as i128
+            };
+            match op {
+                VideoSecOp::Add => tmp + c,
+                VideoSecOp::Min => tmp.min(c),
+                VideoSecOp::Max => tmp.max(c),
+            }
+        }
+        VideoTail::Merge(sel, _) => {
+            let (pos, bits) = Selector::bits_of(Some(sel));
+            let mask = ((1i128 << bits) - 1) << pos;
+            ((tmp << pos) & mask) | (c as i128 & !mask)
+        }
+    };
+    r as u64 & 0xffff_ffff
+}
+
+/// The inputs of one video instruction: a, b and c as read from their registers.
+#[derive(Clone, Copy, Debug)]
+pub struct Sources {
+    pub a: u64,
+    pub asel: Option<Selector>,
+    pub b: u64,
+    pub bsel: Option<Selector>,
+    pub c: u64,
+}
+
+/// The modifiers of one `vadd vsub vabsdiff vmin vmax vshl vshr`.
+#[derive(Clone, Copy, Debug)]
+pub struct Form {
+    pub op: VideoOp,
+    pub dty: Type,
+    pub aty: Type,
+    pub bty: Type,
+    pub sat: bool,
+    pub mode: Option<ShfMode>,
+    pub tail: VideoTail,
+}
+
+/// `vadd vsub vabsdiff vmin vmax` (9.7.18.1.1) and `vshl vshr` (9.7.18.1.2).
+///
+/// Shifts: `.clamp` limits the amount to 32, `.wrap` takes it mod 32. A left shift of an .s33
+/// value by up to 32 needs 65 bits, more than the manual's .s34 intermediate; we keep the
+/// exact value, so `.sat` and `.min/.max` see its true magnitude (not verified on hardware).
+pub fn video(f: Form, s: Sources) -> u64 {
+    let Form {
+        op,
+        dty,
+        aty,
+        bty,
+        sat,
+        mode,
+        tail,
+    } = f;
+    let ta = part_select(s.a, aty, s.asel);
+    let tb = part_select(s.b, bty, s.bsel);
+    let amount = || match mode {
+        Some(ShfMode::Wrap) => tb & 0x1f,
+        _ => tb.min(32),
+    } as u32;
+    let tmp = match op {
+        VideoOp::Vadd => ta + tb,
+        VideoOp::Vsub => ta - tb,
+        VideoOp::Vabsdiff => (ta - tb).abs(),
+        VideoOp::Vmin => ta.min(tb),
+        VideoOp::Vmax => ta.max(tb),
+        VideoOp::Vshl => ta << amount(),
+        VideoOp::Vshr => ta >> amount(),
+    };
+    let tmp = saturate(tmp, sat, dty.is_signed(), tail.dsel());
+    finish(tail, tmp, s.c, dty.is_signed())
+}
+
+/// `vset` (9.7.18.1.4): 1 if the comparison holds, else 0; c and d are unsigned.
+pub fn vset(aty: Type, bty: Type, cmp: CmpOp, tail: VideoTail, s: Sources) -> u64 {
+    let ta = part_select(s.a, aty, s.asel);
+    let tb = part_select(s.b, bty, s.bsel);
+    let t = match cmp {
+        CmpOp::Eq => ta == tb,
+        CmpOp::Ne => ta != tb,
+        CmpOp::Lt => ta < tb,
+        CmpOp::Le => ta <= tb,
+        CmpOp::Gt => ta > tb,
+        CmpOp::Ge => ta >= tb,
+        other => unreachable!("validated: vset does not take {other}"),
+    };
+    finish(tail, t as i128, s.c, false)
+}
+
+/// The modifiers of one `vmad`.
+#[derive(Clone, Copy, Debug)]
+pub struct Vmad {
+    pub aty: Type,
+    pub bty: Type,
+    pub po: bool,
+    pub sat: bool,
+    pub scale: Option<VmadScale>,
+    pub neg_product: bool,
+    pub neg_c: bool,
+}
+
+/// `vmad` (9.7.18.1.3): (±a·b) + (±c) (+1 for `.po`) over 128 bits, negation as ones'
+/// complement plus the lsb, scaled by `.shr7/.shr15`, the low 64 bits saturated to the final
+/// type's 32-bit range.
+///
+/// c is extended by the sign of the intermediate result, as the text says, before a negation
+/// (128-bit complement): `(u32 * u32) - u32` subtracts c's unsigned value. The pseudocode
+/// sign-extends `~c` instead, which differs only there and only for c ≥ 2^31.
+pub fn vmad(m: Vmad, s: Sources) -> u64 {
+    let ta = part_select(s.a, m.aty, s.asel);
+    let tb = part_select(s.b, m.bty, s.bsel);
+    let signed_product = m.aty.is_signed() || m.bty.is_signed() || m.neg_product;
+    let signed_final = signed_product || m.neg_c;
+    let mut tmp = ta * tb;
+    let mut c = if signed_product {
+        sext(s.c, 32) as i128
+    } else {
+        (s.c & 0xffff_ffff) as i128
+    };
+    let mut lsb = 0;
+    if m.po {
+        lsb = 1;
+    } else if m.neg_product {
+        tmp = !tmp;
+        lsb = 1;
+    } else if m.neg_c {
+        c = !c;
+        lsb = 1;
+    }
+    let tmp = tmp.wrapping_add(c).wrapping_add(lsb);
+    let shift = match m.scale {
+        None => 0,
+        Some(VmadScale::Shr7) => 7,
+        Some(VmadScale::Shr15) => 15,
+    };
+    let result = ((tmp as u128) >> shift) as u64;
+    let result = match (m.sat, signed_final) {
+        (false, _) => result,
+        (true, true) => (result as i64).clamp(i32::MIN as i64, i32::MAX as i64) as u64,
+        (true, false) => result.min(u32::MAX as u64),
+    };
+    result & 0xffff_ffff
+}

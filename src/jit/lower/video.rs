@@ -1,0 +1,250 @@
+//! The scalar video instructions (PTX ISA 9.7.18.1) as inline Cranelift IR, with the rules of
+//! `interp::video`. Everything runs in i64, which holds every .s33 input and .s34 result, with
+//! two exceptions shown where they arise: `vshl` (a 65-bit exact result, tracked as its low 64
+//! bits plus an overflow-aware comparison key) and `vmad.sat` (the saturated window of the
+//! 128-bit sum reaches past bit 64, so it is computed in i128).
+
+use super::Lower;
+use crate::ast::{
+    CmpOp, Inst, Operand, Selector, ShfMode, Type, VideoOp, VideoSecOp, VideoSrc, VideoTail,
+    VmadScale,
+};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+
+impl Lower<'_, '_> {
+    pub(super) fn video(&mut self, inst: &Inst) {
+        match inst {
+            Inst::Video {
+                op,
+                dty,
+                aty,
+                bty,
+                sat,
+                mode,
+                tail,
+                d,
+                a,
+                b,
+            } => {
+                let ta = self.part_select(*a, *aty);
+                let tb = self.part_select(*b, *bty);
+                // (key, lo): the exact result for comparisons, and its low 64 bits.
+                let (key, lo) = match op {
+                    VideoOp::Vadd => self.same(|l| l.b.ins().iadd(ta, tb)),
+                    VideoOp::Vsub => self.same(|l| l.b.ins().isub(ta, tb)),
+                    VideoOp::Vabsdiff => self.same(|l| {
+                        let diff = l.b.ins().isub(ta, tb);
+                        l.b.ins().iabs(diff)
+                    }),
+                    VideoOp::Vmin => self.same(|l| l.b.ins().smin(ta, tb)),
+                    VideoOp::Vmax => self.same(|l| l.b.ins().smax(ta, tb)),
+                    VideoOp::Vshl => {
+                        let n = self.shift_amount(*mode, tb);
+                        let lo = self.b.ins().ishl(ta, n);
+                        // Shifting back tells whether bits were lost; then the exact value
+                        // lies beyond the i64 range, on ta's side of zero.
+                        let back = self.b.ins().sshr(lo, n);
+                        let lost = self.b.ins().icmp(IntCC::NotEqual, back, ta);
+                        let negative = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, ta, 0);
+                        let min = self.iconst(types::I64, i64::MIN as u64);
+                        let max = self.iconst(types::I64, i64::MAX as u64);
+                        let beyond = self.b.ins().select(negative, min, max);
+                        (self.b.ins().select(lost, beyond, lo), lo)
+                    }
+                    VideoOp::Vshr => {
+                        let n = self.shift_amount(*mode, tb);
+                        self.same(|l| l.b.ins().sshr(ta, n))
+                    }
+                };
+                let (key, lo) = self.video_saturate(key, lo, *sat, dty.is_signed(), *tail);
+                let v = self.video_finish(*tail, key, lo, dty.is_signed());
+                self.set_reg(*d, Type::B32, v);
+            }
+            Inst::Vset {
+                aty,
+                bty,
+                cmp,
+                tail,
+                d,
+                a,
+                b,
+            } => {
+                let ta = self.part_select(*a, *aty);
+                let tb = self.part_select(*b, *bty);
+                let cc = match cmp {
+                    CmpOp::Eq => IntCC::Equal,
+                    CmpOp::Ne => IntCC::NotEqual,
+                    CmpOp::Lt => IntCC::SignedLessThan,
+                    CmpOp::Le => IntCC::SignedLessThanOrEqual,
+                    CmpOp::Gt => IntCC::SignedGreaterThan,
+                    CmpOp::Ge => IntCC::SignedGreaterThanOrEqual,
+                    other => unreachable!("validated: vset does not take {other}"),
+                };
+                let t = self.b.ins().icmp(cc, ta, tb);
+                let t = self.b.ins().uextend(types::I64, t);
+                let v = self.video_finish(*tail, t, t, false);
+                self.set_reg(*d, Type::B32, v);
+            }
+            Inst::Vmad {
+                aty,
+                bty,
+                po,
+                sat,
+                scale,
+                neg_product,
+                neg_c,
+                d,
+                a,
+                b,
+                c,
+                ..
+            } => {
+                let ta = self.part_select(*a, *aty);
+                let tb = self.part_select(*b, *bty);
+                let signed_product = aty.is_signed() || bty.is_signed() || *neg_product;
+                let signed_final = signed_product || *neg_c;
+                let c = self.get(&Operand::Reg(*c), Type::B32);
+                let shift = match scale {
+                    None => 0,
+                    Some(VmadScale::Shr7) => 7,
+                    Some(VmadScale::Shr15) => 15,
+                };
+                // Without .sat only bits [shift, shift+32) of the sum are kept, all below
+                // bit 47: the low 64 bits of every term suffice. With .sat the whole 64-bit
+                // window [shift, shift+64) counts, and the product of two .s33 values has 66.
+                let wide = if *sat { types::I128 } else { types::I64 };
+                let mut prod = self.b.ins().imul(ta, tb);
+                if *sat {
+                    let hi = self.b.ins().smulhi(ta, tb);
+                    prod = self.b.ins().iconcat(prod, hi);
+                }
+                let mut cw = self.resize(c, wide, signed_product);
+                let lsb = *po || *neg_product || *neg_c;
+                if !*po && *neg_product {
+                    prod = self.b.ins().bnot(prod);
+                } else if !*po && *neg_c {
+                    cw = self.b.ins().bnot(cw);
+                }
+                let sum = self.b.ins().iadd(prod, cw);
+                let sum = if lsb {
+                    let one = self.b.ins().iconst(types::I64, 1);
+                    let one = self.resize(one, wide, false);
+                    self.b.ins().iadd(sum, one)
+                } else {
+                    sum
+                };
+                let scaled = if shift > 0 {
+                    self.b.ins().ushr_imm_s(sum, shift)
+                } else {
+                    sum
+                };
+                let mut result = self.resize(scaled, types::I64, false);
+                if *sat {
+                    result = if signed_final {
+                        let lo = self.iconst(types::I64, i32::MIN as i64 as u64);
+                        let hi = self.iconst(types::I64, i32::MAX as u64);
+                        let r = self.b.ins().smax(result, lo);
+                        self.b.ins().smin(r, hi)
+                    } else {
+                        let hi = self.iconst(types::I64, u32::MAX as u64);
+                        self.b.ins().umin(result, hi)
+                    };
+                }
+                let v = self.b.ins().ireduce(types::I32, result);
+                self.set_reg(*d, Type::B32, v);
+            }
+            _ => unreachable!("not a video instruction"),
+        }
+    }
+
+    /// A result whose comparison key and low bits are the same value.
+    fn same(&mut self, f: impl FnOnce(&mut Self) -> Value) -> (Value, Value) {
+        let v = f(self);
+        (v, v)
+    }
+
+    /// `partSelectSignExtend`: the selected part of a 32-bit register as an i64.
+    fn part_select(&mut self, src: VideoSrc, ty: Type) -> Value {
+        let v = self.get(&Operand::Reg(src.reg), Type::B32);
+        let (pos, bits) = Selector::bits_of(src.sel);
+        let v = if pos > 0 {
+            self.b.ins().ushr_imm_s(v, pos as i64)
+        } else {
+            v
+        };
+        let narrow = super::int_type(bits);
+        let v = self.resize(v, narrow, false);
+        self.resize(v, types::I64, ty.is_signed())
+    }
+
+    /// The shift amount (a zero-extended u32 part): at most 32 with `.clamp`, mod 32 with
+    /// `.wrap`.
+    fn shift_amount(&mut self, mode: Option<ShfMode>, tb: Value) -> Value {
+        match mode {
+            Some(ShfMode::Wrap) => self.b.ins().band_imm_s(tb, 0x1f),
+            _ => {
+                let max = self.b.ins().iconst(types::I64, 32);
+                self.b.ins().umin(tb, max)
+            }
+        }
+    }
+
+    /// `optSaturate` on (key, lo): the clamp of the exact value, which fits in i64.
+    fn video_saturate(
+        &mut self,
+        key: Value,
+        lo: Value,
+        sat: bool,
+        signed: bool,
+        tail: VideoTail,
+    ) -> (Value, Value) {
+        if !sat {
+            return (key, lo);
+        }
+        let bits = Selector::bits_of(tail.dsel()).1;
+        let (min, max) = if signed {
+            (-(1i64 << (bits - 1)) as u64, (1u64 << (bits - 1)) - 1)
+        } else {
+            (0, (1u64 << bits) - 1)
+        };
+        let min = self.iconst(types::I64, min);
+        let max = self.iconst(types::I64, max);
+        let r = self.b.ins().smax(key, min);
+        let r = self.b.ins().smin(r, max);
+        (r, r)
+    }
+
+    /// `optSecondaryOp` / `optMerge`, truncated to the 32-bit result.
+    fn video_finish(&mut self, tail: VideoTail, key: Value, lo: Value, c_signed: bool) -> Value {
+        let r = match tail {
+            VideoTail::None => lo,
+            VideoTail::Secondary(op, c) => {
+                let c = self.get(&Operand::Reg(c), Type::B32);
+                let c = self.resize(c, types::I64, c_signed);
+                match op {
+                    VideoSecOp::Add => self.b.ins().iadd(lo, c),
+                    VideoSecOp::Min => {
+                        let less = self.b.ins().icmp(IntCC::SignedLessThan, key, c);
+                        self.b.ins().select(less, lo, c)
+                    }
+                    VideoSecOp::Max => {
+                        let more = self.b.ins().icmp(IntCC::SignedGreaterThan, key, c);
+                        self.b.ins().select(more, lo, c)
+                    }
+                }
+            }
+            VideoTail::Merge(sel, c) => {
+                let c = self.get(&Operand::Reg(c), Type::B32);
+                let c = self.resize(c, types::I64, false);
+                let (pos, bits) = Selector::bits_of(Some(sel));
+                let mask = ((1u64 << bits) - 1) << pos;
+                let v = self.b.ins().ishl_imm_s(lo, pos as i64);
+                let v = self.b.ins().band_imm_s(v, mask as i64);
+                let keep = self.b.ins().band_imm_s(c, !mask as u32 as i64);
+                self.b.ins().bor(v, keep)
+            }
+        };
+        self.b.ins().ireduce(types::I32, r)
+    }
+}

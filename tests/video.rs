@@ -1,0 +1,591 @@
+//! The scalar video instructions (PTX ISA 9.7.18.1) on every engine: every form — each
+//! operation with every combination of types, `.sat`, shift mode, secondary operation or
+//! merge selector, `vset` comparisons, `vmad` negations, `.po` and scales — over edge-biased
+//! inputs, against a model written here from the manual's pseudocode in i128; and each of the
+//! manual's examples with a hand-worked result.
+
+mod common;
+
+use common::{Rng, engines};
+use ptxjit::ast::Type;
+use ptxjit::{Engine, Value};
+
+const SELS: [&str; 6] = ["b0", "b1", "b2", "b3", "h0", "h1"];
+
+#[derive(Clone, Debug)]
+enum Kind {
+    /// vadd … vshr: op, dtype, atype, btype signedness, sat, shift mode.
+    Arith {
+        op: &'static str,
+        d: bool,
+        a: bool,
+        b: bool,
+        sat: bool,
+        wrap: Option<bool>,
+    },
+    Vset {
+        a: bool,
+        b: bool,
+        cmp: &'static str,
+    },
+    Vmad {
+        d: bool,
+        a: bool,
+        b: bool,
+        po: bool,
+        sat: bool,
+        scale: u32,
+        neg: [bool; 3],
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Form {
+    kind: Kind,
+    /// None, a secondary op (`add min max`) or a merge selector.
+    secop: Option<&'static str>,
+    dsel: Option<&'static str>,
+    asel: Option<&'static str>,
+    bsel: Option<&'static str>,
+}
+
+fn ty(signed: bool) -> &'static str {
+    if signed { "s32" } else { "u32" }
+}
+
+impl Form {
+    fn ptx(&self) -> String {
+        let sel = |s: Option<&str>| s.map_or(String::new(), |s| format!(".{s}"));
+        let (a, b) = (
+            format!("%a{}", sel(self.asel)),
+            format!("%b{}", sel(self.bsel)),
+        );
+        let tail = |text: String| match (self.secop, self.dsel) {
+            (Some(op), _) => format!("{text}.{op} %d, {a}, {b}, %c;"),
+            (None, Some(s)) => format!("{text} %d.{s}, {a}, {b}, %c;"),
+            (None, None) => format!("{text} %d, {a}, {b};"),
+        };
+        match &self.kind {
+            Kind::Arith {
+                op,
+                d,
+                a: at,
+                b: bt,
+                sat,
+                wrap,
+            } => {
+                let sat = if *sat { ".sat" } else { "" };
+                let mode = match wrap {
+                    None => "",
+                    Some(true) => ".wrap",
+                    Some(false) => ".clamp",
+                };
+                tail(format!(
+                    "{op}.{}.{}.{}{sat}{mode}",
+                    ty(*d),
+                    ty(*at),
+                    ty(*bt)
+                ))
+            }
+            Kind::Vset { a: at, b: bt, cmp } => tail(format!("vset.{}.{}.{cmp}", ty(*at), ty(*bt))),
+            Kind::Vmad {
+                d,
+                a: at,
+                b: bt,
+                po,
+                sat,
+                scale,
+                neg,
+            } => {
+                let m = |n: bool| if n { "-" } else { "" };
+                format!(
+                    "vmad.{}.{}.{}{}{}{} %d, {}{a}, {}{b}, {}%c;",
+                    ty(*d),
+                    ty(*at),
+                    ty(*bt),
+                    if *po { ".po" } else { "" },
+                    if *sat { ".sat" } else { "" },
+                    match scale {
+                        7 => ".shr7",
+                        15 => ".shr15",
+                        _ => "",
+                    },
+                    m(neg[0]),
+                    m(neg[1]),
+                    m(neg[2])
+                )
+            }
+        }
+    }
+}
+
+// ---- the model: the manual's pseudocode, in i128 ----------------------------------------
+
+fn sel_bits(s: Option<&str>) -> (u32, u32) {
+    match s {
+        None => (0, 32),
+        Some("h0") => (0, 16),
+        Some("h1") => (16, 16),
+        Some(b) => (8 * (b.as_bytes()[1] - b'0') as u32, 8),
+    }
+}
+
+/// partSelectSignExtend.
+fn extract(x: u32, signed: bool, sel: Option<&str>) -> i128 {
+    let (pos, bits) = sel_bits(sel);
+    let v = ((x as u64 >> pos) & ((1u64 << bits) - 1)) as i128;
+    if signed && v >> (bits - 1) & 1 == 1 {
+        v - (1i128 << bits)
+    } else {
+        v
+    }
+}
+
+fn clamp(v: i128, signed: bool, bits: u32) -> i128 {
+    if signed {
+        v.clamp(-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        v.clamp(0, (1i128 << bits) - 1)
+    }
+}
+
+/// optSecondaryOp / optMerge, then the low 32 bits.
+fn tail(f: &Form, tmp: i128, c: u32, c_signed: bool) -> u32 {
+    let cv = if c_signed {
+        c as i32 as i128
+    } else {
+        c as i128
+    };
+    let r = match (f.secop, f.dsel) {
+        (Some("add"), _) => tmp + cv,
+        (Some("min"), _) => tmp.min(cv),
+        (Some(_), _) => tmp.max(cv),
+        (None, Some(s)) => {
+            let (pos, bits) = sel_bits(Some(s));
+            let m = ((1i128 << bits) - 1) << pos;
+            ((tmp & ((1i128 << bits) - 1)) << pos) | (c as i128 & !m)
+        }
+        (None, None) => tmp,
+    };
+    r as u32
+}
+
+fn model(f: &Form, a: u32, b: u32, c: u32) -> u32 {
+    match &f.kind {
+        Kind::Arith {
+            op,
+            d,
+            a: at,
+            b: bt,
+            sat,
+            wrap,
+        } => {
+            let ta = extract(a, *at, f.asel);
+            let tb = extract(b, *bt, f.bsel);
+            let amount = |tb: i128| match wrap {
+                Some(true) => (tb & 0x1f) as u32,
+                _ => tb.min(32) as u32,
+            };
+            let tmp = match *op {
+                "vadd" => ta + tb,
+                "vsub" => ta - tb,
+                "vabsdiff" => (ta - tb).abs(),
+                "vmin" => ta.min(tb),
+                "vmax" => ta.max(tb),
+                // The exact shift (our reading; see the README).
+                "vshl" => ta << amount(tb),
+                _ => ta >> amount(tb),
+            };
+            let tmp = if *sat {
+                clamp(tmp, *d, sel_bits(f.dsel).1)
+            } else {
+                tmp
+            };
+            tail(f, tmp, c, *d)
+        }
+        Kind::Vset { a: at, b: bt, cmp } => {
+            let (ta, tb) = (extract(a, *at, f.asel), extract(b, *bt, f.bsel));
+            let t = match *cmp {
+                "eq" => ta == tb,
+                "ne" => ta != tb,
+                "lt" => ta < tb,
+                "le" => ta <= tb,
+                "gt" => ta > tb,
+                _ => ta >= tb,
+            };
+            tail(f, t as i128, c, false)
+        }
+        Kind::Vmad {
+            a: at,
+            b: bt,
+            po,
+            sat,
+            scale,
+            neg,
+            ..
+        } => {
+            let (ta, tb) = (extract(a, *at, f.asel), extract(b, *bt, f.bsel));
+            let neg_p = neg[0] ^ neg[1];
+            let signed_p = *at || *bt || neg_p;
+            let signed_final = signed_p || neg[2];
+            // c takes the intermediate's sign (the manual's text), then is negated: exact.
+            let cv = if signed_p {
+                c as i32 as i128
+            } else {
+                c as i128
+            };
+            let p = ta * tb;
+            let sum = if *po {
+                p + cv + 1
+            } else if neg_p {
+                -p + cv
+            } else if neg[2] {
+                p - cv
+            } else {
+                p + cv
+            };
+            let result = ((sum as u128) >> scale) as u64;
+            let result = match (*sat, signed_final) {
+                (false, _) => result as i128,
+                (true, true) => clamp(result as i64 as i128, true, 32),
+                (true, false) => clamp(result as i128, false, 32),
+            };
+            result as u32
+        }
+    }
+}
+
+// ---- forms and inputs --------------------------------------------------------------------
+
+fn all_forms(rng: &mut Rng) -> Vec<Form> {
+    let pick_sel = |rng: &mut Rng| -> Option<&'static str> {
+        let k = rng.below(8) as usize;
+        (k < 6).then(|| SELS[k])
+    };
+    let tails: Vec<(Option<&str>, Option<&str>)> = [None, Some("add"), Some("min"), Some("max")]
+        .into_iter()
+        .map(|s| (s, None))
+        .chain(SELS.iter().map(|s| (None, Some(*s))))
+        .collect();
+    let mut forms = Vec::new();
+    let bools = [false, true];
+    for op in ["vadd", "vsub", "vabsdiff", "vmin", "vmax", "vshl", "vshr"] {
+        let shift = op.starts_with("vsh");
+        for d in bools {
+            for a in bools {
+                for b in bools {
+                    if shift && b {
+                        continue;
+                    }
+                    for sat in bools {
+                        let modes: &[Option<bool>] = if shift {
+                            &[Some(false), Some(true)]
+                        } else {
+                            &[None]
+                        };
+                        for wrap in modes {
+                            for (secop, dsel) in &tails {
+                                forms.push(Form {
+                                    kind: Kind::Arith {
+                                        op,
+                                        d,
+                                        a,
+                                        b,
+                                        sat,
+                                        wrap: *wrap,
+                                    },
+                                    secop: *secop,
+                                    dsel: *dsel,
+                                    asel: pick_sel(rng),
+                                    bsel: pick_sel(rng),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for a in bools {
+        for b in bools {
+            for cmp in ["eq", "ne", "lt", "le", "gt", "ge"] {
+                for (secop, dsel) in &tails {
+                    forms.push(Form {
+                        kind: Kind::Vset { a, b, cmp },
+                        secop: *secop,
+                        dsel: *dsel,
+                        asel: pick_sel(rng),
+                        bsel: pick_sel(rng),
+                    });
+                }
+            }
+        }
+    }
+    let negations = [
+        [false, false, false],
+        [true, false, false],
+        [false, true, false],
+        [true, true, false],
+        [false, false, true],
+        [true, true, true],
+    ];
+    for d in bools {
+        for a in bools {
+            for b in bools {
+                for sat in bools {
+                    for scale in [0, 7, 15] {
+                        for (po, neg) in negations
+                            .iter()
+                            .map(|n| (false, *n))
+                            .chain([(true, [false; 3])])
+                        {
+                            forms.push(Form {
+                                kind: Kind::Vmad {
+                                    d,
+                                    a,
+                                    b,
+                                    po,
+                                    sat,
+                                    scale,
+                                    neg,
+                                },
+                                secop: None,
+                                dsel: None,
+                                asel: pick_sel(rng),
+                                bsel: pick_sel(rng),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    forms
+}
+
+const EDGES: &[u32] = &[
+    0,
+    1,
+    0xffff_ffff,
+    0x7f,
+    0x80,
+    0xff,
+    0x7fff,
+    0x8000,
+    0xffff,
+    0x7fff_ffff,
+    0x8000_0000,
+    31,
+    32,
+    33,
+    255,
+    0x0101_0101,
+    0x8080_8080,
+    0x7f7f_7f7f,
+    0xffff_0000,
+    0x0000_8000,
+    0x8000_7fff,
+];
+
+fn value(rng: &mut Rng) -> u32 {
+    match rng.below(3) {
+        0 => EDGES[rng.below(EDGES.len() as u64) as usize],
+        // Bytes from the edges of every part.
+        1 => (0..4).fold(0, |v, k| {
+            let b = [0x00, 0x01, 0x7f, 0x80, 0xff, 0x20, 0x21][rng.below(7) as usize];
+            v | (b << (8 * k))
+        }),
+        _ => rng.next() as u32,
+    }
+}
+
+fn module(forms: &[Form]) -> String {
+    let mut s = String::from(".version 7.8\n.target sm_80\n.address_size 64\n");
+    for (k, f) in forms.iter().enumerate() {
+        s += &format!(
+            ".visible .func (.param .b32 r) f{k}(.param .b32 a, .param .b32 b, .param .b32 c)\n{{\n\
+             \x20 .reg .b32 %a, %b, %c, %d;\n  ld.param.b32 %a, [a];\n  ld.param.b32 %b, [b];\n  \
+             ld.param.b32 %c, [c];\n  mov.b32 %d, 0;\n  {}\n  st.param.b32 [r], %d;\n  ret;\n}}\n",
+            f.ptx()
+        );
+    }
+    s
+}
+
+fn call(e: &dyn Engine, name: &str, a: u32, b: u32, c: u32) -> u32 {
+    let v = |x: u32| Value::new(Type::B32, x as u64);
+    e.call(name, &[v(a), v(b), v(c)])
+        .unwrap_or_else(|err| panic!("{name}: {err}"))[0]
+        .bits as u32
+}
+
+#[test]
+fn every_form_matches_the_pseudocode_model() {
+    let mut rng = Rng::new(918);
+    let forms = all_forms(&mut rng);
+    assert!(forms.len() > 1500, "{} forms", forms.len());
+    let ptx = module(&forms);
+    let engines = engines(&ptx);
+    for (k, f) in forms.iter().enumerate() {
+        for _ in 0..24 {
+            let (a, b, c) = (value(&mut rng), value(&mut rng), value(&mut rng));
+            let want = model(f, a, b, c);
+            for (name, e) in &engines {
+                let got = call(e.as_ref(), &format!("f{k}"), a, b, c);
+                assert_eq!(
+                    got,
+                    want,
+                    "{name}: `{}` with a={a:#x} b={b:#x} c={c:#x}",
+                    f.ptx()
+                );
+            }
+        }
+    }
+}
+
+/// Runs one instruction on registers a, b, c (named %a %b %c; the result in %d).
+fn run_one(text: &str, a: u32, b: u32, c: u32) -> u32 {
+    let ptx = format!(
+        ".version 7.8\n.target sm_80\n.address_size 64\n\
+         .visible .func (.param .b32 r) f(.param .b32 a, .param .b32 b, .param .b32 c)\n{{\n\
+         \x20 .reg .b32 %a, %b, %c, %d;\n  ld.param.b32 %a, [a];\n  ld.param.b32 %b, [b];\n  \
+         ld.param.b32 %c, [c];\n  mov.b32 %d, 0;\n  {text}\n  st.param.b32 [r], %d;\n  ret;\n}}\n"
+    );
+    let mut out = Vec::new();
+    for (name, e) in engines(&ptx) {
+        out.push((name, call(e.as_ref(), "f", a, b, c)));
+    }
+    assert!(out.iter().all(|(_, v)| *v == out[0].1), "{text}: {out:x?}");
+    out[0].1
+}
+
+#[test]
+fn the_manuals_examples() {
+    // 9.7.18.1.1: b0 of a as u32 (255) + h0 of b as s32 (-32768) = -32513.
+    assert_eq!(
+        run_one("vadd.s32.u32.s32.sat %d, %a.b0, %b.h0;", 0xff, 0x8000, 0),
+        0xffff_80ff
+    );
+    // h1 of a as s32 (-32768) - h1 of b as u32 (65535) = -98303.
+    assert_eq!(
+        run_one(
+            "vsub.s32.s32.u32.sat %d, %a.h1, %b.h1;",
+            0x8000_0000,
+            0xffff_0000,
+            0
+        ),
+        0xfffe_8001
+    );
+    // |-128 - 127| = 255, saturated to s16 (fits), merged into c's low half.
+    assert_eq!(
+        run_one(
+            "vabsdiff.s32.s32.s32.sat %d.h0, %a.b0, %b.b2, %c;",
+            0x80,
+            0x007f_0000,
+            0x1234_5678
+        ),
+        0x1234_00ff
+    );
+    // min(-5, 7) + 100 = 95.
+    assert_eq!(
+        run_one(
+            "vmin.s32.s32.s32.sat.add %d, %a, %b, %c;",
+            -5i32 as u32,
+            7,
+            100
+        ),
+        95
+    );
+    // 9.7.18.1.2: a shift of 40 clamps to 32: 3 << 32 leaves 0 in the low word; 4 gives 0x30.
+    assert_eq!(run_one("vshl.s32.u32.u32.clamp %d, %a, %b;", 3, 40, 0), 0);
+    assert_eq!(run_one("vshl.s32.u32.u32.clamp %d, %a, %b;", 3, 4, 0), 0x30);
+    // h1 of b is 35, wrapped to 3.
+    assert_eq!(
+        run_one(
+            "vshr.u32.u32.u32.wrap %d, %a, %b.h1;",
+            0x8000_0000,
+            0x0023_0000,
+            0
+        ),
+        0x1000_0000
+    );
+    // 9.7.18.1.3: -3 · 5 - 10 = -25.
+    assert_eq!(
+        run_one("vmad.s32.s32.u32.sat %d, %a, %b, -%c;", -3i32 as u32, 5, 10),
+        -25i32 as u32
+    );
+    // (65535 · 65535 + 32768) >> 15 = 131069.
+    assert_eq!(
+        run_one(
+            "vmad.u32.u32.u32.shr15 %d, %a.h0, %b.h0, %c;",
+            0xffff,
+            0xffff,
+            0x8000
+        ),
+        131069
+    );
+    // 9.7.18.1.4: -1 (s32) < 0 (u32); h1 of b (5) == 5.
+    assert_eq!(run_one("vset.s32.u32.lt %d, %a, %b;", 0xffff_ffff, 0, 0), 1);
+    assert_eq!(
+        run_one("vset.u32.u32.ne %d, %a, %b.h1;", 5, 0x0005_0000, 0),
+        0
+    );
+}
+
+#[test]
+fn readings_where_the_manual_is_ambiguous() {
+    // (u32 · u32) - u32 subtracts c's unsigned value: 6 - 2^31 fits s32 (the pseudocode's
+    // sign-extended ~c would give 6 + 2^31 and saturate to 0x7fffffff).
+    assert_eq!(
+        run_one("vmad.s32.u32.u32.sat %d, %a, %b, -%c;", 2, 3, 0x8000_0000),
+        0x8000_0006
+    );
+    // vshl keeps the exact shifted value: 0xffffffff << 8 saturates to u32 max (a 34-bit
+    // intermediate would wrap negative and saturate to 0).
+    assert_eq!(
+        run_one("vshl.u32.u32.u32.clamp.sat %d, %a, %b;", 0xffff_ffff, 8, 0),
+        0xffff_ffff
+    );
+    // ... and .min sees it too: min(2^40 - 256, 7) = 7.
+    assert_eq!(
+        run_one(
+            "vshl.u32.u32.u32.clamp.min %d, %a, %b, %c;",
+            0xffff_ffff,
+            8,
+            7
+        ),
+        7
+    );
+}
+
+#[test]
+fn malformed_video_instructions_are_located_errors() {
+    for (line, msg) in [
+        ("vmad.s32.s32.s32.po %d, -%a, %b, %c;", "cannot be negated"),
+        (
+            "vmad.s32.s32.s32 %d, -%a, %b, -%c;",
+            "either the product or c",
+        ),
+        (
+            "vadd.s32.s32.s32 %d, %a, %b, %c;",
+            "needs `.add`/`.min`/`.max`",
+        ),
+        (
+            "vadd.s32.s32.s32.add %d.h0, %a, %b, %c;",
+            "cannot be combined",
+        ),
+        ("vshl.s32.s32.s32.clamp %d, %a, %b;", "shift amount"),
+        ("vshr.s32.s32.u32 %d, %a, %b;", ".clamp or .wrap"),
+        ("vset.s32.s32.lo %d, %a, %b;", "vset compares"),
+        ("vadd.s32.s64.s32 %d, %a, %b;", "takes .u32 or .s32"),
+        ("vmin.s32.s32 %d, %a, %b;", "three types"),
+        ("vadd.s32.s32.s32 %d.h0, %a, %b;", "fourth operand"),
+    ] {
+        let ptx = format!(
+            ".version 7.8\n.target sm_80\n.address_size 64\n.visible .func f()\n{{\n  .reg .b32 %a, %b, %c, %d;\n  {line}\n  ret;\n}}\n"
+        );
+        let e = ptxjit::Module::parse(&ptx).expect_err(line).to_string();
+        assert!(e.contains(msg), "{line}: {e}");
+        assert!(e.contains("<input>:7:"), "{line}: {e}");
+    }
+}

@@ -3,8 +3,10 @@
 
 pub mod ast;
 pub mod cli;
+pub mod diff;
 pub mod engine;
 pub mod frontend;
+pub mod generate;
 pub mod interp;
 pub mod jit;
 pub mod memcheck;

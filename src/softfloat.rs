@@ -152,38 +152,48 @@ pub fn fma(f: Fmt, r: Rounding, a: u64, b: u64, c: u64) -> u64 {
 
 /// √a, rounded once. The round-to-nearest root is computed by the host (IEEE-754 requires it
 /// correctly rounded); the exact residual a − r² (one fused multiply-add, exact for a
-/// correctly rounded root) tells on which side of the true root r lies, which fixes the
-/// directed modes.
+/// correctly rounded root as long as it does not underflow) tells on which side of the true
+/// root r lies, which fixes the directed modes. Tiny inputs are first scaled by an even power
+/// of two (exactly), so that the residual stays normal; the root is scaled back exactly,
+/// since the root of any value, even a subnormal one, is normal.
 pub fn sqrt(f: Fmt, r: Rounding, a: u64) -> u64 {
-    match f {
-        Fmt::F32 => {
-            let x = f32::from_bits(a as u32);
+    macro_rules! directed_sqrt {
+        ($t:ty, $x:expr, $tiny:expr, $up:expr, $down:expr) => {{
+            let x: $t = $x;
             let root = x.sqrt();
             if root.is_nan() || root.is_infinite() || root == 0.0 || r == Rounding::Rn {
                 return root.to_bits() as u64;
             }
-            let residual = (-root).mul_add(root, x);
+            let (xs, back) = if x < $tiny {
+                (x * $up, $down)
+            } else {
+                (x, 1.0)
+            };
+            let root = xs.sqrt();
+            let residual = (-root).mul_add(root, xs);
             let adjusted = match r {
                 Rounding::Rz | Rounding::Rm if residual < 0.0 => root.next_down(),
                 Rounding::Rp if residual > 0.0 => root.next_up(),
                 _ => root,
             };
-            adjusted.to_bits() as u64
-        }
-        Fmt::F64 => {
-            let x = f64::from_bits(a);
-            let root = x.sqrt();
-            if root.is_nan() || root.is_infinite() || root == 0.0 || r == Rounding::Rn {
-                return root.to_bits();
-            }
-            let residual = (-root).mul_add(root, x);
-            let adjusted = match r {
-                Rounding::Rz | Rounding::Rm if residual < 0.0 => root.next_down(),
-                Rounding::Rp if residual > 0.0 => root.next_up(),
-                _ => root,
-            };
-            adjusted.to_bits()
-        }
+            (adjusted * back).to_bits() as u64
+        }};
+    }
+    match f {
+        Fmt::F32 => directed_sqrt!(
+            f32,
+            f32::from_bits(a as u32),
+            2f32.powi(-60),
+            2f32.powi(100),
+            2f32.powi(-50)
+        ),
+        Fmt::F64 => directed_sqrt!(
+            f64,
+            f64::from_bits(a),
+            2f64.powi(-900),
+            2f64.powi(1000),
+            2f64.powi(-500)
+        ),
     }
 }
 

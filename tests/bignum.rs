@@ -94,7 +94,7 @@ fn montgomery_multiplication_matches_num_bigint() {
     let threads = 64;
     let mut rng = Rng::new(254);
     let random = |rng: &mut Rng| {
-        let bytes: Vec<u8> = (0..4).flat_map(|_| rng.next().to_le_bytes()).collect();
+        let bytes: Vec<u8> = (0..4).flat_map(|_| rng.next_u64().to_le_bytes()).collect();
         BigUint::from_bytes_le(&bytes) % &p
     };
     let mut xs: Vec<BigUint> = (0..threads).map(|_| random(&mut rng)).collect();

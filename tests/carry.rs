@@ -38,7 +38,7 @@ fn manual_multiword_multiply_matches_u128() {
                 0 => (u64::MAX, u64::MAX),
                 1 => (0, u64::MAX),
                 2 => (1 << 32, (1 << 32) - 1),
-                _ => (rng.next() >> rng.below(64), rng.next() >> rng.below(64)),
+                _ => (rng.next_u64() >> rng.below(64), rng.next_u64() >> rng.below(64)),
             };
             let words = [x as u32, (x >> 32) as u32, y as u32, (y >> 32) as u32];
             let args: Vec<Value> = words.iter().map(|w| Value::u32(*w)).collect();
@@ -234,7 +234,7 @@ fn random_carry_chains_match_the_wide_model() {
         for (name, engine) in engines(&ptx) {
             for _ in 0..16 {
                 let inputs: Vec<u64> = (0..4)
-                    .map(|_| if rng.below(3) == 0 { edge[rng.below(edge.len() as u64) as usize] } else { rng.next() } & mask)
+                    .map(|_| if rng.below(3) == 0 { edge[rng.below(edge.len() as u64) as usize] } else { rng.next_u64() } & mask)
                     .collect();
                 let flag = rng.below(2);
                 let vty = match ty {

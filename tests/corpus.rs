@@ -163,7 +163,7 @@ macro_rules! corpus_test {
 }
 
 fn any(r: &mut Rng, _: usize) -> u64 {
-    r.next()
+    r.next_u64()
 }
 fn small_f32(r: &mut Rng, _: usize) -> u64 {
     f32_bits(r.f64_in(-100.0, 100.0))
@@ -236,7 +236,7 @@ corpus_test!(
             0 => 0,
             1 => u32::MAX as u64,
             2 => 1,
-            _ => r.next() >> (r.below(32) + 32),
+            _ => r.next_u64() >> (r.below(32) + 32),
         }),
         Gen::Zeros(4, 512),
     ]
@@ -249,7 +249,7 @@ corpus_test!(
         Gen::Buf(4, 64, |r, i| if i == 0 {
             i32::MIN as u32 as u64
         } else {
-            r.next()
+            r.next_u64()
         }),
         Gen::Buf(4, 64, |r, _| {
             let v = 1 + r.below(5000) as i64;
@@ -258,10 +258,10 @@ corpus_test!(
         Gen::Buf(8, 64, |r, i| if i == 0 {
             i64::MIN as u64
         } else {
-            r.next()
+            r.next_u64()
         }),
         Gen::Buf(8, 64, |r, _| {
-            let v = 1 + (r.next() >> r.below(63)) as i64 / 2;
+            let v = 1 + (r.next_u64() >> r.below(63)) as i64 / 2;
             (if r.below(2) == 0 { -v - 1 } else { v }) as u64
         }),
         Gen::Zeros(8, 384),
@@ -310,9 +310,9 @@ corpus_test!(
         Gen::Buf(4, 64, |r, i| if i < 4 {
             [0, 100, 101, u32::MAX as u64][i]
         } else {
-            r.next() >> r.below(40)
+            r.next_u64() >> r.below(40)
         }),
-        Gen::Buf(4, 64, |r, i| if i == 0 { 0 } else { r.next() }),
+        Gen::Buf(4, 64, |r, i| if i == 0 { 0 } else { r.next_u64() }),
         Gen::Zeros(4, 320),
     ]
 );
@@ -325,7 +325,7 @@ corpus_test!(
         Gen::Buf(4, 64, |r, i| if i == 0 {
             u32::MAX as u64
         } else {
-            r.next()
+            r.next_u64()
         }),
         Gen::Zeros(8, 256),
     ]
@@ -377,7 +377,7 @@ corpus_test!(
     Dim3::x(2),
     Dim3::x(32),
     [
-        Gen::Buf(4, 64 * 16, |r, _| r.next() >> r.below(33)),
+        Gen::Buf(4, 64 * 16, |r, _| r.next_u64() >> r.below(33)),
         Gen::Zeros(4, 64 * 16),
     ]
 );

@@ -32,7 +32,7 @@ fn corpus_func_through_the_typed_handle_and_the_raw_pointer() {
     let raw: extern "C" fn(u64, u64) -> u64 = unsafe { std::mem::transmute(raw) };
     let mut rng = Rng::new(7);
     for _ in 0..1000 {
-        let (h, k) = (rng.next(), rng.next());
+        let (h, k) = (rng.next_u64(), rng.next_u64());
         assert_eq!(f.call((h, k)).unwrap(), mix(h, k), "mix({h:#x}, {k:#x})");
         assert_eq!(raw(h, k), mix(h, k), "raw mix({h:#x}, {k:#x})");
     }
@@ -49,8 +49,8 @@ fn array_parameters_and_returns_go_through_pointers() {
         unsafe { std::mem::transmute(raw) };
     let mut rng = Rng::new(11);
     for _ in 0..1000 {
-        let acc = ((rng.next() as u128) << 64) | rng.next() as u128;
-        let (a, b) = (rng.next(), rng.next());
+        let acc = ((rng.next_u64() as u128) << 64) | rng.next_u64() as u128;
+        let (a, b) = (rng.next_u64(), rng.next_u64());
         let mut out = [0u8; 16];
         raw(&mut out, &acc.to_le_bytes(), a, b);
         let want = acc.wrapping_add(a as u128 * b as u128);

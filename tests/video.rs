@@ -395,7 +395,7 @@ fn value(rng: &mut Rng) -> u32 {
             let b = [0x00, 0x01, 0x7f, 0x80, 0xff, 0x20, 0x21][rng.below(7) as usize];
             v | (b << (8 * k))
         }),
-        _ => rng.next() as u32,
+        _ => rng.next_u64() as u32,
     }
 }
 

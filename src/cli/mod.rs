@@ -387,6 +387,9 @@ fn launch(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(
         match s {
             Spec::Scalar(v) => scalars.push((k, v)),
             Spec::Buffer { ty, bytes } => buffers.push((k, ty, bytes)),
+            Spec::RandomScalar(_) | Spec::RandomBuffer { .. } => {
+                return Err(bad("error: `random` arguments are for `ptxjit diff`"));
+            }
         }
     }
     {

@@ -1,5 +1,6 @@
 //! Values on the command line: scalars typed by a PTX parameter, and `launch`'s argument
-//! SPECs (`TYPE:VALUE`, `TYPE[]:V1,V2`, `TYPE[]:@PATH`, `TYPE[N]`).
+//! SPECs (`TYPE:VALUE`, `TYPE[]:V1,V2`, `TYPE[]:@PATH`, `TYPE[N]`, and for `diff`
+//! `TYPE:random`, `TYPE[N]:random`).
 
 use crate::ast::{Type, TypeKind};
 use crate::engine::Value;
@@ -70,6 +71,13 @@ pub enum Spec {
         ty: Type,
         bytes: Vec<u8>,
     },
+    /// `TYPE:random`: a new edge-biased value each run (`diff`).
+    RandomScalar(Type),
+    /// `TYPE[N]:random`: N new edge-biased elements each run (`diff`).
+    RandomBuffer {
+        ty: Type,
+        n: usize,
+    },
 }
 
 fn spec_type(s: &str) -> Result<Type, String> {
@@ -90,6 +98,9 @@ pub fn parse_spec(spec: &str) -> Result<Spec, String> {
     let Some(open) = head.find('[') else {
         let ty = spec_type(head)?;
         let v = value.ok_or_else(|| format!("`{spec}`: a scalar needs a value, as in {head}:5"))?;
+        if v == "random" {
+            return Ok(Spec::RandomScalar(ty));
+        }
         return Ok(Spec::Scalar(parse_value(ty, v)?));
     };
     let ty = spec_type(&head[..open])?;
@@ -100,13 +111,17 @@ pub fn parse_spec(spec: &str) -> Result<Spec, String> {
         let n: usize = count
             .parse()
             .map_err(|_| format!("`{spec}`: bad element count `{count}`"))?;
-        if value.is_some() {
-            return Err(format!(
-                "`{spec}`: give either a count or values, as in {ty}[]:1,2"
-            ));
-        }
         if n.checked_mul(ty.bytes()).is_none_or(|b| b > 1 << 34) {
             return Err(format!("`{spec}`: buffer too large"));
+        }
+        match value {
+            Some("random") => return Ok(Spec::RandomBuffer { ty, n }),
+            Some(_) => {
+                return Err(format!(
+                    "`{spec}`: give either a count or values, as in {ty}[]:1,2"
+                ));
+            }
+            None => {}
         }
         return Ok(Spec::Buffer {
             ty,
@@ -186,6 +201,17 @@ mod tests {
             Spec::Buffer {
                 ty: Type::F32,
                 bytes: vec![0; 8]
+            }
+        );
+        assert_eq!(
+            parse_spec("s64:random").unwrap(),
+            Spec::RandomScalar(Type::S64)
+        );
+        assert_eq!(
+            parse_spec("f32[3]:random").unwrap(),
+            Spec::RandomBuffer {
+                ty: Type::F32,
+                n: 3
             }
         );
         assert!(parse_spec("q32:1").is_err());

@@ -29,24 +29,6 @@ pub fn jit_with(ptx: &str, options: JitOptions) -> Jit {
     Jit::with_options(module, options).unwrap_or_else(|e| panic!("JIT compilation failed:\n{e}"))
 }
 
-/// A small deterministic generator (xorshift64*), so inputs are the same on every run.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// A uniform float in [lo, hi).
-    pub fn f64_in(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * ((self.next() >> 11) as f64 / (1u64 << 53) as f64)
-    }
-}
+/// The project's deterministic generator, so inputs are the same on every run.
+#[allow(unused_imports)]
+pub use ptxjit::generate::Rng;

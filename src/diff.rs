@@ -1,0 +1,256 @@
+//! Differential runs: the same PTX on the JIT and on the interpreter with the same inputs,
+//! every return value and buffer compared bit for bit (a NaN equals a NaN of its type), and
+//! faults compared by location and message (host addresses aside).
+
+use crate::ast::{Module, Type};
+use crate::engine::{Arg, Dim3, Engine, RunError, Value};
+use crate::generate::{self, Program, Rng};
+use crate::interp::Interpreter;
+use crate::jit::{Jit, JitOptions};
+
+/// An input of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    Scalar(Value),
+    Buffer { ty: Type, bytes: Vec<u8> },
+}
+
+/// What one engine produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Returned(Vec<Value>),
+    /// The buffers after a launch, in argument order.
+    Buffers(Vec<Vec<u8>>),
+    /// A fault, rendered without host addresses.
+    Fault(String),
+}
+
+/// A fault's text with every hex address replaced by `0x…`, so that two engines (whose
+/// buffers live at different host addresses) can be compared.
+pub fn without_addresses(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("0x") {
+        out.push_str(&rest[..i]);
+        out.push_str("0x…");
+        rest = rest[i + 2..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+    }
+    out + rest
+}
+
+fn outcome<T>(r: Result<T, RunError>, ok: impl FnOnce(T) -> Outcome) -> Result<Outcome, RunError> {
+    match r {
+        Ok(v) => Ok(ok(v)),
+        Err(e @ RunError::Fault(..)) => Ok(Outcome::Fault(without_addresses(&e.to_string()))),
+        Err(e) => Err(e),
+    }
+}
+
+/// Calls a `.func`.
+pub fn call(e: &dyn Engine, name: &str, args: &[Value]) -> Result<Outcome, RunError> {
+    outcome(e.call(name, args), Outcome::Returned)
+}
+
+/// Launches a kernel on copies of the inputs.
+pub fn launch(
+    e: &dyn Engine,
+    name: &str,
+    grid: Dim3,
+    block: Dim3,
+    inputs: &[Input],
+) -> Result<Outcome, RunError> {
+    let mut buffers: Vec<Vec<u8>> = inputs
+        .iter()
+        .map(|i| match i {
+            Input::Buffer { bytes, .. } => bytes.clone(),
+            Input::Scalar(_) => Vec::new(),
+        })
+        .collect();
+    let r = {
+        let mut args: Vec<Arg> = inputs
+            .iter()
+            .zip(buffers.iter_mut())
+            .map(|(i, b)| match i {
+                Input::Scalar(v) => Arg::Scalar(*v),
+                Input::Buffer { .. } => Arg::Buffer(b.as_mut_slice()),
+            })
+            .collect();
+        e.launch(name, grid, block, &mut args)
+    };
+    let kept: Vec<Vec<u8>> = inputs
+        .iter()
+        .zip(buffers)
+        .filter(|(i, _)| matches!(i, Input::Buffer { .. }))
+        .map(|(_, b)| b)
+        .collect();
+    outcome(r, |()| Outcome::Buffers(kept))
+}
+
+/// Where two outcomes first differ, in words, or None when they agree. `types` gives the
+/// element type of each buffer (or each return value) for the report.
+pub fn first_difference(jit: &Outcome, interp: &Outcome, types: &[Type]) -> Option<String> {
+    match (jit, interp) {
+        (Outcome::Returned(a), Outcome::Returned(b)) => {
+            a.iter().zip(b).enumerate().find_map(|(k, (x, y))| {
+                (!x.same_as(*y)).then(|| format!("return value {k}: jit {x}, interp {y}"))
+            })
+        }
+        (Outcome::Buffers(a), Outcome::Buffers(b)) => {
+            a.iter().zip(b).enumerate().find_map(|(k, (x, y))| {
+                let ty = types.get(k).copied().unwrap_or(Type::B8);
+                let n = ty.bytes();
+                x.chunks(n)
+                    .zip(y.chunks(n))
+                    .enumerate()
+                    .find_map(|(i, (p, q))| {
+                        let v = |c: &[u8]| {
+                            let mut w = [0u8; 8];
+                            w[..c.len()].copy_from_slice(c);
+                            Value::new(ty, u64::from_le_bytes(w))
+                        };
+                        let (p, q) = (v(p), v(q));
+                        (!p.same_as(q)).then(|| {
+                            format!(
+                                "buffer {k}, element {i} (byte {}): jit {p}, interp {q}",
+                                i * n
+                            )
+                        })
+                    })
+            })
+        }
+        (a, b) if a == b => None,
+        (a, b) => Some(format!("jit: {}\ninterp: {}", describe(a), describe(b))),
+    }
+}
+
+fn describe(o: &Outcome) -> String {
+    match o {
+        Outcome::Returned(v) => format!(
+            "returned {}",
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        Outcome::Buffers(_) => "completed".into(),
+        Outcome::Fault(f) => format!("faulted:\n{f}"),
+    }
+}
+
+/// Both engines for a module (the JIT with its default, checked options).
+pub fn engines(module: Module) -> Result<(Jit, Interpreter), RunError> {
+    let jit = Jit::with_options(
+        module.clone(),
+        JitOptions {
+            verify: true,
+            ..JitOptions::default()
+        },
+    )?;
+    Ok((jit, Interpreter::new(module)))
+}
+
+/// Threads each generated program runs on: 2 blocks of 4.
+pub const GRID: u32 = 2;
+pub const BLOCK: u32 = 4;
+
+/// A generated program on which the engines disagree, shrunk, with the difference.
+#[derive(Clone, Debug)]
+pub struct Disagreement {
+    pub program: Program,
+    pub input: Vec<u8>,
+    pub difference: String,
+}
+
+/// Runs a generated program on both engines over `inputs` random inputs; returns the first
+/// disagreement, shrunk to as few body lines as still disagree. A program that does not
+/// parse or compile is a disagreement too (the generator promises valid PTX).
+pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Option<Disagreement> {
+    let built = Module::parse(&program.ptx())
+        .map_err(|e| e.to_string())
+        .and_then(|m| engines(m).map_err(|e| e.to_string()));
+    let (jit, interp) = match built {
+        Ok(e) => e,
+        Err(e) => {
+            return Some(Disagreement {
+                program: program.clone(),
+                input: Vec::new(),
+                difference: format!("the generated program is not valid:\n{e}"),
+            });
+        }
+    };
+    for _ in 0..inputs {
+        let input = random_input(rng);
+        if let Some(difference) = differ(&jit, &interp, &input) {
+            let (program, difference) = shrink(program.clone(), &input, difference);
+            return Some(Disagreement {
+                program,
+                input,
+                difference,
+            });
+        }
+    }
+    None
+}
+
+/// One random input buffer for every thread of a generated program (typed slots).
+pub fn random_input(rng: &mut Rng) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for _ in 0..GRID * BLOCK {
+        for (ty, n) in [
+            (Type::U32, 8),
+            (Type::U64, 8),
+            (Type::F32, 6),
+            (Type::F64, 4),
+        ] {
+            for _ in 0..n {
+                let v = generate::edge_value(rng, ty);
+                bytes.extend_from_slice(&v.to_le_bytes()[..ty.bytes()]);
+            }
+        }
+    }
+    debug_assert_eq!(bytes.len(), generate::IN_BYTES * (GRID * BLOCK) as usize);
+    bytes
+}
+
+/// The difference between the engines on one input, or None (also None when the program
+/// does not parse: a shrinking step that broke it).
+fn program_difference(program: &Program, input: &[u8]) -> Option<String> {
+    let module = Module::parse(&program.ptx()).ok()?;
+    let (jit, interp) = engines(module).ok()?;
+    differ(&jit, &interp, input)
+}
+
+/// Launches a generated program's kernel on both engines and compares the outputs.
+fn differ(jit: &Jit, interp: &Interpreter, input: &[u8]) -> Option<String> {
+    let inputs = [
+        Input::Buffer {
+            ty: Type::U8,
+            bytes: input.to_vec(),
+        },
+        Input::Buffer {
+            ty: Type::B32,
+            bytes: vec![0; generate::OUT_BYTES * (GRID * BLOCK) as usize],
+        },
+    ];
+    let run = |e: &dyn Engine| launch(e, "k", Dim3::x(GRID), Dim3::x(BLOCK), &inputs);
+    match (run(jit), run(interp)) {
+        (Ok(a), Ok(b)) => first_difference(&a, &b, &[Type::U8, Type::B32]),
+        (a, b) => Some(format!("jit: {a:?}\ninterp: {b:?}")),
+    }
+}
+
+/// Deletes body lines one at a time while the engines still disagree.
+fn shrink(mut program: Program, input: &[u8], mut difference: String) -> (Program, String) {
+    let mut i = 0;
+    while i < program.body.len() {
+        let smaller = program.without(i);
+        match program_difference(&smaller, input) {
+            Some(d) => {
+                program = smaller;
+                difference = d;
+            }
+            None => i += 1,
+        }
+    }
+    (program, difference)
+}

@@ -1,0 +1,778 @@
+//! Random PTX programs and edge-biased values, for differential testing of the two engines.
+//!
+//! A program is one kernel `k(.param .u64 inp, .param .u64 out)`: each thread loads its own
+//! slot of `inp` into registers of every class (.b32, .b64, .f32, .f64, predicates), runs a
+//! random body, and stores every register to its own slot of `out`. Bodies mix straight-line
+//! integer, carry-chain, float (every rounding mode), conversion, comparison, video and memory
+//! instructions, predication, forward branches and bounded loops. Programs are valid PTX by
+//! construction (the tests parse every one) and always terminate.
+
+use crate::ast::Type;
+
+/// A small deterministic generator (xorshift64*).
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform in 0..n.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+    /// A uniform float in [lo, hi).
+    pub fn f64_in(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// An edge-biased value of type `ty` (its bit pattern): half the time one of the type's edge
+/// values (0, ±1, min/max, all ones, sign bit; for floats also subnormals, infinities, NaNs,
+/// ±0), else uniform bits.
+pub fn edge_value(rng: &mut Rng, ty: Type) -> u64 {
+    if rng.chance(50) {
+        return rng.next_u64() & ty.mask();
+    }
+    match ty {
+        Type::F32 => *rng.pick(&[
+            0u32,
+            0x8000_0000,
+            0x3f80_0000,
+            0xbf80_0000,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7fc0_0000,
+            0x7f80_0001,
+            0x0000_0001,
+            0x807f_ffff,
+            0x0080_0000,
+            0x7f7f_ffff,
+            0xff7f_ffff,
+            0x4f00_0000,
+            0x3f00_0000,
+        ]) as u64,
+        Type::F64 => *rng.pick(&[
+            0u64,
+            1 << 63,
+            0x3ff0_0000_0000_0000,
+            0xbff0_0000_0000_0000,
+            0x7ff0_0000_0000_0000,
+            0xfff0_0000_0000_0000,
+            0x7ff8_0000_0000_0000,
+            0x7ff0_0000_0000_0001,
+            1,
+            0x800f_ffff_ffff_ffff,
+            0x0010_0000_0000_0000,
+            0x7fef_ffff_ffff_ffff,
+            0x43e0_0000_0000_0000,
+            0x3fe0_0000_0000_0000,
+        ]),
+        Type::Pred => rng.below(2),
+        t => {
+            let bits = t.bits();
+            let sign = 1u64 << (bits - 1);
+            *rng.pick(&[
+                0,
+                1,
+                t.mask(),
+                sign,
+                sign - 1,
+                sign + 1,
+                2,
+                0x7f,
+                0x80,
+                0xff,
+                0x8000,
+                31,
+                32,
+                33,
+            ]) & t.mask()
+        }
+    }
+}
+
+/// Registers of each class the bodies use.
+const R: usize = 8;
+const RD: usize = 8;
+const F: usize = 6;
+const FD: usize = 4;
+const P: usize = 4;
+
+/// Bytes of each thread's input and output slots.
+pub const IN_BYTES: usize = R * 4 + RD * 8 + F * 4 + FD * 8;
+const SCRATCH: usize = 32;
+pub const OUT_BYTES: usize = IN_BYTES + P * 4 + SCRATCH;
+
+/// A generated program: the PTX, and its body lines (what a shrinker may delete).
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub prologue: String,
+    pub body: Vec<String>,
+    pub epilogue: String,
+}
+
+impl Program {
+    pub fn ptx(&self) -> String {
+        format!("{}{}{}", self.prologue, self.body.join(""), self.epilogue)
+    }
+    /// The same program without body line `i` (which may no longer be valid PTX).
+    pub fn without(&self, i: usize) -> Program {
+        let mut p = self.clone();
+        p.body.remove(i);
+        p
+    }
+}
+
+/// A random program of about `size` body items.
+pub fn program(rng: &mut Rng, size: usize) -> Program {
+    let mut g = Gen {
+        rng,
+        out: Vec::new(),
+        labels: 0,
+    };
+    for _ in 0..size {
+        g.item(true);
+    }
+    Program {
+        prologue: prologue(),
+        body: g.out,
+        epilogue: epilogue(),
+    }
+}
+
+fn prologue() -> String {
+    let mut s = String::from(
+        ".version 7.8\n.target sm_80\n.address_size 64\n\
+         .visible .entry k(.param .u64 inp, .param .u64 out)\n{\n",
+    );
+    s += &format!(
+        "  .reg .b32 %r<{R}>;\n  .reg .b64 %rd<{RD}>;\n  .reg .f32 %f<{F}>;\n  .reg .f64 %fd<{FD}>;\n  \
+         .reg .pred %p<{P}>;\n  .reg .u64 %in, %out, %t64;\n  .reg .u32 %t, %n, %lc;\n  .reg .pred %lp;\n"
+    );
+    s += "  ld.param.u64 %in, [inp];\n  ld.param.u64 %out, [out];\n";
+    s += "  mov.u32 %t, %ctaid.x;\n  mov.u32 %n, %ntid.x;\n  mul.lo.u32 %t, %t, %n;\n  \
+          mov.u32 %n, %tid.x;\n  add.u32 %t, %t, %n;\n";
+    s += &format!(
+        "  mul.wide.u32 %t64, %t, {IN_BYTES};\n  add.u64 %in, %in, %t64;\n  \
+         mul.wide.u32 %t64, %t, {OUT_BYTES};\n  add.u64 %out, %out, %t64;\n"
+    );
+    let mut at = 0;
+    for (class, n, ty, size) in [
+        ("r", R, "b32", 4),
+        ("rd", RD, "b64", 8),
+        ("f", F, "f32", 4),
+        ("fd", FD, "f64", 8),
+    ] {
+        for k in 0..n {
+            s += &format!("  ld.global.{ty} %{class}{k}, [%in+{at}];\n");
+            at += size;
+        }
+    }
+    for k in 0..P {
+        s += &format!("  setp.lt.u32 %p{k}, %r{k}, %r{};\n", k + 4);
+    }
+    s
+}
+
+fn epilogue() -> String {
+    let mut s = String::new();
+    let mut at = 0;
+    for (class, n, ty, size) in [
+        ("r", R, "b32", 4),
+        ("rd", RD, "b64", 8),
+        ("f", F, "f32", 4),
+        ("fd", FD, "f64", 8),
+    ] {
+        for k in 0..n {
+            s += &format!("  st.global.{ty} [%out+{at}], %{class}{k};\n");
+            at += size;
+        }
+    }
+    for k in 0..P {
+        s += &format!("  selp.u32 %t, 1, 0, %p{k};\n  st.global.u32 [%out+{at}], %t;\n");
+        at += 4;
+    }
+    s + "  ret;\n}\n"
+}
+
+struct Gen<'r> {
+    rng: &'r mut Rng,
+    out: Vec<String>,
+    labels: usize,
+}
+
+const RNDS: [&str; 4] = ["rn", "rz", "rm", "rp"];
+const IRNDS: [&str; 4] = ["rni", "rzi", "rmi", "rpi"];
+const SELS: [&str; 6] = ["b0", "b1", "b2", "b3", "h0", "h1"];
+
+impl Gen<'_> {
+    fn r(&mut self) -> String {
+        format!("%r{}", self.rng.below(R as u64))
+    }
+    fn rd(&mut self) -> String {
+        format!("%rd{}", self.rng.below(RD as u64))
+    }
+    fn f(&mut self) -> String {
+        format!("%f{}", self.rng.below(F as u64))
+    }
+    fn fd(&mut self) -> String {
+        format!("%fd{}", self.rng.below(FD as u64))
+    }
+    fn p(&mut self) -> String {
+        format!("%p{}", self.rng.below(P as u64))
+    }
+    /// A 32-bit source: a register, or now and then an immediate.
+    fn r_or_imm(&mut self) -> String {
+        if self.rng.chance(20) {
+            format!("{}", edge_value(self.rng, Type::U32) as u32)
+        } else {
+            self.r()
+        }
+    }
+    fn rd_or_imm(&mut self) -> String {
+        if self.rng.chance(15) {
+            format!("{}", edge_value(self.rng, Type::U64))
+        } else {
+            self.rd()
+        }
+    }
+    fn small(&mut self) -> String {
+        if self.rng.chance(50) {
+            format!("{}", self.rng.below(70))
+        } else {
+            self.r()
+        }
+    }
+    fn guard(&mut self) -> String {
+        if self.rng.chance(20) {
+            let p = self.p();
+            if self.rng.chance(50) {
+                format!("@!{p} ")
+            } else {
+                format!("@{p} ")
+            }
+        } else {
+            String::new()
+        }
+    }
+    fn emit(&mut self, text: String) {
+        let g = self.guard();
+        self.out.push(format!("  {g}{text}\n"));
+    }
+    fn label(&mut self) -> String {
+        self.labels += 1;
+        format!("$L{}", self.labels)
+    }
+
+    /// One item: an instruction, a carry chain, a forward branch or (at the top level) a
+    /// bounded loop.
+    fn item(&mut self, top: bool) {
+        match self.rng.below(100) {
+            0..=4 if top => {
+                // A loop of 1-3 iterations over a few items; %lc and %lp are its own.
+                let l = self.label();
+                let n = 1 + self.rng.below(3);
+                self.out.push(format!("  mov.u32 %lc, {n};\n{l}:\n"));
+                for _ in 0..1 + self.rng.below(4) {
+                    self.item(false);
+                }
+                self.out.push(format!(
+                    "  sub.u32 %lc, %lc, 1;\n  setp.ne.u32 %lp, %lc, 0;\n  @%lp bra {l};\n"
+                ));
+            }
+            5..=9 => {
+                let l = self.label();
+                let p = self.p();
+                self.out.push(format!("  @{p} bra {l};\n"));
+                for _ in 0..1 + self.rng.below(3) {
+                    self.instruction();
+                }
+                self.out.push(format!("{l}:\n"));
+            }
+            10..=17 => self.carry_chain(),
+            _ => self.instruction(),
+        }
+    }
+
+    fn carry_chain(&mut self) {
+        let wide = self.rng.chance(40);
+        let ty = if wide { "u64" } else { "u32" };
+        let reg = |g: &mut Self| if wide { g.rd() } else { g.r() };
+        let first = *self
+            .rng
+            .pick(&["add.cc", "sub.cc", "mad.lo.cc", "mad.hi.cc"]);
+        let mut ops = vec![first];
+        for _ in 0..1 + self.rng.below(4) {
+            ops.push(*self.rng.pick(&[
+                "addc.cc",
+                "addc",
+                "subc.cc",
+                "subc",
+                "madc.lo.cc",
+                "madc.hi.cc",
+                "madc.lo",
+                "add.cc",
+                "sub.cc",
+            ]));
+        }
+        for op in ops {
+            let (d, a, b) = (reg(self), reg(self), reg(self));
+            if op.starts_with("mad") {
+                let c = reg(self);
+                self.emit(format!("{op}.{ty} {d}, {a}, {b}, {c};"));
+            } else {
+                self.emit(format!("{op}.{ty} {d}, {a}, {b};"));
+            }
+        }
+    }
+
+    fn instruction(&mut self) {
+        match self.rng.below(13) {
+            0 => self.int32(),
+            1 => self.int64(),
+            2 => self.bits(),
+            3 | 4 => self.float32(),
+            5 => self.float64(),
+            6 => self.convert(),
+            7 => self.compare(),
+            8 | 9 => self.video(),
+            10 => self.memory(),
+            11 => self.moves(),
+            _ => self.int32(),
+        }
+    }
+
+    fn int32(&mut self) {
+        let (d, a, b, c) = (self.r(), self.r(), self.r_or_imm(), self.r());
+        let text = match self.rng.below(10) {
+            0 => {
+                let op = self
+                    .rng
+                    .pick(&["add", "sub", "min", "max", "div", "rem", "mul.lo", "mul.hi"]);
+                let ty = self.rng.pick(&["u32", "s32"]);
+                format!("{op}.{ty} {d}, {a}, {b};")
+            }
+            1 => format!("{}.sat.s32 {d}, {a}, {b};", self.rng.pick(&["add", "sub"])),
+            2 => format!(
+                "{}.b32 {d}, {a}, {b};",
+                self.rng.pick(&["and", "or", "xor"])
+            ),
+            3 => {
+                let n = self.small();
+                let op = self.rng.pick(&["shl.b32", "shr.u32", "shr.s32", "shr.b32"]);
+                format!("{op} {d}, {a}, {n};")
+            }
+            4 => {
+                let ty = self.rng.pick(&["u32", "s32"]);
+                let mode = self.rng.pick(&["lo", "hi"]);
+                format!("mad.{mode}.{ty} {d}, {a}, {b}, {c};")
+            }
+            5 => format!("mad.hi.sat.s32 {d}, {a}, {b}, {c};"),
+            6 => {
+                let op = self.rng.pick(&[
+                    "neg.s32", "abs.s32", "not.b32", "cnot.b32", "popc.b32", "clz.b32", "brev.b32",
+                ]);
+                format!("{op} {d}, {a};")
+            }
+            7 => {
+                let (w, x) = (self.rd(), self.rd());
+                let ty = self.rng.pick(&["u32", "s32"]);
+                if self.rng.chance(50) {
+                    format!("mul.wide.{ty} {w}, {a}, {b};")
+                } else {
+                    format!("mad.wide.{ty} {w}, {a}, {c}, {x};")
+                }
+            }
+            8 => {
+                let q = self.p();
+                format!("add.u32 {d}, {a}, {b};\n  @{q} sub.u32 {d}, {d}, 1;")
+            }
+            _ => {
+                let ty = self.rng.pick(&["u32", "s32"]);
+                let k = edge_value(self.rng, Type::U32) as u32;
+                format!("div.{ty} {d}, {a}, {k};")
+            }
+        };
+        self.emit(text);
+    }
+
+    fn int64(&mut self) {
+        let (d, a, b, c) = (self.rd(), self.rd(), self.rd_or_imm(), self.rd());
+        let text = match self.rng.below(7) {
+            0 => {
+                let op = self
+                    .rng
+                    .pick(&["add", "sub", "min", "max", "div", "rem", "mul.lo", "mul.hi"]);
+                let ty = self.rng.pick(&["u64", "s64"]);
+                format!("{op}.{ty} {d}, {a}, {b};")
+            }
+            1 => format!(
+                "{}.b64 {d}, {a}, {b};",
+                self.rng.pick(&["and", "or", "xor"])
+            ),
+            2 => {
+                let n = self.small();
+                let op = self.rng.pick(&["shl.b64", "shr.u64", "shr.s64"]);
+                format!("{op} {d}, {a}, {n};")
+            }
+            3 => {
+                let ty = self.rng.pick(&["u64", "s64"]);
+                let mode = self.rng.pick(&["lo", "hi"]);
+                format!("mad.{mode}.{ty} {d}, {a}, {b}, {c};")
+            }
+            4 => {
+                let op = self
+                    .rng
+                    .pick(&["neg.s64", "abs.s64", "not.b64", "brev.b64"]);
+                format!("{op} {d}, {a};")
+            }
+            5 => {
+                let r = self.r();
+                let op = self.rng.pick(&["popc.b64", "clz.b64"]);
+                format!("{op} {r}, {a};")
+            }
+            _ => {
+                let (p, l) = (self.small(), self.small());
+                let ty = self.rng.pick(&["u64", "s64"]);
+                format!("bfe.{ty} {d}, {a}, {p}, {l};")
+            }
+        };
+        self.emit(text);
+    }
+
+    fn bits(&mut self) {
+        let (d, a, b, c) = (self.r(), self.r(), self.r(), self.r());
+        let text = match self.rng.below(5) {
+            0 => {
+                let (p, l) = (self.small(), self.small());
+                let ty = self.rng.pick(&["u32", "s32"]);
+                format!("bfe.{ty} {d}, {a}, {p}, {l};")
+            }
+            1 => {
+                let (p, l) = (self.small(), self.small());
+                if self.rng.chance(50) {
+                    format!("bfi.b32 {d}, {a}, {b}, {p}, {l};")
+                } else {
+                    let (x, y) = (self.rd(), self.rd());
+                    format!("bfi.b64 {x}, {y}, {x}, {p}, {l};")
+                }
+            }
+            2 => {
+                let mode = self
+                    .rng
+                    .pick(&["", ".f4e", ".b4e", ".rc8", ".ecl", ".ecr", ".rc16"]);
+                let sel = self.r_or_imm();
+                format!("prmt.b32{mode} {d}, {a}, {b}, {sel};")
+            }
+            3 => {
+                let dir = self.rng.pick(&["l", "r"]);
+                let mode = self.rng.pick(&["wrap", "clamp"]);
+                let n = self.small();
+                format!("shf.{dir}.{mode}.b32 {d}, {a}, {b}, {n};")
+            }
+            _ => format!("selp.b32 {d}, {a}, {c}, {};", self.p()),
+        };
+        self.emit(text);
+    }
+
+    fn float32(&mut self) {
+        let (d, a, b, c) = (self.f(), self.f(), self.f(), self.f());
+        let rnd = *self.rng.pick(&RNDS);
+        let ftz = if self.rng.chance(40) { ".ftz" } else { "" };
+        let sat = if self.rng.chance(25) { ".sat" } else { "" };
+        let text = match self.rng.below(9) {
+            0 | 1 => {
+                let op = self.rng.pick(&["add", "sub", "mul"]);
+                format!("{op}.{rnd}{ftz}{sat}.f32 {d}, {a}, {b};")
+            }
+            2 => {
+                let op = self.rng.pick(&["fma", "mad"]);
+                format!("{op}.{rnd}{ftz}{sat}.f32 {d}, {a}, {b}, {c};")
+            }
+            3 => {
+                let prec = self
+                    .rng
+                    .pick(&[".rn", ".rz", ".rm", ".rp", ".approx", ".full"]);
+                format!("div{prec}{ftz}.f32 {d}, {a}, {b};")
+            }
+            4 => format!("{}{ftz}.f32 {d}, {a}, {b};", self.rng.pick(&["min", "max"])),
+            5 => format!("{}{ftz}.f32 {d}, {a};", self.rng.pick(&["neg", "abs"])),
+            6 => {
+                let op = self.rng.pick(&[
+                    "sqrt.rn",
+                    "sqrt.rz",
+                    "sqrt.rp",
+                    "sqrt.approx",
+                    "rcp.rn",
+                    "rcp.rm",
+                    "rcp.approx",
+                    "ex2.approx",
+                    "lg2.approx",
+                    "sin.approx",
+                    "cos.approx",
+                    "rsqrt.approx",
+                ]);
+                format!("{op}{ftz}.f32 {d}, {a};")
+            }
+            7 => format!("selp.f32 {d}, {a}, {b}, {};", self.p()),
+            _ => format!("slct{ftz}.f32.f32 {d}, {a}, {b}, {c};"),
+        };
+        self.emit(text);
+    }
+
+    fn float64(&mut self) {
+        let (d, a, b, c) = (self.fd(), self.fd(), self.fd(), self.fd());
+        let rnd = *self.rng.pick(&RNDS);
+        let text = match self.rng.below(6) {
+            0 | 1 => {
+                let op = self.rng.pick(&["add", "sub", "mul", "div"]);
+                format!("{op}.{rnd}.f64 {d}, {a}, {b};")
+            }
+            2 => {
+                let op = self.rng.pick(&["fma", "mad"]);
+                format!("{op}.{rnd}.f64 {d}, {a}, {b}, {c};")
+            }
+            3 => format!("{}.f64 {d}, {a}, {b};", self.rng.pick(&["min", "max"])),
+            4 => format!("{}.f64 {d}, {a};", self.rng.pick(&["neg", "abs"])),
+            _ => {
+                let op = self.rng.pick(&["sqrt", "rcp"]);
+                format!("{op}.{rnd}.f64 {d}, {a};")
+            }
+        };
+        self.emit(text);
+    }
+
+    fn convert(&mut self) {
+        let rnd = *self.rng.pick(&RNDS);
+        let irnd = *self.rng.pick(&IRNDS);
+        let sat = if self.rng.chance(30) { ".sat" } else { "" };
+        let ftz = if self.rng.chance(30) { ".ftz" } else { "" };
+        let text = match self.rng.below(9) {
+            0 => {
+                let (d, a) = (self.r(), self.rd());
+                let (dt, at) = (
+                    self.rng.pick(&["u32", "s32", "u16", "s8"]),
+                    self.rng.pick(&["u64", "s64"]),
+                );
+                format!("cvt{sat}.{dt}.{at} {d}, {a};")
+            }
+            1 => {
+                let (d, a) = (self.rd(), self.r());
+                let (dt, at) = (
+                    self.rng.pick(&["u64", "s64"]),
+                    self.rng.pick(&["u32", "s32", "u16", "s16", "u8", "s8"]),
+                );
+                format!("cvt.{dt}.{at} {d}, {a};")
+            }
+            2 => {
+                let (d, a) = (self.f(), self.r());
+                let at = self.rng.pick(&["u32", "s32"]);
+                format!("cvt.{rnd}{sat}.f32.{at} {d}, {a};")
+            }
+            3 => {
+                let (d, a) = (self.fd(), self.rd());
+                let at = self.rng.pick(&["u64", "s64"]);
+                format!("cvt.{rnd}.f64.{at} {d}, {a};")
+            }
+            4 => {
+                let (d, a) = (self.r(), self.f());
+                let dt = self.rng.pick(&["u32", "s32", "u16", "s8"]);
+                format!("cvt.{irnd}{ftz}{sat}.{dt}.f32 {d}, {a};")
+            }
+            5 => {
+                let (d, a) = (self.rd(), self.fd());
+                let dt = self.rng.pick(&["u64", "s64"]);
+                format!("cvt.{irnd}{sat}.{dt}.f64 {d}, {a};")
+            }
+            6 => {
+                let (d, a) = (self.f(), self.fd());
+                format!("cvt.{rnd}{ftz}{sat}.f32.f64 {d}, {a};")
+            }
+            7 => {
+                let (d, a) = (self.fd(), self.f());
+                format!("cvt{ftz}.f64.f32 {d}, {a};")
+            }
+            _ => {
+                let (d, a) = (self.f(), self.f());
+                format!("cvt.{irnd}{ftz}{sat}.f32.f32 {d}, {a};")
+            }
+        };
+        self.emit(text);
+    }
+
+    fn compare(&mut self) {
+        let (p, q) = (self.p(), self.p());
+        let cmp_int = *self
+            .rng
+            .pick(&["eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"]);
+        let cmp_f = *self.rng.pick(&[
+            "eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num",
+            "nan",
+        ]);
+        let combine = if self.rng.chance(30) {
+            format!(".{}", self.rng.pick(&["and", "or", "xor"]))
+        } else {
+            String::new()
+        };
+        let tail = |g: &mut Self| {
+            if combine.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", g.p())
+            }
+        };
+        let dests = if self.rng.chance(50) {
+            format!("{p}|{q}")
+        } else {
+            p
+        };
+        let text = match self.rng.below(4) {
+            0 => {
+                let ty = if ["lo", "ls", "hi", "hs"].contains(&cmp_int) {
+                    "u32"
+                } else {
+                    self.rng.pick(&["u32", "s32", "b32"])
+                };
+                let ty = if ty == "b32" && !["eq", "ne"].contains(&cmp_int) {
+                    "u32"
+                } else {
+                    ty
+                };
+                let (a, b) = (self.r(), self.r_or_imm());
+                format!(
+                    "setp.{cmp_int}{combine}.{ty} {dests}, {a}, {b}{};",
+                    tail(self)
+                )
+            }
+            1 => {
+                let ty = if ["lo", "ls", "hi", "hs"].contains(&cmp_int) {
+                    "u64"
+                } else {
+                    self.rng.pick(&["u64", "s64"])
+                };
+                let (a, b) = (self.rd(), self.rd());
+                format!(
+                    "setp.{cmp_int}{combine}.{ty} {dests}, {a}, {b}{};",
+                    tail(self)
+                )
+            }
+            2 => {
+                let ftz = if self.rng.chance(30) { ".ftz" } else { "" };
+                let (a, b) = (self.f(), self.f());
+                format!(
+                    "setp.{cmp_f}{combine}{ftz}.f32 {dests}, {a}, {b}{};",
+                    tail(self)
+                )
+            }
+            _ => {
+                let (a, b) = (self.fd(), self.fd());
+                format!("setp.{cmp_f}{combine}.f64 {dests}, {a}, {b}{};", tail(self))
+            }
+        };
+        self.emit(text);
+    }
+
+    fn video(&mut self) {
+        let sel = |g: &mut Self| -> String {
+            if g.rng.chance(60) {
+                format!(".{}", g.rng.pick(&SELS))
+            } else {
+                String::new()
+            }
+        };
+        let ty = |g: &mut Self| *g.rng.pick(&["u32", "s32"]);
+        let (d, a, b, c) = (self.r(), self.r(), self.r(), self.r());
+        let (asel, bsel) = (sel(self), sel(self));
+        let (a, b) = (format!("{a}{asel}"), format!("{b}{bsel}"));
+        let tail = |g: &mut Self, head: String| -> String {
+            match g.rng.below(3) {
+                0 => format!("{head} {d}, {a}, {b};"),
+                1 => format!(
+                    "{head}.{} {d}, {a}, {b}, {c};",
+                    g.rng.pick(&["add", "min", "max"])
+                ),
+                _ => format!("{head} {d}.{}, {a}, {b}, {c};", g.rng.pick(&SELS)),
+            }
+        };
+        let sat = if self.rng.chance(40) { ".sat" } else { "" };
+        let text = match self.rng.below(4) {
+            0 | 1 => {
+                let op = self.rng.pick(&["vadd", "vsub", "vabsdiff", "vmin", "vmax"]);
+                let head = format!("{op}.{}.{}.{}{sat}", ty(self), ty(self), ty(self));
+                tail(self, head)
+            }
+            2 => {
+                let op = self.rng.pick(&["vshl", "vshr"]);
+                let mode = self.rng.pick(&["clamp", "wrap"]);
+                let head = format!("{op}.{}.{}.u32{sat}.{mode}", ty(self), ty(self));
+                tail(self, head)
+            }
+            _ => {
+                if self.rng.chance(50) {
+                    let cmp = self.rng.pick(&["eq", "ne", "lt", "le", "gt", "ge"]);
+                    let head = format!("vset.{}.{}.{cmp}", ty(self), ty(self));
+                    tail(self, head)
+                } else {
+                    let scale = self.rng.pick(&["", ".shr7", ".shr15"]);
+                    let po = self.rng.chance(20);
+                    let neg = |g: &mut Self| if !po && g.rng.chance(30) { "-" } else { "" };
+                    let (na, nb) = (neg(self), neg(self));
+                    let nc = if (na == "-") != (nb == "-") {
+                        ""
+                    } else {
+                        neg(self)
+                    };
+                    let po = if po { ".po" } else { "" };
+                    format!(
+                        "vmad.{}.{}.{}{po}{sat}{scale} {d}, {na}{a}, {nb}{b}, {nc}{c};",
+                        ty(self),
+                        ty(self),
+                        ty(self)
+                    )
+                }
+            }
+        };
+        self.emit(text);
+    }
+
+    fn memory(&mut self) {
+        let off = IN_BYTES + P * 4 + 8 * self.rng.below((SCRATCH / 8) as u64) as usize;
+        let text = match self.rng.below(4) {
+            0 => format!("st.global.b32 [%out+{off}], {};", self.r()),
+            1 => format!("st.global.b64 [%out+{off}], {};", self.rd()),
+            2 => {
+                let ty = self.rng.pick(&["u8", "s8", "u16", "s16", "b32"]);
+                format!("ld.global.{ty} {}, [%out+{off}];", self.r())
+            }
+            _ => format!(
+                "ld.global.v2.b32 {{{}, {}}}, [%out+{off}];",
+                self.r(),
+                self.r()
+            ),
+        };
+        self.emit(text);
+    }
+
+    fn moves(&mut self) {
+        let text = match self.rng.below(4) {
+            0 => format!("mov.b64 {{{}, {}}}, {};", self.r(), self.r(), self.rd()),
+            1 => format!("mov.b64 {}, {{{}, {}}};", self.rd(), self.r(), self.r()),
+            2 => format!("mov.u32 {}, %tid.x;", self.r()),
+            _ => format!("mov.b32 {}, {};", self.f(), self.r()),
+        };
+        self.emit(text);
+    }
+}

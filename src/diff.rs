@@ -46,6 +46,37 @@ fn outcome<T>(r: Result<T, RunError>, ok: impl FnOnce(T) -> Outcome) -> Result<O
     }
 }
 
+/// The outcome of a run that already happened (None for a refused request).
+pub fn outcome_of<T: Clone>(
+    r: &Result<T, RunError>,
+    ok: impl FnOnce(T) -> Outcome,
+) -> Option<Outcome> {
+    outcome(r.clone(), ok).ok()
+}
+
+/// Copies of a launch's arguments.
+pub fn inputs_of(args: &[Arg]) -> Vec<Input> {
+    args.iter()
+        .map(|a| match a {
+            Arg::Scalar(v) => Input::Scalar(*v),
+            Arg::Buffer(b) => Input::Buffer {
+                ty: Type::U8,
+                bytes: b.to_vec(),
+            },
+        })
+        .collect()
+}
+
+/// The buffers among a launch's arguments, copied.
+pub fn buffers_of(args: &[Arg]) -> Vec<Vec<u8>> {
+    args.iter()
+        .filter_map(|a| match a {
+            Arg::Buffer(b) => Some(b.to_vec()),
+            Arg::Scalar(_) => None,
+        })
+        .collect()
+}
+
 /// Calls a `.func`.
 pub fn call(e: &dyn Engine, name: &str, args: &[Value]) -> Result<Outcome, RunError> {
     outcome(e.call(name, args), Outcome::Returned)
@@ -253,4 +284,41 @@ fn shrink(mut program: Program, input: &[u8], mut difference: String) -> (Progra
         }
     }
     (program, difference)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_differing_word_is_named() {
+        let a = Outcome::Buffers(vec![vec![1, 0, 0, 0, 2, 0, 0, 0]]);
+        let b = Outcome::Buffers(vec![vec![1, 0, 0, 0, 3, 0, 0, 0]]);
+        assert_eq!(
+            first_difference(&a, &b, &[Type::U32]).unwrap(),
+            "buffer 0, element 1 (byte 4): jit 0x00000002, interp 0x00000003"
+        );
+        assert_eq!(first_difference(&a, &a, &[Type::U32]), None);
+        // NaN equals NaN of any payload; -0 is not +0.
+        let nan = |b: u32| Outcome::Returned(vec![Value::new(Type::F32, b as u64)]);
+        assert_eq!(
+            first_difference(&nan(0x7fc0_0000), &nan(0xffff_ffff), &[]),
+            None
+        );
+        assert!(first_difference(&nan(0), &nan(0x8000_0000), &[]).is_some());
+        let fault = Outcome::Fault("error".into());
+        assert!(
+            first_difference(&fault, &a, &[])
+                .unwrap()
+                .contains("faulted")
+        );
+    }
+
+    #[test]
+    fn addresses_are_blanked() {
+        assert_eq!(
+            without_addresses("load at address 0x7f12ab: 0x10 bytes"),
+            "load at address 0x…: 0x… bytes"
+        );
+    }
 }

@@ -38,7 +38,10 @@ fn manual_multiword_multiply_matches_u128() {
                 0 => (u64::MAX, u64::MAX),
                 1 => (0, u64::MAX),
                 2 => (1 << 32, (1 << 32) - 1),
-                _ => (rng.next_u64() >> rng.below(64), rng.next_u64() >> rng.below(64)),
+                _ => (
+                    rng.next_u64() >> rng.below(64),
+                    rng.next_u64() >> rng.below(64),
+                ),
             };
             let words = [x as u32, (x >> 32) as u32, y as u32, (y >> 32) as u32];
             let args: Vec<Value> = words.iter().map(|w| Value::u32(*w)).collect();

@@ -539,3 +539,94 @@ fn min_nan_is_refused_until_implemented() {
         o.stderr
     );
 }
+
+#[test]
+fn diff_runs_both_engines_and_verify_checks_them() {
+    let f = write_tmp("diff_scale.ptx", KERNEL);
+    let o = ptxjit(
+        &[
+            "diff",
+            &f,
+            "scale",
+            "--grid",
+            "2",
+            "--block",
+            "4",
+            "--arg",
+            "u32[8]:random",
+            "--arg",
+            "u32:random",
+            "--arg",
+            "u32:8",
+            "--iterations",
+            "30",
+            "--seed",
+            "3",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "30 runs, 0 mismatches\n");
+    // n = 9 over 8 elements: both engines fault the same way, which is agreement.
+    let o = ptxjit(
+        &[
+            "diff",
+            &f,
+            "scale",
+            "--grid",
+            "1",
+            "--block",
+            "9",
+            "--arg",
+            "u32[8]:random",
+            "--arg",
+            "u32:2",
+            "--arg",
+            "u32:9",
+            "--iterations",
+            "3",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let g = write_tmp("diff_add.ptx", ADD);
+    let o = ptxjit(&["diff", &g, "add2", "--iterations", "50"], None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "50 runs, 0 mismatches\n");
+    for bad in [
+        vec!["diff", &g, "add2", "--grid", "1"],
+        vec!["diff", &f, "scale", "--arg", "u32:1"],
+        vec!["diff", &g, "add2", "--iterations", "x"],
+        vec![
+            "launch",
+            &f,
+            "scale",
+            "--grid",
+            "1",
+            "--block",
+            "1",
+            "--arg",
+            "u32:random",
+        ],
+    ] {
+        let o = ptxjit(&bad, None);
+        assert_eq!(o.code, 2, "{bad:?}: {}", o.stderr);
+    }
+    let mut args = scale_args(&f);
+    args.push("--verify");
+    let o = ptxjit(&args, None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "arg0: 0x00000003 0x00000006 0x00000009 0x0000000c\n"
+    );
+    let o = ptxjit(&["call", &g, "add2", "40", "-2", "1.5", "--verify"], None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = ptxjit(
+        &[
+            "call", &g, "add2", "40", "-2", "1.5", "--verify", "--engine", "interp",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}

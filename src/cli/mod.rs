@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 a fault inside the PTX, 2 bad input (parse or validation errors,
 //! bad arguments).
 
+mod diff;
 pub mod values;
 
 use crate::ast::{FuncKind, Module};
@@ -20,18 +21,23 @@ usage:
   ptxjit call FILE FUNC [ENGINE OPTIONS] [ARG...] [--batch FILE|-]
   ptxjit launch FILE KERNEL --grid X[,Y[,Z]] --block X[,Y[,Z]] [ENGINE OPTIONS]
                 [--arg SPEC]... [--out-dir DIR]
+  ptxjit diff FILE NAME [--grid X[,Y[,Z]] --block X[,Y[,Z]]] [--arg SPEC]...
+                [--iterations N] [--seed S]
 
 ENGINE OPTIONS:
   --engine jit|interp   the Cranelift JIT (default) or the reference interpreter
   --unchecked           JIT: drop the memory checks (a bad access may crash the process)
   --emit clif|asm       JIT: print the Cranelift IR or the x86-64 code of each function
   --stats               print compile time, run time and threads/s to stderr
+  --verify              run the interpreter beside the JIT; exit 1 on any difference
 
 ARG: an integer (decimal, negative for signed types, or 0x hex) or a float (decimal, or PTX
      hex bits 0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX), typed by the function's parameter.
 SPEC: TYPE:VALUE (scalar), TYPE[]:V1,V2,... or TYPE[]:@PATH (buffer from values or a file's
      little-endian bytes), TYPE[N] (N zeroed elements); TYPE is u8..u64, s8..s64, b8..b64,
-     f32 or f64. Buffers are passed as 64-bit global addresses.
+     f32 or f64. Buffers are passed as 64-bit global addresses. For diff also TYPE:random
+     and TYPE[N]:random (new edge-biased values each run); a .func without --arg gets
+     random values for every parameter.
 exit codes: 0 success, 1 fault inside the PTX, 2 bad input";
 
 /// An error that ends the command, with its exit code.
@@ -79,6 +85,7 @@ fn dispatch(
         "check" => check(&args[1..], out),
         "call" => call(&args[1..], stdin, out, err),
         "launch" => launch(&args[1..], out, err),
+        "diff" => diff::diff(&args[1..], out, err),
         "-h" | "--help" | "help" => {
             let _ = writeln!(out, "{USAGE}");
             Ok(())
@@ -112,6 +119,8 @@ struct EngineOpts {
     checked: bool,
     emit: Emit,
     stats: bool,
+    /// Run the interpreter beside the JIT and fail on any difference.
+    verify: bool,
 }
 
 impl Default for EngineOpts {
@@ -121,6 +130,7 @@ impl Default for EngineOpts {
             checked: true,
             emit: Emit::None,
             stats: false,
+            verify: false,
         }
     }
 }
@@ -161,7 +171,22 @@ impl EngineOpts {
                 self.stats = true;
                 Ok(1)
             }
+            "--verify" => {
+                self.verify = true;
+                Ok(1)
+            }
             _ => Ok(0),
+        }
+    }
+
+    /// The interpreter `--verify` compares the JIT with.
+    fn reference(self, module: &Module) -> Result<Option<Interpreter>, Exit> {
+        match (self.verify, self.kind) {
+            (false, _) => Ok(None),
+            (true, EngineKind::Jit) => Ok(Some(Interpreter::new(module.clone()))),
+            (true, EngineKind::Interp) => Err(bad(
+                "error: --verify compares the JIT with the interpreter; use it with --engine jit",
+            )),
         }
     }
 
@@ -271,13 +296,25 @@ fn call(
             .map(|(w, t)| parse_value(*t, w).map_err(|m| bad(format!("error: {m}"))))
             .collect()
     };
+    let reference = opts.reference(&module)?;
     let engine = opts.build(module, out, err)?;
     let started = Instant::now();
     let mut calls = 0u64;
     let mut one = |words: &[String]| -> Result<(), Exit> {
         calls += 1;
         let values = parse_args(words)?;
-        let rets = engine.call(&name, &values)?;
+        let result = engine.call(&name, &values);
+        if let Some(r) = &reference {
+            let ours = crate::diff::outcome_of(&result, crate::diff::Outcome::Returned);
+            let theirs = crate::diff::call(r, &name, &values)?;
+            if let Some(d) = ours.and_then(|o| crate::diff::first_difference(&o, &theirs, &[])) {
+                return Err(Exit(
+                    1,
+                    format!("verify: the JIT and the interpreter differ: {d}"),
+                ));
+            }
+        }
+        let rets = result?;
         let line: Vec<String> = rets.iter().map(|v| v.to_string()).collect();
         let _ = writeln!(out, "{}", line.join(" "));
         Ok(())
@@ -380,6 +417,7 @@ fn launch(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(
     let grid = grid.ok_or_else(|| bad("error: launch needs --grid"))?;
     let block = block.ok_or_else(|| bad("error: launch needs --block"))?;
     let module = load(file)?;
+    let reference = opts.reference(&module)?;
     let engine = opts.build(module, out, err)?;
     let mut buffers: Vec<(usize, crate::ast::Type, Vec<u8>)> = Vec::new();
     let mut scalars = Vec::new();
@@ -405,8 +443,28 @@ fn launch(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(
             .into_iter()
             .map(|s| s.expect("every slot filled"))
             .collect();
+        let theirs = match &reference {
+            Some(r) => {
+                let inputs = crate::diff::inputs_of(&launch_args);
+                Some(crate::diff::launch(r, kernel, grid, block, &inputs)?)
+            }
+            None => None,
+        };
         let started = Instant::now();
-        engine.launch(kernel, grid, block, &mut launch_args)?;
+        let result = engine.launch(kernel, grid, block, &mut launch_args);
+        if let Some(theirs) = theirs {
+            let ours = crate::diff::outcome_of(&result, |()| {
+                crate::diff::Outcome::Buffers(crate::diff::buffers_of(&launch_args))
+            });
+            let types: Vec<_> = buffers.iter().map(|(_, t, _)| *t).collect();
+            if let Some(d) = ours.and_then(|o| crate::diff::first_difference(&o, &theirs, &types)) {
+                return Err(Exit(
+                    1,
+                    format!("verify: the JIT and the interpreter differ: {d}"),
+                ));
+            }
+        }
+        result?;
         if opts.stats {
             let secs = started.elapsed().as_secs_f64();
             let threads = grid.count() * block.count();

@@ -1,0 +1,215 @@
+//! `ptxjit diff`: a `.func` or `.entry` on both engines with the same inputs, N times,
+//! every return value and buffer compared bit for bit.
+
+use super::values::{Spec, format_buffer, parse_spec};
+use super::{Exit, USAGE, bad, load, parse_dim};
+use crate::ast::{FuncKind, Type};
+use crate::diff::{self, Input, Outcome};
+use crate::engine::{Dim3, Engine, Value};
+use crate::generate::{Rng, edge_value};
+use std::io::{IsTerminal, Write};
+
+/// What to run: a function with argument specs, or a kernel with its extents.
+enum Target {
+    Func,
+    Kernel { grid: Dim3, block: Dim3 },
+}
+
+pub(super) fn diff(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
+    let mut positional = Vec::new();
+    let (mut grid, mut block) = (None, None);
+    let mut specs = Vec::new();
+    let (mut iterations, mut seed) = (100u64, 1u64);
+    let mut i = 0;
+    while i < args.len() {
+        let next = args.get(i + 1);
+        let number = |what: &str| -> Result<u64, Exit> {
+            next.and_then(|v| v.parse().ok())
+                .ok_or_else(|| bad(format!("error: {what} needs a number")))
+        };
+        match args[i].as_str() {
+            "--grid" => grid = Some(parse_dim(next, "--grid")?),
+            "--block" => block = Some(parse_dim(next, "--block")?),
+            "--arg" => specs.push(
+                parse_spec(next.ok_or_else(|| bad("error: --arg needs a SPEC"))?)
+                    .map_err(|m| bad(format!("error: {m}")))?,
+            ),
+            "--iterations" => iterations = number("--iterations")?,
+            "--seed" => seed = number("--seed")?,
+            a if a.starts_with("--") => {
+                return Err(bad(format!("error: unknown option `{a}`\n{USAGE}")));
+            }
+            _ => {
+                positional.push(args[i].clone());
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    let [file, name] = &positional[..] else {
+        return Err(bad(format!("error: diff needs FILE and NAME\n{USAGE}")));
+    };
+    let module = load(file)?;
+    let Some((_, func)) = module.function(name) else {
+        return Err(bad(format!("error: no function or kernel named `{name}`")));
+    };
+    let func = func.clone();
+    let target = match func.kind {
+        FuncKind::Func => {
+            if grid.is_some() || block.is_some() {
+                return Err(bad("error: --grid and --block are for kernels"));
+            }
+            if specs.is_empty() {
+                specs = func
+                    .params
+                    .iter()
+                    .map(|p| Spec::RandomScalar(func.param_type(p)))
+                    .collect();
+            }
+            if specs
+                .iter()
+                .any(|s| matches!(s, Spec::Buffer { .. } | Spec::RandomBuffer { .. }))
+            {
+                return Err(bad("error: a .func takes scalar arguments only"));
+            }
+            Target::Func
+        }
+        FuncKind::Entry => Target::Kernel {
+            grid: grid.ok_or_else(|| bad("error: diff of a kernel needs --grid"))?,
+            block: block.ok_or_else(|| bad("error: diff of a kernel needs --block"))?,
+        },
+    };
+    let (jit, interp) = diff::engines(module)?;
+    let mut rng = Rng::new(seed);
+    let progress = std::io::stderr().is_terminal() && iterations >= 20;
+    for run in 0..iterations {
+        if progress && run % 10 == 0 {
+            let _ = write!(err, "\r{run}/{iterations} runs");
+        }
+        let inputs: Vec<Input> = specs.iter().map(|s| materialize(s, &mut rng)).collect();
+        let (ours, theirs, types) = match &target {
+            Target::Func => {
+                let values: Vec<Value> = inputs
+                    .iter()
+                    .map(|i| match i {
+                        Input::Scalar(v) => *v,
+                        Input::Buffer { .. } => unreachable!("checked above"),
+                    })
+                    .collect();
+                (
+                    diff::call(&jit, name, &values)?,
+                    diff::call(&interp, name, &values)?,
+                    Vec::new(),
+                )
+            }
+            Target::Kernel { grid, block } => {
+                let run = |e: &dyn Engine| diff::launch(e, name, *grid, *block, &inputs);
+                let types = specs.iter().filter_map(buffer_type).collect();
+                (run(&jit)?, run(&interp)?, types)
+            }
+        };
+        if let Some(d) = diff::first_difference(&ours, &theirs, &types) {
+            if progress {
+                let _ = writeln!(err);
+            }
+            let report = format!(
+                "mismatch on run {} of {iterations} (seed {seed})\n  inputs: {}\n  jit:    {}\n  interp: {}\n  first difference: {d}",
+                run + 1,
+                command(file, name, &target, &inputs),
+                show(&ours, &types),
+                show(&theirs, &types),
+            );
+            return Err(Exit(1, report));
+        }
+    }
+    if progress {
+        let _ = writeln!(err);
+    }
+    let _ = writeln!(out, "{iterations} runs, 0 mismatches");
+    Ok(())
+}
+
+fn buffer_type(s: &Spec) -> Option<Type> {
+    match s {
+        Spec::Buffer { ty, .. } | Spec::RandomBuffer { ty, .. } => Some(*ty),
+        _ => None,
+    }
+}
+
+/// A spec's value for one run.
+fn materialize(s: &Spec, rng: &mut Rng) -> Input {
+    match s {
+        Spec::Scalar(v) => Input::Scalar(*v),
+        Spec::Buffer { ty, bytes } => Input::Buffer {
+            ty: *ty,
+            bytes: bytes.clone(),
+        },
+        Spec::RandomScalar(ty) => Input::Scalar(Value::new(*ty, edge_value(rng, *ty))),
+        Spec::RandomBuffer { ty, n } => Input::Buffer {
+            ty: *ty,
+            bytes: (0..*n)
+                .flat_map(|_| edge_value(rng, *ty).to_le_bytes()[..ty.bytes()].to_vec())
+                .collect(),
+        },
+    }
+}
+
+/// The run as a ready-to-run `ptxjit call` or `ptxjit launch` command.
+fn command(file: &str, name: &str, target: &Target, inputs: &[Input]) -> String {
+    match target {
+        Target::Func => {
+            let args: Vec<String> = inputs
+                .iter()
+                .map(|i| match i {
+                    Input::Scalar(v) => v.to_string(),
+                    Input::Buffer { .. } => String::new(),
+                })
+                .collect();
+            format!("ptxjit call {file} {name} {}", args.join(" "))
+        }
+        Target::Kernel { grid, block } => {
+            let dim = |d: &Dim3| format!("{},{},{}", d.x, d.y, d.z);
+            let args: Vec<String> = inputs
+                .iter()
+                .map(|i| match i {
+                    Input::Scalar(v) => format!("--arg {}:{v}", &v.ty.ptx()),
+                    Input::Buffer { ty, bytes } => format!(
+                        "--arg '{}[]:{}'",
+                        ty.ptx(),
+                        format_buffer(*ty, bytes).replace(' ', ",")
+                    ),
+                })
+                .collect();
+            format!(
+                "ptxjit launch {file} {name} --grid {} --block {} {}",
+                dim(grid),
+                dim(block),
+                args.join(" ")
+            )
+        }
+    }
+}
+
+/// An outcome for the report (buffers cut to their first 64 elements).
+fn show(o: &Outcome, types: &[Type]) -> String {
+    match o {
+        Outcome::Returned(v) => v
+            .iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        Outcome::Buffers(bufs) => bufs
+            .iter()
+            .enumerate()
+            .map(|(k, b)| {
+                let ty = types.get(k).copied().unwrap_or(Type::B8);
+                let shown = &b[..b.len().min(64 * ty.bytes())];
+                let more = if shown.len() < b.len() { " …" } else { "" };
+                format!("buffer {k}: {}{more}", format_buffer(ty, shown))
+            })
+            .collect::<Vec<_>>()
+            .join("\n          "),
+        Outcome::Fault(f) => format!("fault:\n{f}"),
+    }
+}

@@ -48,7 +48,8 @@ pub fn check_access<'a, A: Area + ?Sized>(
     space: Option<Space>,
     store: bool,
 ) -> Result<(&'a A, usize), Violation> {
-    let what = describe_access(store, space, size);
+    // Messages are built only for a refused access (this runs for every checked access).
+    let what = || describe_access(store, space, size);
     let refuse = |message: String| {
         Err(Violation {
             message,
@@ -58,17 +59,19 @@ pub fn check_access<'a, A: Area + ?Sized>(
     let Some(r) = found else {
         return match nearest_below().filter(|r| addr - r.base() < r.size() as u64 + NEAR_MISS) {
             Some(r) => refuse(format!(
-                "{what} at address {addr:#x}: out of bounds, {} bytes past the end of {} ({} bytes)",
+                "{} at address {addr:#x}: out of bounds, {} bytes past the end of {} ({} bytes)",
+                what(),
                 addr - r.base() - r.size() as u64,
                 r.name(),
                 r.size()
             )),
-            None => refuse(format!("{what} at address {addr:#x}: no memory there")),
+            None => refuse(format!("{} at address {addr:#x}: no memory there", what())),
         };
     };
     if space.is_some_and(|s| s != r.space()) {
         return refuse(format!(
-            "{what} at address {addr:#x}, which is in {} ({} space)",
+            "{} at address {addr:#x}, which is in {} ({} space)",
+            what(),
             r.name(),
             r.space()
         ));
@@ -76,17 +79,19 @@ pub fn check_access<'a, A: Area + ?Sized>(
     let offset = (addr - r.base()) as usize;
     if offset + size > r.size() {
         return refuse(format!(
-            "{what} at address {addr:#x}: out of bounds of {} ({} bytes, offset {offset})",
+            "{} at address {addr:#x}: out of bounds of {} ({} bytes, offset {offset})",
+            what(),
             r.name(),
             r.size()
         ));
     }
     if !addr.is_multiple_of(size as u64) {
-        return refuse(format!("{what} at address {addr:#x}: misaligned"));
+        return refuse(format!("{} at address {addr:#x}: misaligned", what()));
     }
     if store && !r.writable() {
         return refuse(format!(
-            "{what} at address {addr:#x}: {} is read-only",
+            "{} at address {addr:#x}: {} is read-only",
+            what(),
             r.name()
         ));
     }

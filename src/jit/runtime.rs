@@ -94,6 +94,9 @@ pub const STATUS_FAULT: i32 = 1;
 /// The thread executed `exit` inside a called function.
 pub const STATUS_EXIT: i32 = 2;
 
+/// How many recently checked areas generated code tests inline.
+pub const HIT_AREAS: usize = 2;
+
 /// Per-thread state that generated code reads and helpers update. The first fields are read
 /// by generated code at the offsets `std::mem::offset_of!` gives; the rest is Rust's.
 #[repr(C)]
@@ -106,11 +109,12 @@ pub struct ThreadCtx {
     pub params: u64,
     /// Depth of PTX calls.
     pub depth: u32,
-    /// The last writable global area an access was checked in, `[hit_lo, hit_hi)`:
-    /// generated code lets global and generic accesses inside it through without calling
-    /// `rt_check` (the check would find the same area and allow them).
-    pub hit_lo: u64,
-    pub hit_hi: u64,
+    /// The last two writable global areas accesses were checked in, `[lo, hi)` each:
+    /// generated code lets aligned global and generic accesses inside them through without
+    /// calling `rt_check` (the check would find the same area and allow them).
+    pub hits: [[u64; 2]; HIT_AREAS],
+    /// The entry of `hits` the next new area replaces.
+    pub hit_next: u32,
     /// Areas shared by the launch (buffers, module variables, kernel parameters). Points to a
     /// map that outlives every use of this context (the launch or call owns both).
     pub shared: *const AreaMap<JitArea>,
@@ -130,8 +134,8 @@ impl ThreadCtx {
             nctaid: [1; 3],
             params: 0,
             depth: 0,
-            hit_lo: 0,
-            hit_hi: 0,
+            hits: [[0; 2]; HIT_AREAS],
+            hit_next: 0,
             shared,
             info,
             own: Vec::new(),
@@ -190,8 +194,10 @@ pub unsafe extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, sit
     };
     match memcheck::check_access(found, nearest_below, addr, size, space, store) {
         Ok((area, _)) => {
-            if area.space == Space::Global && area.writable {
-                (ctx.hit_lo, ctx.hit_hi) = (area.base, area.base + area.size as u64);
+            let range = [area.base, area.base + area.size as u64];
+            if area.space == Space::Global && area.writable && !ctx.hits.contains(&range) {
+                ctx.hits[ctx.hit_next as usize] = range;
+                ctx.hit_next = (ctx.hit_next + 1) % HIT_AREAS as u32;
             }
             0
         }

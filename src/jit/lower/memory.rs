@@ -6,8 +6,8 @@
 
 use super::{Lower, clif, flags, trusted};
 use crate::ast::{AddrBase, Address, Inst, Operand, Space, VarId, VarRole};
-use crate::jit::runtime::ThreadCtx;
 use crate::jit::runtime::access_desc;
+use crate::jit::runtime::{HIT_AREAS, ThreadCtx};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 use std::mem::offset_of;
@@ -82,40 +82,39 @@ impl Lower<'_, '_> {
         at
     }
 
-    /// Calls `rt_check` for the access, after an inline test against the thread's last
-    /// global area for global and generic accesses (PTX ISA 5.1's rules hold there: inside,
-    /// aligned, writable).
+    /// Calls `rt_check` for the access, after an inline test against the thread's recently
+    /// checked global areas for global and generic accesses (PTX ISA 5.1's rules hold there:
+    /// inside, aligned, writable).
     fn check(&mut self, at: Value, size: usize, space: Option<Space>, store: bool) {
         let slow = self.b.create_block();
         let done = self.b.create_block();
         if matches!(space, None | Some(Space::Global)) {
             let ctx = self.ctx;
-            let lo = self.b.ins().load(
-                types::I64,
-                trusted(),
-                ctx,
-                offset_of!(ThreadCtx, hit_lo) as i32,
-            );
-            let hi = self.b.ins().load(
-                types::I64,
-                trusted(),
-                ctx,
-                offset_of!(ThreadCtx, hit_hi) as i32,
-            );
             let end = self.b.ins().iadd_imm_s(at, size as i64);
-            let above = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, lo);
-            let inside = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, hi);
             let no_wrap = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, at);
             let misaligned = self.b.ins().band_imm_s(at, size as i64 - 1);
             let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
-            let ok = self.b.ins().band(above, inside);
-            let ok = self.b.ins().band(ok, no_wrap);
-            let ok = self.b.ins().band(ok, aligned);
-            self.b.ins().brif(ok, done, &[], slow, &[]);
+            let usable = self.b.ins().band(no_wrap, aligned);
+            for k in 0..HIT_AREAS {
+                let field = (offset_of!(ThreadCtx, hits) + 16 * k) as i32;
+                let lo = self.b.ins().load(types::I64, trusted(), ctx, field);
+                let hi = self.b.ins().load(types::I64, trusted(), ctx, field + 8);
+                let above = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, lo);
+                let inside = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, hi);
+                let ok = self.b.ins().band(above, inside);
+                let ok = self.b.ins().band(ok, usable);
+                let next = if k + 1 == HIT_AREAS {
+                    slow
+                } else {
+                    self.b.create_block()
+                };
+                self.b.ins().brif(ok, done, &[], next, &[]);
+                self.b.switch_to_block(next);
+            }
         } else {
             self.b.ins().jump(slow, &[]);
+            self.b.switch_to_block(slow);
         }
-        self.b.switch_to_block(slow);
         let desc = self.iconst(types::I32, access_desc(size, space, store) as u64);
         let site = self.iconst(types::I64, self.site);
         let ctx = self.ctx;

@@ -1,0 +1,347 @@
+//! The benchmark summary: every workload on the JIT (memory checks on and off), the
+//! interpreter and native baselines, measured in one run, in under a minute. Prints a table
+//! of ns per operation with ratios, and one machine-readable line per measurement:
+//! `RESULT workload=<name> impl=<jit|jit-unchecked|interp|rust|num-bigint|rayon> ns=<float>`.
+//!
+//! cargo run --release --example bench_table
+
+#[path = "../benches/workloads/mod.rs"]
+mod workloads;
+
+use num_bigint::BigUint;
+use ptxjit::generate::Rng;
+use ptxjit::{Arg, Dim3, Engine, Interpreter, Jit, JitOptions, Module, Value};
+use rayon::prelude::*;
+use std::hint::black_box;
+use std::time::Instant;
+use workloads::{Limb, Workload};
+
+/// Best of three timings of `f`, in ns per operation (`ops` operations a run).
+fn time(ops: u64, mut f: impl FnMut()) -> f64 {
+    (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e9 / ops as f64
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+struct Table {
+    rows: Vec<(String, String, f64)>,
+}
+
+impl Table {
+    fn add(&mut self, workload: &str, imp: &str, ns: f64) {
+        println!("RESULT workload={workload} impl={imp} ns={ns:.3}");
+        self.rows.push((workload.into(), imp.into(), ns));
+    }
+    fn get(&self, workload: &str, imp: &str) -> Option<f64> {
+        self.rows
+            .iter()
+            .find(|(w, i, _)| w == workload && i == imp)
+            .map(|r| r.2)
+    }
+}
+
+fn jit(ptx: &str, checked: bool) -> Jit {
+    let module = Module::parse(ptx).expect("workload PTX parses");
+    Jit::with_options(
+        module,
+        JitOptions {
+            checked,
+            ..JitOptions::default()
+        },
+    )
+    .expect("compiles")
+}
+
+fn random_bytes(rng: &mut Rng, n: usize) -> Vec<u8> {
+    (0..n).map(|_| rng.next_u64() as u8).collect()
+}
+
+/// Operands reduced below the modulus (Montgomery inputs must be).
+fn operands(w: &Workload, rng: &mut Rng, count: usize) -> Vec<u8> {
+    let mut v = random_bytes(rng, count * w.in_bytes());
+    if let Some(p) = &w.modulus {
+        let p = BigUint::from_slice(p);
+        for chunk in v.chunks_mut(w.in_bytes()) {
+            let x = BigUint::from_bytes_le(chunk) % &p;
+            let mut b = x.to_bytes_le();
+            b.resize(w.in_bytes(), 0);
+            chunk.copy_from_slice(&b);
+        }
+    }
+    v
+}
+
+/// The Rust baseline for one operand pair, into `out` (no allocation).
+fn rust_one(w: &Workload, a: &[u8], b: &[u8], out: &mut [u8]) {
+    let n = w.n;
+    match (w.limb, &w.modulus) {
+        (Limb::U64, _) => {
+            let (mut x, mut y, mut r) = ([0u64; 16], [0u64; 16], [0u64; 32]);
+            read_limbs(a, &mut x[..n]);
+            read_limbs(b, &mut y[..n]);
+            workloads::rust_mul_u64(&x[..n], &y[..n], &mut r[..2 * n]);
+            write_limbs(&r[..2 * n], out);
+        }
+        (Limb::U32, modulus) => {
+            let (mut x, mut y, mut r) = ([0u32; 32], [0u32; 32], [0u32; 64]);
+            read_limbs(a, &mut x[..n]);
+            read_limbs(b, &mut y[..n]);
+            match modulus {
+                None => {
+                    workloads::rust_mul_u32(&x[..n], &y[..n], &mut r[..2 * n]);
+                    write_limbs(&r[..2 * n], out);
+                }
+                Some(p) => {
+                    let n0 = workloads::n0_inverse(p[0]);
+                    workloads::rust_mont_u32(&x[..n], &y[..n], p, n0, &mut r[..n]);
+                    write_limbs(&r[..n], out);
+                }
+            }
+        }
+    }
+}
+
+/// Little-endian limbs from bytes.
+fn read_limbs<T: Limbs>(bytes: &[u8], out: &mut [T]) {
+    for (k, o) in out.iter_mut().enumerate() {
+        *o = T::read(&bytes[k * T::SIZE..]);
+    }
+}
+
+fn write_limbs<T: Limbs>(limbs: &[T], out: &mut [u8]) {
+    for (k, v) in limbs.iter().enumerate() {
+        v.write(&mut out[k * T::SIZE..]);
+    }
+}
+
+trait Limbs: Copy {
+    const SIZE: usize;
+    fn read(b: &[u8]) -> Self;
+    fn write(self, b: &mut [u8]);
+}
+
+impl Limbs for u32 {
+    const SIZE: usize = 4;
+    fn read(b: &[u8]) -> u32 {
+        u32::from_le_bytes(b[..4].try_into().unwrap())
+    }
+    fn write(self, b: &mut [u8]) {
+        b[..4].copy_from_slice(&self.to_le_bytes());
+    }
+}
+
+impl Limbs for u64 {
+    const SIZE: usize = 8;
+    fn read(b: &[u8]) -> u64 {
+        u64::from_le_bytes(b[..8].try_into().unwrap())
+    }
+    fn write(self, b: &mut [u8]) {
+        b[..8].copy_from_slice(&self.to_le_bytes());
+    }
+}
+
+fn launch(e: &dyn Engine, w: &Workload, a: &mut [u8], b: &mut [u8], out: &mut [u8], count: usize) {
+    let block = 128u32;
+    let grid = (count as u32).div_ceil(block);
+    e.launch(
+        &format!("{}_k", w.name),
+        Dim3::x(grid),
+        Dim3::x(block),
+        &mut [
+            Arg::Buffer(a),
+            Arg::Buffer(b),
+            Arg::Buffer(out),
+            Arg::Scalar(Value::u32(count as u32)),
+        ],
+    )
+    .expect("the workload runs");
+}
+
+fn bignum(w: &Workload, t: &mut Table, rng: &mut Rng) {
+    let ptx = workloads::ptx(w);
+    let (checked, unchecked) = (jit(&ptx, true), jit(&ptx, false));
+    let interp = Interpreter::new(Module::parse(&ptx).unwrap());
+    let count = 1 << 15;
+    let (mut a, mut b) = (operands(w, rng, count), operands(w, rng, count));
+    let mut out = vec![0u8; count * w.out_bytes()];
+    // Correctness first: the JIT's results against the Rust baseline.
+    launch(&unchecked, w, &mut a, &mut b, &mut out, count);
+    let mut want = vec![0u8; w.out_bytes()];
+    for i in 0..count {
+        let ib = w.in_bytes();
+        rust_one(
+            w,
+            &a[i * ib..(i + 1) * ib],
+            &b[i * ib..(i + 1) * ib],
+            &mut want,
+        );
+        assert_eq!(
+            &out[i * w.out_bytes()..(i + 1) * w.out_bytes()],
+            &want[..],
+            "{} operand {i}",
+            w.name
+        );
+    }
+    // Throughput over all cores.
+    let kernel = format!("{} kernel", w.name);
+    for (imp, e) in [("jit", &checked), ("jit-unchecked", &unchecked)] {
+        let ns = time(count as u64, || {
+            launch(e, w, &mut a, &mut b, &mut out, count)
+        });
+        t.add(&kernel, imp, ns);
+    }
+    let small = 1024;
+    let ib = w.in_bytes();
+    let ns = time(small as u64, || {
+        launch(
+            &interp,
+            w,
+            &mut a[..small * ib],
+            &mut b[..small * ib],
+            &mut out[..small * w.out_bytes()],
+            small,
+        )
+    });
+    t.add(&kernel, "interp", ns);
+    let instructions = workloads::kernel_instructions(w) as f64;
+    let per_core = instructions / (ns * 1e-9) / rayon::current_num_threads() as f64;
+    println!(
+        "  interpreter: {instructions} PTX instructions per thread, {:.1}M instructions/s per core",
+        per_core / 1e6
+    );
+    let ob = w.out_bytes();
+    let ns = time(count as u64, || {
+        out.par_chunks_mut(ob)
+            .enumerate()
+            .for_each(|(i, o)| rust_one(w, &a[i * ib..(i + 1) * ib], &b[i * ib..(i + 1) * ib], o))
+    });
+    t.add(&kernel, "rust", ns);
+
+    // Latency of one host call of the .func.
+    let func = format!("{} call", w.name);
+    let calls = 200_000u64;
+    let (x, y) = (a[..ib].to_vec(), b[..ib].to_vec());
+    for (imp, j) in [("jit", &checked), ("jit-unchecked", &unchecked)] {
+        let raw = j.raw_func(w.name).expect("the .func has a wrapper");
+        // SAFETY: `(.param .b8 r[OUT]) f(.param .b8 a[IN], .param .b8 b[IN])` is, by the
+        // wrapper mapping (jit::host), `extern "C" fn(out, a, b)` with byte pointers; the
+        // buffers have those sizes and `j` outlives the calls.
+        let f: extern "C" fn(*mut u8, *const u8, *const u8) = unsafe { std::mem::transmute(raw) };
+        let mut r = vec![0u8; ob];
+        let ns = time(calls, || {
+            for _ in 0..calls {
+                f(
+                    black_box(r.as_mut_ptr()),
+                    black_box(x.as_ptr()),
+                    black_box(y.as_ptr()),
+                );
+            }
+        });
+        assert_eq!(&r[..], &out[..ob]);
+        t.add(&func, imp, ns);
+    }
+    let mut r = vec![0u8; ob];
+    let ns = time(calls, || {
+        for _ in 0..calls {
+            rust_one(w, black_box(&x), black_box(&y), black_box(&mut r));
+        }
+    });
+    t.add(&func, "rust", ns);
+    if w.modulus.is_none() {
+        let (bx, by) = (BigUint::from_bytes_le(&x), BigUint::from_bytes_le(&y));
+        let ns = time(calls, || {
+            for _ in 0..calls {
+                black_box(black_box(&bx) * black_box(&by));
+            }
+        });
+        t.add(&func, "num-bigint", ns);
+    }
+}
+
+fn streaming(t: &mut Table) {
+    let n: usize = 1 << 24;
+    let ptx = include_str!("saxpy.ptx");
+    let (checked, unchecked) = (jit(ptx, true), jit(ptx, false));
+    let interp = Interpreter::new(Module::parse(ptx).unwrap());
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut yb = vec![0u8; 4 * n];
+    let run = |e: &dyn Engine, xb: &mut [u8], yb: &mut [u8], n: usize| {
+        e.launch(
+            "saxpy",
+            Dim3::x((n as u32).div_ceil(256)),
+            Dim3::x(256),
+            &mut [
+                Arg::Scalar(Value::f32(2.0)),
+                Arg::Buffer(xb),
+                Arg::Buffer(yb),
+                Arg::Scalar(Value::u32(n as u32)),
+            ],
+        )
+        .expect("saxpy runs")
+    };
+    let name = "saxpy 16M";
+    for (imp, e) in [("jit", &checked), ("jit-unchecked", &unchecked)] {
+        let ns = time(n as u64, || run(e, &mut xb, &mut yb, n));
+        t.add(name, imp, ns);
+    }
+    let small = 1 << 16;
+    let ns = time(small as u64, || {
+        run(&interp, &mut xb[..4 * small], &mut yb[..4 * small], small)
+    });
+    t.add(name, "interp", ns);
+    let mut y = vec![0f32; n];
+    let ns = time(n as u64, || {
+        y.par_iter_mut()
+            .zip(x.par_iter())
+            .for_each(|(y, x)| *y = 2.0f32.mul_add(*x, *y))
+    });
+    t.add(name, "rayon", ns);
+}
+
+fn main() {
+    let started = Instant::now();
+    let mut t = Table { rows: Vec::new() };
+    let mut rng = Rng::new(8);
+    for w in workloads::all() {
+        bignum(&w, &mut t, &mut rng);
+    }
+    streaming(&mut t);
+    let mut names: Vec<String> = t.rows.iter().map(|r| r.0.clone()).collect();
+    names.dedup();
+    println!(
+        "\n{:<22} {:>10} {:>14} {:>10} {:>12} {:>11} {:>9}",
+        "workload", "jit ns", "unchecked ns", "interp ns", "native ns", "native/jit", "interp/jit"
+    );
+    for name in names {
+        let get = |i: &str| t.get(&name, i);
+        let native = get("rust").or(get("rayon"));
+        let jit = get("jit-unchecked");
+        let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => format!("{:.2}", a / b),
+            _ => "-".into(),
+        };
+        println!(
+            "{name:<22} {:>10} {:>14} {:>10} {:>12} {:>11} {:>9}",
+            show(get("jit")),
+            show(jit),
+            show(get("interp")),
+            show(native),
+            ratio(native, jit),
+            ratio(get("interp"), jit)
+        );
+        if let Some(nb) = get("num-bigint") {
+            println!("{:<22} num-bigint {nb:.2} ns", "");
+        }
+    }
+    println!(
+        "\n{} cores; ratios use the unchecked JIT; measured in {:.1} s",
+        rayon::current_num_threads(),
+        started.elapsed().as_secs_f64()
+    );
+}

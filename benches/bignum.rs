@@ -42,7 +42,13 @@ fn host_calls(c: &mut Criterion) {
             let mut r = vec![0u8; ob];
             let name = if checked { "jit" } else { "jit-unchecked" };
             group.bench_function(name, |bench| {
-                bench.iter(|| f(black_box(r.as_mut_ptr()), black_box(a.as_ptr()), black_box(b.as_ptr())))
+                bench.iter(|| {
+                    f(
+                        black_box(r.as_mut_ptr()),
+                        black_box(a.as_ptr()),
+                        black_box(b.as_ptr()),
+                    )
+                })
             });
         }
         group.finish();

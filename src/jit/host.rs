@@ -223,6 +223,8 @@ pub(super) fn define_wrappers(
             listing.push((format!("{} (host wrapper)", f.name), text));
         }
         jm.clear_context(&mut ctx);
+        // clear_context also resets the listing flag.
+        ctx.set_disasm(emit == Emit::Asm);
         ids.push(Some(id));
     }
     Ok(ids)

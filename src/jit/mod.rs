@@ -234,6 +234,8 @@ impl Jit {
                 listing.push((f.name.clone(), text));
             }
             jm.clear_context(&mut ctx);
+            // clear_context also resets the listing flag.
+            ctx.set_disasm(options.emit == Emit::Asm);
         }
         let host_ids = host::define_wrappers(
             &mut jm,

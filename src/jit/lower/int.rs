@@ -127,7 +127,7 @@ impl Lower<'_, '_> {
         if carry.carry_in {
             self.b.use_var(self.cf)
         } else {
-            self.b.ins().iconst(types::I8, sub as i64)
+            self.b.ins().iconst(types::I64, sub as i64)
         }
     }
 
@@ -162,7 +162,7 @@ impl Lower<'_, '_> {
         v
     }
 
-    /// x + y + cin and its carry out (an i8), computed one width up: i64 for 32-bit
+    /// x + y + cin and its carry out (an i64 0/1), computed one width up: i64 for 32-bit
     /// operands, i128 (add/adc) for 64-bit ones.
     fn add_with_carry(&mut self, x: Value, y: Value, cin: Value) -> (Value, Value) {
         let ty = self.b.func.dfg.value_type(x);
@@ -173,17 +173,15 @@ impl Lower<'_, '_> {
         };
         let xw = self.b.ins().uextend(wide, x);
         let yw = self.b.ins().uextend(wide, y);
-        let cw = self.b.ins().uextend(wide, cin);
+        let cw = self.resize(cin, wide, false);
         let s = self.b.ins().iadd(xw, yw);
         let s = self.b.ins().iadd(s, cw);
         if wide == types::I128 {
             let (lo, hi) = self.b.ins().isplit(s);
-            let c = self.b.ins().ireduce(types::I8, hi);
-            (lo, c)
+            (lo, hi)
         } else {
             let v = self.b.ins().ireduce(ty, s);
-            let hi = self.b.ins().ushr_imm_s(s, ty.bits() as i64);
-            let c = self.b.ins().ireduce(types::I8, hi);
+            let c = self.b.ins().ushr_imm_s(s, ty.bits() as i64);
             (v, c)
         }
     }
@@ -264,28 +262,27 @@ impl Lower<'_, '_> {
         self.b.ins().select(over, zero, r)
     }
 
-    /// `mul.lo/.hi/.wide` (9.7.1.3): the product one width up for 16/32-bit types, the
-    /// high-multiply instructions for 64-bit ones.
+    /// `mul.lo/.hi/.wide` (9.7.1.3). Every mode takes its half of one double-width product
+    /// (i64 for 16/32-bit types, i128 for 64-bit ones, which x86 computes in one `mul`), so
+    /// that a `mul.lo`/`mul.hi` (or `mad.lo.cc`/`madc.hi.cc`) pair on the same operands shares
+    /// one multiplication after value numbering.
     fn mul(&mut self, mode: MulMode, ty: Type, x: Value, y: Value) -> Value {
         let signed = ty.is_signed();
         let bits = ty.bits();
+        let wide = if bits == 64 {
+            types::I128
+        } else {
+            int_type(2 * bits)
+        };
+        let xw = self.resize(x, wide, signed);
+        let yw = self.resize(y, wide, signed);
+        let p = self.b.ins().imul(xw, yw);
         match mode {
-            MulMode::Lo => self.b.ins().imul(x, y),
-            MulMode::Hi if bits == 64 => {
-                if signed {
-                    self.b.ins().smulhi(x, y)
-                } else {
-                    self.b.ins().umulhi(x, y)
-                }
-            }
-            MulMode::Hi | MulMode::Wide => {
-                let wide = int_type(2 * bits);
-                let xw = self.resize(x, wide, signed);
-                let yw = self.resize(y, wide, signed);
-                let p = self.b.ins().imul(xw, yw);
-                if mode == MulMode::Wide {
-                    return p;
-                }
+            MulMode::Wide => p,
+            MulMode::Lo if bits == 64 => self.b.ins().isplit(p).0,
+            MulMode::Hi if bits == 64 => self.b.ins().isplit(p).1,
+            MulMode::Lo => self.b.ins().ireduce(clif(ty), p),
+            MulMode::Hi => {
                 let hi = self.b.ins().ushr_imm_s(p, bits as i64);
                 self.b.ins().ireduce(clif(ty), hi)
             }

@@ -119,7 +119,8 @@ pub struct Lower<'a, 'f> {
     f: &'a Function,
     layout: &'a FrameLayout,
     regs: Vec<Variable>,
-    /// CC.CF (PTX ISA 9.7.2), an i8 holding 0 or 1.
+    /// CC.CF (PTX ISA 9.7.2), an i64 holding 0 or 1 (the width carry arithmetic uses, so
+    /// it never needs narrowing or extending).
     cf: Variable,
     ctx: Value,
     frame: Value,
@@ -157,7 +158,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let layout = &sh.layouts[fid.0 as usize];
         let mut b = b;
         let regs: Vec<Variable> = f.regs.iter().map(|r| b.declare_var(clif(r.ty))).collect();
-        let cf = b.declare_var(types::I8);
+        let cf = b.declare_var(types::I64);
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
@@ -345,8 +346,8 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// Registers and CC.CF start at 0, the frame zeroed (PTX leaves them undefined; both
     /// engines define them so).
     fn start_thread_state(&mut self) {
-        let zero8 = self.b.ins().iconst(types::I8, 0);
-        self.b.def_var(self.cf, zero8);
+        let zero64 = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(self.cf, zero64);
         for (k, r) in self.f.regs.iter().enumerate() {
             let z = self.zero(r.ty);
             self.b.def_var(self.regs[k], z);

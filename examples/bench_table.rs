@@ -1,9 +1,9 @@
 //! The benchmark summary: every workload on the JIT (memory checks on and off), the
 //! interpreter and native baselines, measured in one run, in under a minute. Prints a table
 //! of ns per operation with ratios, and one machine-readable line per measurement:
-//! `RESULT workload=<name> impl=<jit|jit-unchecked|interp|rust|num-bigint|rayon> ns=<float>`.
+//! `RESULT workload=<name> impl=<jit|jit-unchecked|interp|rust|num-bigint|gmp|rayon> ns=<float>`.
 //!
-//! cargo run --release --example bench_table
+//! cargo run --release --example bench_table [--features gmp]
 
 #[path = "../benches/workloads/mod.rs"]
 mod workloads;
@@ -251,6 +251,34 @@ fn bignum(w: &Workload, t: &mut Table, rng: &mut Rng) {
         }
     });
     t.add(&func, "rust", ns);
+    #[cfg(feature = "gmp")]
+    if w.modulus.is_none() {
+        // GMP's mpn_mul_n on the same operands as 64-bit limbs.
+        let limbs = |v: &[u8]| -> Vec<u64> {
+            v.chunks(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                .collect()
+        };
+        let (gx, gy) = (limbs(&x), limbs(&y));
+        let mut gr = vec![0u64; 2 * gx.len()];
+        let ns = time(calls, || {
+            for _ in 0..calls {
+                // SAFETY: rp holds 2n limbs, s1p and s2p n limbs each, and rp overlaps
+                // neither, as mpn_mul_n requires.
+                unsafe {
+                    gmp_mpfr_sys::gmp::mpn_mul_n(
+                        black_box(gr.as_mut_ptr()),
+                        black_box(gx.as_ptr()),
+                        black_box(gy.as_ptr()),
+                        gx.len() as gmp_mpfr_sys::gmp::size_t,
+                    )
+                }
+            }
+        });
+        let got: Vec<u8> = gr.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(&got[..], &out[..ob], "GMP agrees");
+        t.add(&func, "gmp", ns);
+    }
     if w.modulus.is_none() {
         let (bx, by) = (BigUint::from_bytes_le(&x), BigUint::from_bytes_le(&y));
         let ns = time(calls, || {
@@ -336,7 +364,8 @@ fn main() {
             ratio(get("interp"), jit)
         );
         if let Some(nb) = get("num-bigint") {
-            println!("{:<22} num-bigint {nb:.2} ns", "");
+            let gmp = get("gmp").map_or(String::new(), |g| format!(", GMP mpn_mul_n {g:.2} ns"));
+            println!("{:<22} num-bigint {nb:.2} ns{gmp}", "");
         }
     }
     println!(

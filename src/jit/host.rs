@@ -20,7 +20,7 @@
 //! and turns a recorded fault into an error.
 
 use super::layout::FrameLayout;
-use super::lower::{clif, signature};
+use super::lower::{clif, copy_bytes, signature};
 use super::runtime::{JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
 use super::{Emit, Jit, compile_error};
 use crate::ast::{FuncKind, Function, Module, Type, TypeKind};
@@ -230,22 +230,6 @@ pub(super) fn define_wrappers(
     Ok(ids)
 }
 
-/// Copies `n` bytes, one at a time (wrapper arrays are small and may be unaligned).
-fn copy_bytes(
-    b: &mut FunctionBuilder,
-    dst: ir::Value,
-    dst_off: i32,
-    src: ir::Value,
-    src_off: i32,
-    n: usize,
-) {
-    let flags = MemFlagsData::trusted();
-    for k in 0..n as i32 {
-        let byte = b.ins().load(types::I8, flags, src, src_off + k);
-        b.ins().store(flags, byte, dst, dst_off + k);
-    }
-}
-
 thread_local! {
     /// The context of host calls made on this thread.
     static HOST_CTX: RefCell<Option<Box<ThreadCtx>>> = const { RefCell::new(None) };
@@ -266,7 +250,7 @@ pub extern "C" fn rt_host_enter(areas: u64, info: u64) -> u64 {
     HOST_CTX.with(|c| {
         let mut c = c.borrow_mut();
         let ctx = c.get_or_insert_with(|| Box::new(ThreadCtx::new(areas, info)));
-        **ctx = ThreadCtx::new(areas, info);
+        ctx.reset(areas, info);
         &mut **ctx as *mut ThreadCtx as u64
     })
 }

@@ -86,6 +86,30 @@ pub fn int_type(bits: u32) -> ir::Type {
     }
 }
 
+/// Copies `n` bytes from `src + src_off` to `dst + dst_off` in 8-, 4-, 2- and 1-byte pieces
+/// (x86 allows the unaligned accesses; both areas are always valid).
+pub fn copy_bytes(
+    b: &mut FunctionBuilder,
+    dst: Value,
+    dst_off: i32,
+    src: Value,
+    src_off: i32,
+    n: usize,
+) {
+    let mut k = 0;
+    while k < n {
+        let piece = match n - k {
+            8.. => types::I64,
+            4..=7 => types::I32,
+            2..=3 => types::I16,
+            _ => types::I8,
+        };
+        let v = b.ins().load(piece, trusted(), src, src_off + k as i32);
+        b.ins().store(trusted(), v, dst, dst_off + k as i32);
+        k += piece.bytes() as usize;
+    }
+}
+
 /// Everything the lowering of one module's functions shares.
 pub struct Shared<'a> {
     pub ptx: &'a ast::Module,
@@ -692,18 +716,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     fn copy(&mut self, dst: Value, dst_off: i32, src: Value, src_off: i32, n: usize) {
-        let mut k = 0;
-        while k < n {
-            let piece = match n - k {
-                8.. => types::I64,
-                4..=7 => types::I32,
-                2..=3 => types::I16,
-                _ => types::I8,
-            };
-            let v = self.b.ins().load(piece, trusted(), src, src_off + k as i32);
-            self.b.ins().store(trusted(), v, dst, dst_off + k as i32);
-            k += piece.bytes() as usize;
-        }
+        copy_bytes(&mut self.b, dst, dst_off, src, src_off, n);
     }
 
     // ---- mov and calls -------------------------------------------------------------------

@@ -178,3 +178,35 @@ fn kernel_parameters_are_read_only_and_locals_bounded() {
         assert!(f.message.contains(".local `arr`"), "{name}: {}", f.message);
     }
 }
+
+/// 256 nested calls of a function with a 32 KiB local array need 8 MiB of stack: the JIT
+/// runs such modules on big-stack threads, so the depth limit faults instead of the host
+/// overflowing its stack. Frames beyond PTX's 512 KiB local limit are refused by the JIT.
+#[test]
+fn deep_recursion_with_big_frames_faults_without_overflowing() {
+    let ptx = |bytes: usize| {
+        format!(
+            ".version 7.8\n.target sm_80\n.address_size 64\n\
+             .visible .func (.param .u32 r) deep(.param .u32 a)\n{{\n  .reg .u32 %a;\n  \
+             .local .align 8 .b8 big[{bytes}];\n  ld.param.u32 %a, [a];\n  st.local.u32 [big], %a;\n  \
+             add.u32 %a, %a, 1;\n  {{\n    .param .u32 x;\n    .param .u32 y;\n    st.param.u32 [x], %a;\n    \
+             call (y), deep, (x);\n    ld.param.u32 %a, [y];\n  }}\n  st.param.u32 [r], %a;\n  ret;\n}}\n\
+             .visible .entry k(.param .u64 out)\n{{\n  .reg .u32 %v;\n  .reg .u64 %o;\n  {{\n    \
+             .param .u32 x;\n    .param .u32 y;\n    st.param.u32 [x], 0;\n    call (y), deep, (x);\n    \
+             ld.param.u32 %v, [y];\n  }}\n  ld.param.u64 %o, [out];\n  st.global.u32 [%o], %v;\n  ret;\n}}\n"
+        )
+    };
+    for (name, e) in engines(&ptx(32 << 10)) {
+        let err = e.call("deep", &[Value::u32(0)]).unwrap_err().to_string();
+        assert!(err.contains("call depth exceeds 256"), "{name}: {err}");
+        let mut out = vec![0u8; 4];
+        let err = e
+            .launch("k", Dim3::x(2), Dim3::x(2), &mut [Arg::Buffer(&mut out)])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("call depth exceeds 256"), "{name}: {err}");
+    }
+    let m = ptxjit::Module::parse(&ptx(600_000)).unwrap();
+    let e = ptxjit::Jit::new(m).err().expect("refused").to_string();
+    assert!(e.contains("at most 524288"), "{e}");
+}

@@ -6,6 +6,10 @@ use super::runtime::FrameVar;
 use crate::ast::{FuncKind, Function, Module, VarRole};
 use std::sync::Arc;
 
+/// The most `.local`/`.param` memory one function's frame may hold: PTX's per-thread local
+/// memory limit (512 KiB). With the 256-deep call limit this bounds the stack a launch needs.
+pub const MAX_FRAME_BYTES: u32 = 512 << 10;
+
 /// Every variable starts at a multiple of this (enough for any PTX access, `.v4.b32`
 /// included), so the natural alignment of an access depends only on its offset.
 pub const VAR_ALIGN: u32 = 16;

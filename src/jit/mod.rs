@@ -97,6 +97,29 @@ pub struct Jit {
     /// What `--emit` asked for, by function: (name, text).
     pub listing: Vec<(String, String)>,
     pub stats: CompileStats,
+    /// Whether calls and launches need the big-stack threads.
+    big_stack: bool,
+}
+
+/// Stack the generated code may use on an ordinary thread (rayon's workers and the main
+/// thread have at least 2 MiB).
+const SMALL_STACK: usize = 1 << 20;
+/// Stack per call level besides the frame (saved registers, spills, helper calls).
+const FRAME_OVERHEAD: usize = 8 << 10;
+
+/// Threads whose stacks hold 257 levels of the largest frame the JIT accepts.
+fn big_stack_pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let size = (crate::engine::MAX_CALL_DEPTH + 1)
+            * (2 * layout::MAX_FRAME_BYTES as usize + FRAME_OVERHEAD)
+            + (1 << 20);
+        rayon::ThreadPoolBuilder::new()
+            .stack_size(size)
+            .thread_name(|i| format!("ptxjit-big-stack-{i}"))
+            .build()
+            .expect("a thread pool with big stacks")
+    })
 }
 
 impl Drop for Jit {
@@ -168,6 +191,35 @@ impl Jit {
             .iter()
             .map(|f| FrameLayout::of(&module, f))
             .collect();
+        for (f, l) in module.functions.iter().zip(&layouts) {
+            if l.frame_size > layout::MAX_FRAME_BYTES {
+                return Err(RunError::Usage(format!(
+                    "`{}` uses {} bytes of .local and .param memory per thread; the JIT supports at most {} (PTX's local memory limit)",
+                    f.name,
+                    l.frame_size,
+                    layout::MAX_FRAME_BYTES
+                )));
+            }
+        }
+        // Deep recursion with big frames needs more stack than a thread has by default:
+        // launches and calls of such modules run on threads with room for the worst case.
+        let has_calls = module.functions.iter().any(|f| {
+            f.body
+                .iter()
+                .flatten()
+                .any(|i| matches!(i.inst, crate::ast::Inst::Call { .. }))
+        });
+        let deepest = layouts
+            .iter()
+            .map(|l| l.frame_size + l.call_buf)
+            .max()
+            .unwrap_or(0) as usize
+            + FRAME_OVERHEAD;
+        let stack_needed = if has_calls {
+            (crate::engine::MAX_CALL_DEPTH + 1) * deepest
+        } else {
+            deepest
+        };
         let info = Box::new(ModuleInfo {
             names: module.functions.iter().map(|f| f.name.clone()).collect(),
             frames: layouts.iter().map(|l| l.frame_vars.clone()).collect(),
@@ -274,7 +326,17 @@ impl Jit {
             module_areas,
             listing,
             stats,
+            big_stack: stack_needed > SMALL_STACK,
         })
+    }
+
+    /// Runs `f` on a thread with room for this module's deepest call chain.
+    fn on_stack<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        if self.big_stack {
+            big_stack_pool().install(f)
+        } else {
+            f()
+        }
     }
 
     pub fn module(&self) -> &Module {
@@ -358,24 +420,26 @@ impl Engine for Jit {
             bytes[*off as usize..*off as usize + b.len()].copy_from_slice(&b);
         }
         let entry = self.internal[id.0 as usize].expect("find_function checks the body");
-        let mut ctx = ThreadCtx::new(&self.call_areas, &self.info);
-        let (args_ptr, rets_ptr) = {
-            let p = bytes.as_mut_ptr();
-            // SAFETY: the return buffer starts `args_size` bytes into the same allocation.
-            (p, unsafe { p.add(layout.args_size as usize) })
-        };
-        // SAFETY: `entry` is the finalized internal function of this `.func`, compiled with
-        // the signature `InternalFunc`; the buffers have the sizes its layout needs; the
-        // context's pointers refer to `self`, which outlives the call.
-        let status = unsafe {
-            let f: InternalFunc = std::mem::transmute(entry);
-            f(&mut ctx, args_ptr, rets_ptr)
-        };
-        if status == STATUS_FAULT {
-            let f = ctx
-                .fault
-                .take()
-                .expect("a faulting function records its fault");
+        let args_at = bytes.as_mut_ptr() as usize;
+        let rets_at = args_at + layout.args_size as usize;
+        let (areas, info) = (&*self.call_areas, &*self.info);
+        let fault = self.on_stack(move || {
+            let mut ctx = ThreadCtx::new(areas, info);
+            // SAFETY: `entry` is the finalized internal function of this `.func`, compiled
+            // with the signature `InternalFunc`; the two buffers lie in `buf`, which has the
+            // sizes its layout needs and outlives this closure (the caller waits for it); the
+            // context's pointers refer to `self`, which outlives the call.
+            let status = unsafe {
+                let f: InternalFunc = std::mem::transmute(entry);
+                f(&mut ctx, args_at as *mut u8, rets_at as *mut u8)
+            };
+            (status == STATUS_FAULT).then(|| {
+                ctx.fault
+                    .take()
+                    .expect("a faulting function records its fault")
+            })
+        });
+        if let Some(f) = fault {
             return Err(self.locate(f, [0; 3], [0; 3]));
         }
         let bytes = as_bytes(&mut buf);
@@ -451,35 +515,37 @@ impl Engine for Jit {
         let shared_ref = &shared;
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling (as the interpreter).
-        let fault = (0..grid.count())
-            .into_par_iter()
-            .map_init(
-                || ThreadCtx::new(shared_ref, info),
-                |ctx, b| {
-                    ctx.ctaid = grid.point(b);
-                    ctx.ntid = [block.x, block.y, block.z];
-                    ctx.nctaid = [grid.x, grid.y, grid.z];
-                    ctx.params = params_base;
-                    ctx.depth = 0;
-                    ctx.own.clear();
-                    // SAFETY: `entry` is this kernel's finalized block function, compiled
-                    // with the signature `BlockFunc`; the context is this worker's own, and
-                    // its pointers (areas, module info, parameter block) outlive the launch.
-                    let status = unsafe {
-                        let f: BlockFunc = std::mem::transmute(entry);
-                        f(ctx)
-                    };
-                    (status == STATUS_FAULT).then(|| {
-                        let f = ctx
-                            .fault
-                            .take()
-                            .expect("a faulting block records its fault");
-                        (b, f, ctx.ctaid, ctx.tid)
-                    })
-                },
-            )
-            .flatten()
-            .min_by_key(|(b, ..)| *b);
+        let fault = self.on_stack(|| {
+            (0..grid.count())
+                .into_par_iter()
+                .map_init(
+                    || ThreadCtx::new(shared_ref, info),
+                    |ctx, b| {
+                        ctx.ctaid = grid.point(b);
+                        ctx.ntid = [block.x, block.y, block.z];
+                        ctx.nctaid = [grid.x, grid.y, grid.z];
+                        ctx.params = params_base;
+                        ctx.depth = 0;
+                        ctx.own.clear();
+                        // SAFETY: `entry` is this kernel's finalized block function, compiled
+                        // with the signature `BlockFunc`; the context is this worker's own, and
+                        // its pointers (areas, module info, parameter block) outlive the launch.
+                        let status = unsafe {
+                            let f: BlockFunc = std::mem::transmute(entry);
+                            f(ctx)
+                        };
+                        (status == STATUS_FAULT).then(|| {
+                            let f = ctx
+                                .fault
+                                .take()
+                                .expect("a faulting block records its fault");
+                            (b, f, ctx.ctaid, ctx.tid)
+                        })
+                    },
+                )
+                .flatten()
+                .min_by_key(|(b, ..)| *b)
+        });
         drop(block_params);
         match fault {
             Some((_, f, ctaid, tid)) => Err(self.locate(f, ctaid, tid)),

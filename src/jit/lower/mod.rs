@@ -27,6 +27,9 @@ use cranelift_module::Module as _;
 use std::collections::HashMap;
 use std::mem::offset_of;
 
+/// Frames up to this size are zeroed by straight-line stores, bigger ones by a loop.
+const UNROLLED_ZEROING: u32 = 256;
+
 /// The runtime helpers generated code may call: name, parameter types, result types.
 pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
     use types::{I32, I64};
@@ -376,14 +379,33 @@ impl<'a, 'f> Lower<'a, 'f> {
             let z = self.zero(r.ty);
             self.b.def_var(self.regs[k], z);
         }
-        if self.layout.frame_size > 0 {
-            let z = self.b.ins().iconst(types::I64, 0);
-            let mut off = 0;
-            while off < self.layout.frame_size {
+        let size = self.layout.frame_size;
+        let z = self.b.ins().iconst(types::I64, 0);
+        if size <= UNROLLED_ZEROING {
+            for off in (0..size).step_by(8) {
                 self.b.ins().store(trusted(), z, self.frame, off as i32);
-                off += 8;
             }
+            return;
         }
+        // A loop for big frames: 16 bytes an iteration (sizes are multiples of 16).
+        let at = self.b.declare_var(types::I64);
+        let start = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(at, start);
+        let (body, done) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().jump(body, &[]);
+        self.b.switch_to_block(body);
+        let off = self.b.use_var(at);
+        let p = self.b.ins().iadd(self.frame, off);
+        self.b.ins().store(trusted(), z, p, 0);
+        self.b.ins().store(trusted(), z, p, 8);
+        let next = self.b.ins().iadd_imm_s(off, 16);
+        self.b.def_var(at, next);
+        let more =
+            self.b
+                .ins()
+                .icmp_imm_s(ir::condcodes::IntCC::UnsignedLessThan, next, size as i64);
+        self.b.ins().brif(more, body, &[], done, &[]);
+        self.b.switch_to_block(done);
     }
 
     fn enter_frame(&mut self) {

@@ -149,6 +149,10 @@ impl Jit {
         let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(compile_error);
         set(&mut flags, "opt_level", "speed")?;
         set(&mut flags, "is_pic", "false")?;
+        // Frames can be large (.local arrays): touch every stack page in order, so that an
+        // exhausted stack hits its guard page instead of skipping past it.
+        set(&mut flags, "enable_probestack", "true")?;
+        set(&mut flags, "probestack_strategy", "inline")?;
         set(
             &mut flags,
             "enable_verifier",

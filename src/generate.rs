@@ -114,6 +114,8 @@ const P: usize = 4;
 /// Bytes of each thread's input and output slots.
 pub const IN_BYTES: usize = R * 4 + RD * 8 + F * 4 + FD * 8;
 const SCRATCH: usize = 32;
+/// Bytes of each function's `.local` array `loc`.
+const LOCAL: usize = 32;
 pub const OUT_BYTES: usize = IN_BYTES + P * 4 + SCRATCH;
 
 /// A generated program: the PTX, and its body lines (what a shrinker may delete).
@@ -136,32 +138,61 @@ impl Program {
     }
 }
 
-/// A random program of about `size` body items.
+/// A random program of about `size` body items, with a random helper `.func` the body may
+/// call.
 pub fn program(rng: &mut Rng, size: usize) -> Program {
+    let helper = helper(rng);
     let mut g = Gen {
         rng,
         out: Vec::new(),
         labels: 0,
+        calls: true,
     };
     for _ in 0..size {
         g.item(true);
     }
     Program {
-        prologue: prologue(),
+        prologue: HEADER.to_string() + &helper + &prologue(),
         body: g.out,
         epilogue: epilogue(),
     }
 }
 
-fn prologue() -> String {
-    let mut s = String::from(
-        ".version 7.8\n.target sm_80\n.address_size 64\n\
-         .visible .entry k(.param .u64 inp, .param .u64 out)\n{\n",
-    );
-    s += &format!(
+const HEADER: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
+
+/// The registers every generated function declares.
+fn register_decls() -> String {
+    format!(
         "  .reg .b32 %r<{R}>;\n  .reg .b64 %rd<{RD}>;\n  .reg .f32 %f<{F}>;\n  .reg .f64 %fd<{FD}>;\n  \
-         .reg .pred %p<{P}>;\n  .reg .u64 %in, %out, %t64;\n  .reg .u32 %t, %n, %lc;\n  .reg .pred %lp;\n"
-    );
+         .reg .pred %p<{P}>;\n  .reg .u64 %in, %out, %t64;\n  .reg .u32 %t, %n, %lc;\n  .reg .pred %lp;\n  \
+         .local .align 8 .b8 loc[{LOCAL}];\n"
+    )
+}
+
+/// `.func (.param .b32 r) h(.param .b32 a, .param .b64 b)`: a few random straight-line
+/// instructions over its own registers (a and b loaded into %r0 and %rd0), returning %r1.
+fn helper(rng: &mut Rng) -> String {
+    let mut g = Gen {
+        rng,
+        out: Vec::new(),
+        labels: 0,
+        calls: false,
+    };
+    for _ in 0..3 + g.rng.below(8) {
+        g.instruction();
+    }
+    format!(
+        ".func (.param .b32 r) h(.param .b32 a, .param .b64 b)\n{{\n{}  \
+         ld.param.b32 %r0, [a];\n  ld.param.b64 %rd0, [b];\n  mov.b32 %r1, %r0;\n{}  \
+         st.param.b32 [r], %r1;\n  ret;\n}}\n",
+        register_decls(),
+        g.out.join("")
+    )
+}
+
+fn prologue() -> String {
+    let mut s = String::from(".visible .entry k(.param .u64 inp, .param .u64 out)\n{\n");
+    s += &register_decls();
     s += "  ld.param.u64 %in, [inp];\n  ld.param.u64 %out, [out];\n";
     s += "  mov.u32 %t, %ctaid.x;\n  mov.u32 %n, %ntid.x;\n  mul.lo.u32 %t, %t, %n;\n  \
           mov.u32 %n, %tid.x;\n  add.u32 %t, %t, %n;\n";
@@ -212,6 +243,8 @@ struct Gen<'r> {
     rng: &'r mut Rng,
     out: Vec<String>,
     labels: usize,
+    /// Whether calls of the helper may be emitted (not inside the helper itself).
+    calls: bool,
 }
 
 const RNDS: [&str; 4] = ["rn", "rz", "rm", "rp"];
@@ -750,20 +783,40 @@ impl Gen<'_> {
 
     fn memory(&mut self) {
         let off = IN_BYTES + P * 4 + 8 * self.rng.below((SCRATCH / 8) as u64) as usize;
-        let text = match self.rng.below(4) {
+        let loc = 8 * self.rng.below((LOCAL / 8) as u64) as usize;
+        let text = match self.rng.below(8) {
             0 => format!("st.global.b32 [%out+{off}], {};", self.r()),
             1 => format!("st.global.b64 [%out+{off}], {};", self.rd()),
             2 => {
                 let ty = self.rng.pick(&["u8", "s8", "u16", "s16", "b32"]);
                 format!("ld.global.{ty} {}, [%out+{off}];", self.r())
             }
-            _ => format!(
+            3 => format!(
                 "ld.global.v2.b32 {{{}, {}}}, [%out+{off}];",
                 self.r(),
                 self.r()
             ),
+            4 => format!("st.local.b64 [loc+{loc}], {};", self.rd()),
+            5 => {
+                let ty = self.rng.pick(&["u8", "s16", "b32"]);
+                format!("ld.local.{ty} {}, [loc+{loc}];", self.r())
+            }
+            _ if self.calls => return self.call(),
+            _ => format!("ld.local.b64 {}, [loc+{loc}];", self.rd()),
         };
         self.emit(text);
+    }
+
+    /// A call of the helper `h` (a call sequence with its own `.param` variables; the
+    /// call itself may be predicated).
+    fn call(&mut self) {
+        let (a, b, d) = (self.r(), self.rd(), self.r());
+        let g = self.guard();
+        self.out.push(format!(
+            "  {{\n    .param .b32 pa;\n    .param .b64 pb;\n    .param .b32 pr;\n    \
+             st.param.b32 [pa], {a};\n    st.param.b64 [pb], {b};\n    {g}call (pr), h, (pa, pb);\n    \
+             ld.param.b32 {d}, [pr];\n  }}\n"
+        ));
     }
 
     fn moves(&mut self) {

@@ -223,24 +223,11 @@ pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Option<
     None
 }
 
-/// One random input buffer for every thread of a generated program (typed slots).
+/// One random input buffer for every thread of a generated program.
 pub fn random_input(rng: &mut Rng) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for _ in 0..GRID * BLOCK {
-        for (ty, n) in [
-            (Type::U32, 8),
-            (Type::U64, 8),
-            (Type::F32, 6),
-            (Type::F64, 4),
-        ] {
-            for _ in 0..n {
-                let v = generate::edge_value(rng, ty);
-                bytes.extend_from_slice(&v.to_le_bytes()[..ty.bytes()]);
-            }
-        }
-    }
-    debug_assert_eq!(bytes.len(), generate::IN_BYTES * (GRID * BLOCK) as usize);
-    bytes
+    (0..GRID * BLOCK)
+        .flat_map(|_| generate::random_input(rng))
+        .collect()
 }
 
 /// The difference between the engines on one input, or None (also None when the program

@@ -111,12 +111,33 @@ const F: usize = 6;
 const FD: usize = 4;
 const P: usize = 4;
 
+/// The register classes a thread loads from its input slot and stores to its output slot, in
+/// slot order: name prefix, count, type.
+const CLASSES: [(&str, usize, Type); 4] = [
+    ("r", R, Type::B32),
+    ("rd", RD, Type::B64),
+    ("f", F, Type::F32),
+    ("fd", FD, Type::F64),
+];
+
 /// Bytes of each thread's input and output slots.
 pub const IN_BYTES: usize = R * 4 + RD * 8 + F * 4 + FD * 8;
 const SCRATCH: usize = 32;
 /// Bytes of each function's `.local` array `loc`.
 const LOCAL: usize = 32;
 pub const OUT_BYTES: usize = IN_BYTES + P * 4 + SCRATCH;
+
+/// One thread's input slot: an edge-biased value of each register's type, in slot order.
+pub fn random_input(rng: &mut Rng) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(IN_BYTES);
+    for (_, n, ty) in CLASSES {
+        for _ in 0..n {
+            bytes.extend_from_slice(&edge_value(rng, ty).to_le_bytes()[..ty.bytes()]);
+        }
+    }
+    debug_assert_eq!(bytes.len(), IN_BYTES);
+    bytes
+}
 
 /// A generated program: the PTX, and its body lines (what a shrinker may delete).
 #[derive(Clone, Debug)]
@@ -201,15 +222,10 @@ fn prologue() -> String {
          mul.wide.u32 %t64, %t, {OUT_BYTES};\n  add.u64 %out, %out, %t64;\n"
     );
     let mut at = 0;
-    for (class, n, ty, size) in [
-        ("r", R, "b32", 4),
-        ("rd", RD, "b64", 8),
-        ("f", F, "f32", 4),
-        ("fd", FD, "f64", 8),
-    ] {
+    for (class, n, ty) in CLASSES {
         for k in 0..n {
-            s += &format!("  ld.global.{ty} %{class}{k}, [%in+{at}];\n");
-            at += size;
+            s += &format!("  ld.global{ty} %{class}{k}, [%in+{at}];\n");
+            at += ty.bytes();
         }
     }
     for k in 0..P {
@@ -221,15 +237,10 @@ fn prologue() -> String {
 fn epilogue() -> String {
     let mut s = String::new();
     let mut at = 0;
-    for (class, n, ty, size) in [
-        ("r", R, "b32", 4),
-        ("rd", RD, "b64", 8),
-        ("f", F, "f32", 4),
-        ("fd", FD, "f64", 8),
-    ] {
+    for (class, n, ty) in CLASSES {
         for k in 0..n {
-            s += &format!("  st.global.{ty} [%out+{at}], %{class}{k};\n");
-            at += size;
+            s += &format!("  st.global{ty} [%out+{at}], %{class}{k};\n");
+            at += ty.bytes();
         }
     }
     for k in 0..P {

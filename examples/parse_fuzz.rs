@@ -5,75 +5,9 @@
 //!
 //! cargo run --release --example parse_fuzz -- --seconds 1800 [--seed S]
 
-use ptxjit::generate::Rng;
+use ptxjit::generate::{Rng, mutate};
 use ptxjit::{Jit, Module};
 use std::time::{Duration, Instant};
-
-const TOKENS: &[&str] = &[
-    "{",
-    "}",
-    "(",
-    ")",
-    "[",
-    "]",
-    ";",
-    ",",
-    ".u32",
-    ".s64",
-    ".f32",
-    ".pred",
-    ".b8",
-    ".param",
-    ".reg",
-    ".local",
-    ".global",
-    ".const",
-    "%r1",
-    "%rd1",
-    "%p1",
-    "@%p1",
-    "@!%p1",
-    "0x7fffffff",
-    "-1",
-    "0f3f800000",
-    "0d3ff0000000000000",
-    "mov",
-    "add.cc",
-    "madc.hi.cc",
-    "call",
-    "ret;",
-    "bra",
-    "$L__BB0_1:",
-    ".local .align 8 .b8 d[8];",
-    "[%rd1+-4]",
-    "{%r1, %r2}",
-    "%tid.x",
-    "%r1.b0",
-    "_",
-    "|",
-    "<4>",
-    "99999999999999999999999",
-    ".align 3",
-    ".v4",
-    ".rn",
-    ".sat",
-    ".ftz",
-    ".wide",
-    "vadd.s32.u32.s32.sat",
-    "vmad.s32.s32.u32.sat",
-    "-%r1.h0",
-    ".shr15",
-    "vset.u32.u32.ne",
-    ".po",
-    "\"",
-    "//",
-    "/*",
-    "*/",
-    "\n",
-    "\0",
-    "\u{feff}",
-    "é",
-];
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -82,33 +16,6 @@ fn arg(name: &str, default: u64) -> u64 {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn mutate(rng: &mut Rng, mut text: Vec<u8>) -> Vec<u8> {
-    for _ in 0..1 + rng.below(6) {
-        if text.is_empty() {
-            text.push(b'{');
-        }
-        let at = rng.below(text.len() as u64) as usize;
-        match rng.below(5) {
-            0 => {
-                let n = (1 + rng.below(16) as usize).min(text.len() - at);
-                text.drain(at..at + n);
-            }
-            1 | 2 => {
-                let t = TOKENS[rng.below(TOKENS.len() as u64) as usize];
-                text.splice(at..at, format!(" {t} ").into_bytes());
-            }
-            3 => {
-                let from = rng.below(text.len() as u64) as usize;
-                let n = (1 + rng.below(80) as usize).min(text.len() - from);
-                let chunk = text[from..from + n].to_vec();
-                text.splice(at..at, chunk);
-            }
-            _ => text[at] = rng.next_u64() as u8,
-        }
-    }
-    text
 }
 
 fn main() {

@@ -134,12 +134,7 @@ pub fn first_difference(jit: &Outcome, interp: &Outcome, types: &[Type]) -> Opti
                     .zip(y.chunks(n))
                     .enumerate()
                     .find_map(|(i, (p, q))| {
-                        let v = |c: &[u8]| {
-                            let mut w = [0u8; 8];
-                            w[..c.len()].copy_from_slice(c);
-                            Value::new(ty, u64::from_le_bytes(w))
-                        };
-                        let (p, q) = (v(p), v(q));
+                        let (p, q) = (Value::from_le_bytes(ty, p), Value::from_le_bytes(ty, q));
                         (!p.same_as(q)).then(|| {
                             format!(
                                 "buffer {k}, element {i} (byte {}): jit {p}, interp {q}",

@@ -39,6 +39,14 @@ impl Value {
     pub fn f64(v: f64) -> Value {
         Value::new(Type::F64, v.to_bits())
     }
+    /// The value of type `ty` stored little-endian in `bytes` (at most 8; missing high bytes
+    /// are zero, as for a short last element of a buffer).
+    pub fn from_le_bytes(ty: Type, bytes: &[u8]) -> Value {
+        let mut v = [0u8; 8];
+        let n = bytes.len().min(8);
+        v[..n].copy_from_slice(&bytes[..n]);
+        Value::new(ty, u64::from_le_bytes(v))
+    }
     /// Little-endian bytes of the value at its type's size.
     pub fn to_le_bytes(self) -> Vec<u8> {
         self.bits.to_le_bytes()[..self.ty.bytes()].to_vec()

@@ -153,11 +153,7 @@ pub fn parse_spec(spec: &str) -> Result<Spec, String> {
 pub fn format_buffer(ty: Type, bytes: &[u8]) -> String {
     bytes
         .chunks(ty.bytes())
-        .map(|c| {
-            let mut v = [0u8; 8];
-            v[..c.len()].copy_from_slice(c);
-            Value::new(ty, u64::from_le_bytes(v)).to_string()
-        })
+        .map(|c| Value::from_le_bytes(ty, c).to_string())
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -87,11 +87,7 @@ impl Engine for Interpreter {
             .rets
             .iter()
             .zip(rets)
-            .map(|(p, b)| {
-                let mut v = [0u8; 8];
-                v[..b.len()].copy_from_slice(&b);
-                Value::new(func.param_type(p), u64::from_le_bytes(v))
-            })
+            .map(|(p, b)| Value::from_le_bytes(func.param_type(p), &b))
             .collect())
     }
 
@@ -922,10 +918,7 @@ fn set_reg(fr: &mut Frame, r: RegId, ty: Type, v: u64) {
 }
 
 fn le_bits(b: &[u8]) -> u64 {
-    let mut v = [0u8; 8];
-    let n = b.len().min(8);
-    v[..n].copy_from_slice(&b[..n]);
-    u64::from_le_bytes(v)
+    Value::from_le_bytes(Type::B64, b).bits
 }
 
 impl LaunchCtx<'_> {

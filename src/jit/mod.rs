@@ -454,9 +454,7 @@ impl Engine for Jit {
             .map(|(p, off)| {
                 let ty = func.param_type(p);
                 let at = (layout.args_size + off) as usize;
-                let mut v = [0u8; 8];
-                v[..ty.bytes()].copy_from_slice(&bytes[at..at + ty.bytes()]);
-                Value::new(ty, u64::from_le_bytes(v))
+                Value::from_le_bytes(ty, &bytes[at..at + ty.bytes()])
             })
             .collect())
     }

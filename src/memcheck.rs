@@ -10,6 +10,7 @@
 //! the messages of its violations, so that both engines report the same fault.
 
 use crate::ast::Space;
+use std::borrow::Borrow;
 
 /// One addressable object, as the check sees it.
 pub trait Area {
@@ -37,10 +38,34 @@ pub struct Violation {
     pub address: u64,
 }
 
-/// Checks an access of `size` bytes at `addr` in `space` (None = generic). `found` is the
-/// area containing `addr`, if any; `nearest_below` gives the area with the highest base at or
-/// below `addr` (asked for only when nothing contains it). Returns the area and the offset.
-pub fn check_access<'a, A: Area + ?Sized>(
+/// Checks an access of `size` bytes at `addr` in `space` (None = generic) against a thread's
+/// own areas (its frames' variables, innermost last and searched first) and the areas its
+/// launch shares. Returns the area and the offset into it.
+pub fn check_in<'a, A: Area, S: Area + Borrow<A>>(
+    own: &'a [A],
+    shared: &'a AreaMap<S>,
+    addr: u64,
+    size: usize,
+    space: Option<Space>,
+    store: bool,
+) -> Result<(&'a A, usize), Violation> {
+    let found = own
+        .iter()
+        .rev()
+        .find(|r| r.contains(addr))
+        .or_else(|| shared.find(addr).map(Borrow::borrow));
+    let nearest_below = || {
+        own.iter()
+            .filter(|r| r.base() <= addr)
+            .chain(shared.below(addr).map(Borrow::borrow))
+            .max_by_key(|r| r.base())
+    };
+    check_access(found, nearest_below, addr, size, space, store)
+}
+
+/// The rule itself: `found` is the area containing `addr`, if any; `nearest_below` gives the
+/// area with the highest base at or below `addr` (asked for only when nothing contains it).
+fn check_access<'a, A: Area + ?Sized>(
     found: Option<&'a A>,
     nearest_below: impl FnOnce() -> Option<&'a A>,
     addr: u64,

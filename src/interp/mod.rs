@@ -391,16 +391,7 @@ impl<'a> Thread<'a> {
         space: Option<Space>,
         store: bool,
     ) -> Result<(&Region, usize), Trap> {
-        let own = self.own.iter().rev().find(|r| r.contains(addr));
-        let found = own.or_else(|| self.l.shared.find(addr).copied());
-        let nearest_below = || {
-            self.own
-                .iter()
-                .filter(|r| r.base() <= addr)
-                .chain(self.l.shared.below(addr).copied())
-                .max_by_key(|r| r.base())
-        };
-        memcheck::check_access(found, nearest_below, addr, size, space, store).map_err(|v| Trap {
+        memcheck::check_in(&self.own, &self.l.shared, addr, size, space, store).map_err(|v| Trap {
             message: v.message,
             address: Some(v.address),
         })

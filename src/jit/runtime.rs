@@ -195,20 +195,7 @@ pub unsafe extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, sit
     let ctx = unsafe { &mut *ctx };
     let shared = unsafe { &*ctx.shared };
     let (size, space, store) = decode_access(desc);
-    let found = ctx
-        .own
-        .iter()
-        .rev()
-        .find(|r| r.contains(addr))
-        .or_else(|| shared.find(addr));
-    let nearest_below = || {
-        ctx.own
-            .iter()
-            .filter(|r| r.base <= addr)
-            .chain(shared.below(addr))
-            .max_by_key(|r| r.base)
-    };
-    match memcheck::check_access(found, nearest_below, addr, size, space, store) {
+    match memcheck::check_in(&ctx.own, shared, addr, size, space, store) {
         Ok((area, _)) => {
             let range = [area.base, area.base + area.size as u64];
             if area.space == Space::Global && area.writable && !ctx.hits.contains(&range) {

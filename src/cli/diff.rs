@@ -1,8 +1,8 @@
 //! `ptxjit diff`: a `.func` or `.entry` on both engines with the same inputs, N times,
 //! every return value and buffer compared bit for bit.
 
-use super::values::{Spec, format_buffer, parse_spec};
-use super::{Exit, USAGE, bad, load, parse_dim};
+use super::values::{Spec, format_buffer};
+use super::{Exit, LaunchShape, USAGE, bad, load};
 use crate::ast::{FuncKind, Type};
 use crate::diff::{self, Input, Outcome};
 use crate::engine::{Dim3, Engine, Value};
@@ -17,23 +17,21 @@ enum Target {
 
 pub(super) fn diff(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
     let mut positional = Vec::new();
-    let (mut grid, mut block) = (None, None);
-    let mut specs = Vec::new();
+    let mut shape = LaunchShape::default();
     let (mut iterations, mut seed) = (100u64, 1u64);
     let mut i = 0;
     while i < args.len() {
+        let used = shape.take(args, i)?;
+        if used > 0 {
+            i += used;
+            continue;
+        }
         let next = args.get(i + 1);
         let number = |what: &str| -> Result<u64, Exit> {
             next.and_then(|v| v.parse().ok())
                 .ok_or_else(|| bad(format!("error: {what} needs a number")))
         };
         match args[i].as_str() {
-            "--grid" => grid = Some(parse_dim(next, "--grid")?),
-            "--block" => block = Some(parse_dim(next, "--block")?),
-            "--arg" => specs.push(
-                parse_spec(next.ok_or_else(|| bad("error: --arg needs a SPEC"))?)
-                    .map_err(|m| bad(format!("error: {m}")))?,
-            ),
             "--iterations" => iterations = number("--iterations")?,
             "--seed" => seed = number("--seed")?,
             a if a.starts_with("--") => {
@@ -50,6 +48,11 @@ pub(super) fn diff(args: &[String], out: &mut dyn Write, err: &mut dyn Write) ->
     let [file, name] = &positional[..] else {
         return Err(bad(format!("error: diff needs FILE and NAME\n{USAGE}")));
     };
+    let LaunchShape {
+        grid,
+        block,
+        mut specs,
+    } = shape;
     let module = load(file)?;
     let Some((_, func)) = module.function(name) else {
         return Err(bad(format!("error: no function or kernel named `{name}`")));

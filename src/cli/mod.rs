@@ -373,27 +373,46 @@ fn parse_dim(v: Option<&String>, what: &str) -> Result<Dim3, Exit> {
     Ok(Dim3::new(d[0], d[1], d[2]))
 }
 
+/// What `launch` and `diff` run: the extents and the argument SPECs.
+#[derive(Default)]
+struct LaunchShape {
+    grid: Option<Dim3>,
+    block: Option<Dim3>,
+    specs: Vec<Spec>,
+}
+
+impl LaunchShape {
+    /// Takes `--grid`, `--block` or `--arg` at `args[i]` with its value; returns how many
+    /// words it used (0 if it is none of them).
+    fn take(&mut self, args: &[String], i: usize) -> Result<usize, Exit> {
+        let next = args.get(i + 1);
+        match args[i].as_str() {
+            "--grid" => self.grid = Some(parse_dim(next, "--grid")?),
+            "--block" => self.block = Some(parse_dim(next, "--block")?),
+            "--arg" => self.specs.push(
+                parse_spec(next.ok_or_else(|| bad("error: --arg needs a SPEC"))?)
+                    .map_err(|m| bad(format!("error: {m}")))?,
+            ),
+            _ => return Ok(0),
+        }
+        Ok(2)
+    }
+}
+
 fn launch(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
     let mut positional = Vec::new();
     let mut opts = EngineOpts::default();
-    let (mut grid, mut block) = (None, None);
-    let mut specs = Vec::new();
+    let mut shape = LaunchShape::default();
     let mut out_dir = None;
     let mut i = 0;
     while i < args.len() {
-        let used = opts.take(args, i)?;
+        let used = opts.take(args, i)? + shape.take(args, i)?;
         if used > 0 {
             i += used;
             continue;
         }
         let next = args.get(i + 1);
         match args[i].as_str() {
-            "--grid" => grid = Some(parse_dim(next, "--grid")?),
-            "--block" => block = Some(parse_dim(next, "--block")?),
-            "--arg" => specs.push(
-                parse_spec(next.ok_or_else(|| bad("error: --arg needs a SPEC"))?)
-                    .map_err(|m| bad(format!("error: {m}")))?,
-            ),
             "--out-dir" => {
                 out_dir = Some(
                     next.ok_or_else(|| bad("error: --out-dir needs a folder"))?
@@ -414,6 +433,7 @@ fn launch(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(
     let [file, kernel] = &positional[..] else {
         return Err(bad(format!("error: launch needs FILE and KERNEL\n{USAGE}")));
     };
+    let LaunchShape { grid, block, specs } = shape;
     let grid = grid.ok_or_else(|| bad("error: launch needs --grid"))?;
     let block = block.ok_or_else(|| bad("error: launch needs --block"))?;
     let module = load(file)?;

@@ -145,18 +145,12 @@ impl ThreadCtx {
 
     /// A fresh context for another call, keeping the allocation of `own`.
     pub fn reset(&mut self, shared: &AreaMap<JitArea>, info: &ModuleInfo) {
-        self.tid = [0; 3];
-        self.ctaid = [0; 3];
-        self.ntid = [1; 3];
-        self.nctaid = [1; 3];
-        self.params = 0;
-        self.depth = 0;
-        self.hits = [[0; 2]; HIT_AREAS];
-        self.hit_next = 0;
-        self.shared = shared;
-        self.info = info;
-        self.own.clear();
-        self.fault = None;
+        let mut own = std::mem::take(&mut self.own);
+        own.clear();
+        *self = ThreadCtx {
+            own,
+            ..ThreadCtx::new(shared, info)
+        };
     }
 
     fn record(&mut self, message: String, address: Option<u64>, site: u64) {

@@ -250,7 +250,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 Param::Mem(ast::VarId::Function(i)) => {
                     let dst = self.frame_var(*i);
                     let n = self.f.var(*i).size;
-                    self.copy_bytes(dst, args, off, n);
+                    copy_bytes(&mut self.b, dst, 0, args, off, n);
                 }
                 Param::Reg(r) => {
                     let ty = self.f.reg(*r).ty;
@@ -272,7 +272,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 Param::Mem(ast::VarId::Function(i)) => {
                     let src = self.frame_var(*i);
                     let n = self.f.var(*i).size;
-                    self.copy_bytes_to(rets, off, src, n);
+                    copy_bytes(&mut self.b, rets, off, src, 0, n);
                 }
                 Param::Reg(r) => {
                     let v = self.b.use_var(self.regs[r.0 as usize]);
@@ -728,19 +728,6 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.ins().iadd_imm_s(self.frame, off)
     }
 
-    /// Copies `n` bytes from `src + src_off` to `dst` (little pieces, unaligned loads).
-    fn copy_bytes(&mut self, dst: Value, src: Value, src_off: i32, n: usize) {
-        self.copy(dst, 0, src, src_off, n);
-    }
-
-    fn copy_bytes_to(&mut self, dst: Value, dst_off: i32, src: Value, n: usize) {
-        self.copy(dst, dst_off, src, 0, n);
-    }
-
-    fn copy(&mut self, dst: Value, dst_off: i32, src: Value, src_off: i32, n: usize) {
-        copy_bytes(&mut self.b, dst, dst_off, src, src_off, n);
-    }
-
     // ---- mov and calls -------------------------------------------------------------------
 
     /// `mov` (9.7.9.1), including packing/unpacking with vector operands.
@@ -830,7 +817,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             match a {
                 Operand::Var(v) => {
                     let src = self.var_addr(*v);
-                    self.copy_bytes_to(buf, *off as i32, src, size);
+                    copy_bytes(&mut self.b, buf, *off as i32, src, 0, size);
                 }
                 _ => {
                     let ty = callee.param_type(p);
@@ -873,7 +860,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 Operand::Var(v) => {
                     let dst = self.var_addr(*v);
                     let size = callee.param_size(p);
-                    self.copy(dst, 0, rets_buf, *off as i32, size);
+                    copy_bytes(&mut self.b, dst, 0, rets_buf, *off as i32, size);
                 }
                 _ => {
                     let ty = callee.param_type(p);

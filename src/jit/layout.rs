@@ -37,8 +37,6 @@ pub struct FrameLayout {
     /// which live in the launch's parameter block).
     pub vars: Vec<u32>,
     pub frame_size: u32,
-    /// Whether the frame holds any variable (checked mode registers them).
-    pub has_vars: bool,
     /// Offsets of the parameters in an argument buffer, and its size.
     pub args: Vec<u32>,
     pub args_size: u32,
@@ -55,6 +53,11 @@ pub struct FrameLayout {
 }
 
 impl FrameLayout {
+    /// Whether the frame holds any variable (checked mode registers them).
+    pub fn has_vars(&self) -> bool {
+        !self.frame_vars.is_empty()
+    }
+
     pub fn of(module: &Module, f: &Function) -> FrameLayout {
         let in_frame =
             |role: VarRole| !(f.kind == FuncKind::Entry && matches!(role, VarRole::Param(_)));
@@ -97,7 +100,6 @@ impl FrameLayout {
         FrameLayout {
             vars,
             frame_size: align_up(at, VAR_ALIGN),
-            has_vars: !frame_vars.is_empty(),
             args,
             args_size,
             rets,

@@ -32,7 +32,7 @@ impl Lower<'_, '_> {
                 let x = self.get(a, *ty);
                 let y = self.get(b, if shift { Type::U32 } else { *ty });
                 let v = match op {
-                    IntBinOp::Add | IntBinOp::Sub => self.add_sub(*op, *ty, *sat, *carry, x, y),
+                    IntBinOp::Add | IntBinOp::Sub => self.add_sub(*op, *sat, *carry, x, y),
                     IntBinOp::Min => {
                         if ty.is_signed() {
                             self.b.ins().smin(x, y)
@@ -133,15 +133,7 @@ impl Lower<'_, '_> {
 
     /// `add`/`sub` with `.sat` and the carry forms (9.7.1.1–2, 9.7.2.1–4). Subtraction adds
     /// the complement, so CC.CF is NOT borrow, as on NVIDIA hardware.
-    fn add_sub(
-        &mut self,
-        op: IntBinOp,
-        _ty: Type,
-        sat: bool,
-        carry: Carry,
-        x: Value,
-        y: Value,
-    ) -> Value {
+    fn add_sub(&mut self, op: IntBinOp, sat: bool, carry: Carry, x: Value, y: Value) -> Value {
         let sub = op == IntBinOp::Sub;
         if sat {
             return self.sat_s32(op, x, y);

@@ -409,7 +409,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     fn enter_frame(&mut self) {
-        if self.sh.checked && self.layout.has_vars {
+        if self.sh.checked && self.layout.has_vars() {
             let fid = self.b.ins().iconst(types::I32, self.fid as i64);
             let (ctx, frame) = (self.ctx, self.frame);
             self.helper("rt_enter", &[ctx, fid, frame]);
@@ -417,7 +417,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     fn leave_and_return(&mut self, status: i32) {
-        if self.sh.checked && self.layout.has_vars {
+        if self.sh.checked && self.layout.has_vars() {
             let fid = self.b.ins().iconst(types::I32, self.fid as i64);
             let ctx = self.ctx;
             self.helper("rt_leave", &[ctx, fid]);

@@ -28,6 +28,8 @@ ENGINE OPTIONS:
   --engine jit|interp   the Cranelift JIT (default) or the reference interpreter
   --unchecked           JIT: drop the memory checks (a bad access may crash the process)
   --emit clif|asm       JIT: print the Cranelift IR or the x86-64 code of each function
+  --egraph              JIT: also run Cranelift's e-graph optimizer (off by default: it
+                        lengthens live ranges in unrolled code; see README, Benchmarks)
   --stats               print compile time, run time and threads/s to stderr
   --verify              run the interpreter beside the JIT; exit 1 on any difference
 
@@ -118,6 +120,7 @@ struct EngineOpts {
     kind: EngineKind,
     checked: bool,
     emit: Emit,
+    egraph: bool,
     stats: bool,
     /// Run the interpreter beside the JIT and fail on any difference.
     verify: bool,
@@ -129,6 +132,7 @@ impl Default for EngineOpts {
             kind: EngineKind::Jit,
             checked: true,
             emit: Emit::None,
+            egraph: false,
             stats: false,
             verify: false,
         }
@@ -167,6 +171,10 @@ impl EngineOpts {
                 self.checked = false;
                 Ok(1)
             }
+            "--egraph" => {
+                self.egraph = true;
+                Ok(1)
+            }
             "--stats" => {
                 self.stats = true;
                 Ok(1)
@@ -198,8 +206,10 @@ impl EngineOpts {
         err: &mut dyn Write,
     ) -> Result<Box<dyn Engine>, Exit> {
         if self.kind == EngineKind::Interp {
-            if self.emit != Emit::None || !self.checked {
-                return Err(bad("error: --emit and --unchecked apply to the JIT engine"));
+            if self.emit != Emit::None || !self.checked || self.egraph {
+                return Err(bad(
+                    "error: --emit, --unchecked and --egraph apply to the JIT engine",
+                ));
             }
             return Ok(Box::new(Interpreter::new(module)));
         }
@@ -208,6 +218,7 @@ impl EngineOpts {
             JitOptions {
                 checked: self.checked,
                 emit: self.emit,
+                egraph: self.egraph,
                 ..JitOptions::default()
             },
         )?;

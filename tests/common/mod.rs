@@ -7,19 +7,21 @@ use ptxjit::{Engine, Interpreter, Jit, JitOptions, Module};
 /// covered by every test at once.
 pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
     let module = Module::parse(ptx).unwrap_or_else(|e| panic!("test PTX does not parse:\n{e}"));
-    let jit = jit_with(
-        ptx,
-        JitOptions {
+    let jit = |egraph| {
+        let options = JitOptions {
             verify: true,
+            egraph,
             ..JitOptions::default()
-        },
-    );
+        };
+        Box::new(jit_with(ptx, options)) as Box<dyn Engine>
+    };
     vec![
         (
             "interp",
             Box::new(Interpreter::new(module)) as Box<dyn Engine>,
         ),
-        ("jit", Box::new(jit) as Box<dyn Engine>),
+        ("jit", jit(false)),
+        ("jit-egraph", jit(true)),
     ]
 }
 

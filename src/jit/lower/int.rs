@@ -2,7 +2,7 @@
 //! (9.7.8) and bit manipulation, lowered to Cranelift. Results equal `interp::int` bit for
 //! bit; the comments say how each PTX rule is met.
 
-use super::{Lower, clif, int_type};
+use super::{Lower, clif};
 use crate::ast::{Carry, Inst, IntBinOp, IntUnOp, MulMode, PrmtMode, ShfDir, ShfMode, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
@@ -254,29 +254,21 @@ impl Lower<'_, '_> {
         self.b.ins().select(over, zero, r)
     }
 
-    /// `mul.lo/.hi/.wide` (9.7.1.3). Every mode takes its half of one double-width product
-    /// (i64 for 16/32-bit types, i128 for 64-bit ones, which x86 computes in one `mul`), so
-    /// that a `mul.lo`/`mul.hi` (or `mad.lo.cc`/`madc.hi.cc`) pair on the same operands shares
-    /// one multiplication after value numbering.
+    /// `mul.lo/.hi/.wide` (9.7.1.3). `.lo` and `.hi` are one native-width `imul` and
+    /// `umulhi`/`smulhi` each (x86: `imul` and `mul`/`mulx`), not halves of one shared double-width
+    /// product: bignum code runs a whole `mad.lo.cc` row before the `madc.hi.cc` row on the
+    /// same operands, and a shared product would stay live (spilled) across the row.
     fn mul(&mut self, mode: MulMode, ty: Type, x: Value, y: Value) -> Value {
         let signed = ty.is_signed();
-        let bits = ty.bits();
-        let wide = if bits == 64 {
-            types::I128
-        } else {
-            int_type(2 * bits)
-        };
-        let xw = self.resize(x, wide, signed);
-        let yw = self.resize(y, wide, signed);
-        let p = self.b.ins().imul(xw, yw);
         match mode {
-            MulMode::Wide => p,
-            MulMode::Lo if bits == 64 => self.b.ins().isplit(p).0,
-            MulMode::Hi if bits == 64 => self.b.ins().isplit(p).1,
-            MulMode::Lo => self.b.ins().ireduce(clif(ty), p),
-            MulMode::Hi => {
-                let hi = self.b.ins().ushr_imm_s(p, bits as i64);
-                self.b.ins().ireduce(clif(ty), hi)
+            MulMode::Lo => self.b.ins().imul(x, y),
+            MulMode::Hi if signed => self.b.ins().smulhi(x, y),
+            MulMode::Hi => self.b.ins().umulhi(x, y),
+            MulMode::Wide => {
+                let wide = clif(ty.widened());
+                let xw = self.resize(x, wide, signed);
+                let yw = self.resize(y, wide, signed);
+                self.b.ins().imul(xw, yw)
             }
         }
     }

@@ -24,18 +24,21 @@ impl Lower<'_, '_> {
                 ..
             } => {
                 let n = ty.bytes();
-                let at = self.access(addr, n * *vec as usize, *space, false);
+                let (at, off) = self.access(addr, n * *vec as usize, *space, false);
                 match d {
                     Operand::Vector(regs) => {
                         for (k, reg) in regs.iter().enumerate() {
-                            let v = self.b.ins().load(clif(*ty), flags(), at, (k * n) as i32);
+                            let v = self
+                                .b
+                                .ins()
+                                .load(clif(*ty), flags(), at, off + (k * n) as i32);
                             if let Some(reg) = reg {
                                 self.set_reg(*reg, *ty, v);
                             }
                         }
                     }
                     _ => {
-                        let v = self.b.ins().load(clif(*ty), flags(), at, 0);
+                        let v = self.b.ins().load(clif(*ty), flags(), at, off);
                         self.set(d, *ty, v);
                     }
                 }
@@ -59,27 +62,43 @@ impl Lower<'_, '_> {
                         .collect(),
                     _ => vec![self.get(a, *ty)],
                 };
-                let at = self.access(addr, n * *vec as usize, *space, true);
+                let (at, off) = self.access(addr, n * *vec as usize, *space, true);
                 for (k, v) in values.into_iter().enumerate() {
-                    self.b.ins().store(flags(), v, at, (k * n) as i32);
+                    self.b.ins().store(flags(), v, at, off + (k * n) as i32);
                 }
             }
             _ => unreachable!("not a memory instruction"),
         }
     }
 
-    /// The address of an access, checked (unless provably safe) in checked mode.
-    fn access(&mut self, a: &Address, size: usize, space: Option<Space>, store: bool) -> Value {
-        let base = match a.base {
-            AddrBase::Reg(r) => self.get(&Operand::Reg(r), crate::ast::Type::U64),
-            AddrBase::Var(v) => self.var_addr(v),
-            AddrBase::None => self.b.ins().iconst(types::I64, 0),
+    /// The address of an access as a base and a constant offset for the load or store,
+    /// checked (unless provably safe) in checked mode.
+    fn access(
+        &mut self,
+        a: &Address,
+        size: usize,
+        space: Option<Space>,
+        store: bool,
+    ) -> (Value, i32) {
+        let (base, off) = match a.base {
+            AddrBase::Reg(r) => (self.get(&Operand::Reg(r), crate::ast::Type::U64), 0),
+            AddrBase::Var(v) => self.var_base(v),
+            AddrBase::None => (self.b.ins().iconst(types::I64, 0), 0),
         };
-        let at = self.b.ins().iadd_imm_s(base, a.offset);
-        if self.sh.checked && !self.known_safe(a, size, space, store) {
-            self.check(at, size, space, store);
+        let off = off.wrapping_add(a.offset);
+        let checked = self.sh.checked && !self.known_safe(a, size, space, store);
+        // The parts of a vector access add up to `size` more; keep them all in i32 range.
+        let fits = i32::try_from(off).is_ok() && i32::try_from(off + size as i64).is_ok();
+        match i32::try_from(off) {
+            Ok(off) if fits && !checked => (base, off),
+            _ => {
+                let at = self.plus(base, off);
+                if checked {
+                    self.check(at, size, space, store);
+                }
+                (at, 0)
+            }
         }
-        at
     }
 
     /// Calls `rt_check` for the access, after an inline test against the thread's recently

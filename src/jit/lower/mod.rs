@@ -708,24 +708,38 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// The address of a variable.
     fn var_addr(&mut self, v: ast::VarId) -> Value {
+        let (base, off) = self.var_base(v);
+        self.plus(base, off)
+    }
+
+    /// A variable's address as a base value and a constant offset from it, so that accesses
+    /// can fold the offset into the load or store.
+    pub(super) fn var_base(&mut self, v: ast::VarId) -> (Value, i64) {
         match v {
             ast::VarId::Module(i) => {
                 let a = self.sh.module_vars[i as usize];
-                self.b.ins().iconst(types::I64, a as i64)
+                (self.b.ins().iconst(types::I64, a as i64), 0)
             }
             ast::VarId::Function(i) => match (self.kernel_params, self.f.var(i).role) {
-                (Some(p), ast::VarRole::Param(k)) => {
-                    let off = self.layout.kernel_params[k as usize];
-                    self.b.ins().iadd_imm_s(p, off as i64)
-                }
-                _ => self.frame_var(i),
+                (Some(p), ast::VarRole::Param(k)) => (p, self.layout.kernel_params[k as usize] as i64),
+                _ => (self.frame, self.layout.vars[i as usize] as i64),
             },
         }
     }
 
     fn frame_var(&mut self, i: u32) -> Value {
         let off = self.layout.vars[i as usize] as i64;
-        self.b.ins().iadd_imm_s(self.frame, off)
+        self.plus(self.frame, off)
+    }
+
+    /// `v + k`, with no instruction for `k == 0` (the lowering does its own folding: the
+    /// e-graph pass is off by default).
+    pub(super) fn plus(&mut self, v: Value, k: i64) -> Value {
+        if k == 0 {
+            v
+        } else {
+            self.b.ins().iadd_imm_s(v, k)
+        }
     }
 
     // ---- mov and calls -------------------------------------------------------------------

@@ -60,30 +60,30 @@ pub enum TypeKind {
 }
 
 impl Type {
+    /// Width in bits, by variant (in `Type::ALL` order). Tables, not matches: the
+    /// interpreter asks for these on every register write.
+    const BITS: [u8; 16] = [1, 8, 16, 32, 64, 8, 16, 32, 64, 8, 16, 32, 64, 16, 32, 64];
+    const KINDS: [TypeKind; 16] = {
+        use TypeKind::*;
+        [
+            Pred, Bits, Bits, Bits, Bits, Unsigned, Unsigned, Unsigned, Unsigned, Signed, Signed,
+            Signed, Signed, Float, Float, Float,
+        ]
+    };
+
+    #[inline]
     pub fn bits(self) -> u32 {
-        use Type::*;
-        match self {
-            Pred => 1,
-            B8 | U8 | S8 => 8,
-            B16 | U16 | S16 | F16 => 16,
-            B32 | U32 | S32 | F32 => 32,
-            B64 | U64 | S64 | F64 => 64,
-        }
+        Type::BITS[self as usize] as u32
     }
     /// Size in memory, in bytes (a predicate is not addressable; 1 for completeness).
     pub fn bytes(self) -> usize {
         (self.bits() as usize).div_ceil(8)
     }
+    #[inline]
     pub fn kind(self) -> TypeKind {
-        use Type::*;
-        match self {
-            Pred => TypeKind::Pred,
-            B8 | B16 | B32 | B64 => TypeKind::Bits,
-            U8 | U16 | U32 | U64 => TypeKind::Unsigned,
-            S8 | S16 | S32 | S64 => TypeKind::Signed,
-            F16 | F32 | F64 => TypeKind::Float,
-        }
+        Type::KINDS[self as usize]
     }
+    #[inline]
     pub fn is_signed(self) -> bool {
         self.kind() == TypeKind::Signed
     }
@@ -98,11 +98,9 @@ impl Type {
         )
     }
     /// Mask of the type's bits within a u64.
+    #[inline]
     pub fn mask(self) -> u64 {
-        match self.bits() {
-            64 => u64::MAX,
-            b => (1u64 << b) - 1,
-        }
+        u64::MAX >> (64 - self.bits())
     }
     /// The result type of `mul.wide`/`mad.wide`: twice as wide, same signedness (16- and
     /// 32-bit integer types; others are returned unchanged).
@@ -833,5 +831,32 @@ impl Module {
                 .map(|s| s.trim_end_matches(|c: char| c.is_ascii_alphabetic()))
                 .and_then(|s| s.parse().ok())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The width and kind tables line up with the variants: checked against each type's PTX
+    /// spelling (`u32` is 32 bits and unsigned, `pred` 1 bit).
+    #[test]
+    fn type_tables_follow_the_spelling() {
+        assert_eq!(Type::ALL.len(), Type::BITS.len());
+        for (i, t) in Type::ALL.iter().enumerate() {
+            assert_eq!(*t as usize, i);
+            let name = t.ptx();
+            let bits: u32 = name[1..].parse().unwrap_or(1);
+            assert_eq!(t.bits(), bits, "{name}");
+            assert_eq!(t.mask().count_ones(), bits, "{name}");
+            let kind = match &name[..1] {
+                "p" => TypeKind::Pred,
+                "b" => TypeKind::Bits,
+                "u" => TypeKind::Unsigned,
+                "s" => TypeKind::Signed,
+                _ => TypeKind::Float,
+            };
+            assert_eq!(t.kind(), kind, "{name}");
+        }
     }
 }

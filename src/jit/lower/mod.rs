@@ -721,7 +721,9 @@ impl<'a, 'f> Lower<'a, 'f> {
                 (self.b.ins().iconst(types::I64, a as i64), 0)
             }
             ast::VarId::Function(i) => match (self.kernel_params, self.f.var(i).role) {
-                (Some(p), ast::VarRole::Param(k)) => (p, self.layout.kernel_params[k as usize] as i64),
+                (Some(p), ast::VarRole::Param(k)) => {
+                    (p, self.layout.kernel_params[k as usize] as i64)
+                }
                 _ => (self.frame, self.layout.vars[i as usize] as i64),
             },
         }

@@ -152,3 +152,66 @@ fn a_fault_in_a_host_call_is_an_error_not_a_crash() {
     );
     assert!(take_fault(&j).is_none());
 }
+
+const EXITS: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .func (.param .u32 r, .param .u32 s) stop(.param .u32 a)
+{
+    .reg .u32 %x;
+    ld.param.u32 %x, [a];
+    st.param.u32 [r], %x;
+    exit;
+    st.param.u32 [s], %x;
+    ret;
+}
+"#;
+
+#[test]
+fn exit_in_a_host_call_returns_what_was_written_before_it() {
+    // `r` was written before `exit`, `s` never (zero, as every unwritten return parameter).
+    for (name, e) in common::engines(EXITS) {
+        let got = e.call("stop", &[ptxjit::Value::u32(7)]).unwrap();
+        let bits: Vec<u64> = got.iter().map(|v| v.bits).collect();
+        assert_eq!(bits, vec![7, 0], "{name}");
+    }
+    let j = jit(EXITS);
+    let f = j.func::<(u32,), (u32, u32)>("stop").unwrap();
+    assert_eq!(f.call((9,)).unwrap(), (9, 0));
+}
+
+const ZEROED: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .func (.param .u64 r) fresh(.param .b8 a[12])
+{
+    .local .align 8 .b8 buf[296];
+    .reg .u64 %x, %y;
+    .reg .u32 %w;
+    ld.local.u64 %x, [buf+288];
+    ld.local.u64 %y, [buf+8];
+    or.b64 %x, %x, %y;
+    ld.param.u32 %w, [a+8];
+    cvt.u64.u32 %y, %w;
+    add.u64 %x, %x, %y;
+    st.local.u64 [buf+288], -1;
+    st.local.u64 [buf+8], -1;
+    st.param.u64 [r], %x;
+    ret;
+}
+"#;
+
+#[test]
+fn locals_start_zeroed_on_every_call_beside_copied_parameters() {
+    // The second call finds zeros again where the first stored all-ones.
+    let mut a = [0u8; 12];
+    a[8..].copy_from_slice(&0x1234_5678u32.to_le_bytes());
+    let j = jit(ZEROED);
+    let raw = j.raw_func("fresh").unwrap();
+    // SAFETY: `(.param .u64 r) fresh(.param .b8 a[12])` is `extern "C" fn(*const u8) -> u64`
+    // and `a` holds 12 bytes.
+    let f: extern "C" fn(*const u8) -> u64 = unsafe { std::mem::transmute(raw) };
+    for _ in 0..2 {
+        assert_eq!(f(a.as_ptr()), 0x1234_5678);
+    }
+}

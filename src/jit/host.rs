@@ -147,11 +147,9 @@ pub(super) fn define_wrappers(
                 4,
             ));
             let buf = b.ins().stack_addr(types::I64, slot, 0);
-            // Zeroed, so that a faulting call returns zeros.
+            // Not zeroed: the arguments below fill the argument part, and the callee writes
+            // every return parameter unless it faults, when the results are zeroed below.
             let zero = b.ins().iconst(types::I64, 0);
-            for k in (0..size.max(8)).step_by(8) {
-                b.ins().store(flags, zero, buf, k as i32);
-            }
             let values = b.block_params(entry).to_vec();
             let out = returns_through_pointer(f);
             let args = &values[out as usize..];

@@ -28,9 +28,8 @@ use cranelift_module::{Linkage, Module as _};
 use layout::FrameLayout;
 use lower::{HELPERS, Lower, Shared, internal_signature, signature};
 use rayon::prelude::*;
-use runtime::{JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
+use runtime::{AreaName, JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// What to print of the compiled code.
@@ -193,7 +192,7 @@ impl Jit {
                 size: v.size,
                 space: v.space,
                 writable: v.space != Space::Const,
-                name: Arc::from(format!("variable `{}`", v.name)),
+                name: AreaName::text(format!("variable `{}`", v.name)),
             });
             module_memory.push(mem);
         }
@@ -504,7 +503,7 @@ impl Engine for Jit {
                             size: buf.len(),
                             space: Space::Global,
                             writable: true,
-                            name: Arc::from(format!("buffer arg{i}")),
+                            name: AreaName::text(format!("buffer arg{i}")),
                         });
                         base.to_le_bytes().to_vec()
                     }
@@ -516,7 +515,7 @@ impl Engine for Jit {
                     size: func.param_size(p),
                     space: Space::Param,
                     writable: false,
-                    name: Arc::from(format!("parameter `{}`", func.param_name(p))),
+                    name: AreaName::text(format!("parameter `{}`", func.param_name(p))),
                 });
             }
         }

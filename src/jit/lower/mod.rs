@@ -266,6 +266,20 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.ins().jump(ret, &[]);
 
         self.b.switch_to_block(ret);
+        self.store_rets(rets);
+        self.leave_and_return(STATUS_OK);
+        // After `exit` the return parameters hold what the function wrote before it (a host
+        // call returns them, as the interpreter does; a PTX caller ends too and ignores them).
+        let (exit, fail) = (self.exit, self.fail);
+        self.b.switch_to_block(exit);
+        self.store_rets(rets);
+        self.leave_and_return(STATUS_EXIT);
+        self.b.switch_to_block(fail);
+        self.leave_and_return(STATUS_FAULT);
+    }
+
+    /// Copies the return parameters into the caller's return buffer.
+    fn store_rets(&mut self, rets: Value) {
         for (k, p) in self.f.rets.iter().enumerate() {
             let off = self.layout.rets[k] as i32;
             match p {
@@ -281,12 +295,6 @@ impl<'a, 'f> Lower<'a, 'f> {
                 Param::Mem(ast::VarId::Module(_)) => unreachable!("parameters are function vars"),
             }
         }
-        self.leave_and_return(STATUS_OK);
-        let (exit, fail) = (self.exit, self.fail);
-        self.b.switch_to_block(exit);
-        self.leave_and_return(STATUS_EXIT);
-        self.b.switch_to_block(fail);
-        self.leave_and_return(STATUS_FAULT);
     }
 
     /// An `.entry`: loops over the threads of the block (x fastest), running the body for
@@ -379,17 +387,54 @@ impl<'a, 'f> Lower<'a, 'f> {
             let z = self.zero(r.ty);
             self.b.def_var(self.regs[k], z);
         }
-        let size = self.layout.frame_size;
+        // Variables start zeroed, except a `.func`'s parameters, which the arguments fill.
+        let mut from = 0;
+        for (start, end) in self.copied_params() {
+            self.zero_frame(from, start);
+            from = end;
+        }
+        self.zero_frame(from, self.layout.frame_size);
+    }
+
+    /// The 8-byte-aligned frame ranges that copying a `.func`'s parameters in overwrites
+    /// whole, in frame order.
+    fn copied_params(&self) -> Vec<(u32, u32)> {
+        if self.f.kind != FuncKind::Func {
+            return Vec::new();
+        }
+        let mut ranges: Vec<(u32, u32)> = self
+            .f
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                Param::Mem(ast::VarId::Function(i)) => {
+                    let start = self.layout.vars[*i as usize];
+                    let end = start + self.f.var(*i).size as u32 / 8 * 8;
+                    (end > start).then_some((start, end))
+                }
+                _ => None,
+            })
+            .collect();
+        ranges.sort_unstable();
+        ranges
+    }
+
+    /// Zeroes frame bytes `from..to` (multiples of 8): unrolled for small ranges, else a
+    /// loop of 16 bytes an iteration and a last 8 if needed.
+    fn zero_frame(&mut self, from: u32, to: u32) {
+        if to <= from {
+            return;
+        }
         let z = self.b.ins().iconst(types::I64, 0);
-        if size <= UNROLLED_ZEROING {
-            for off in (0..size).step_by(8) {
+        if to - from <= UNROLLED_ZEROING {
+            for off in (from..to).step_by(8) {
                 self.b.ins().store(trusted(), z, self.frame, off as i32);
             }
             return;
         }
-        // A loop for big frames: 16 bytes an iteration (sizes are multiples of 16).
+        let pairs_end = from + (to - from) / 16 * 16;
         let at = self.b.declare_var(types::I64);
-        let start = self.b.ins().iconst(types::I64, 0);
+        let start = self.b.ins().iconst(types::I64, from as i64);
         self.b.def_var(at, start);
         let (body, done) = (self.b.create_block(), self.b.create_block());
         self.b.ins().jump(body, &[]);
@@ -400,12 +445,18 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.ins().store(trusted(), z, p, 8);
         let next = self.b.ins().iadd_imm_s(off, 16);
         self.b.def_var(at, next);
-        let more =
-            self.b
-                .ins()
-                .icmp_imm_s(ir::condcodes::IntCC::UnsignedLessThan, next, size as i64);
+        let more = self.b.ins().icmp_imm_s(
+            ir::condcodes::IntCC::UnsignedLessThan,
+            next,
+            pairs_end as i64,
+        );
         self.b.ins().brif(more, body, &[], done, &[]);
         self.b.switch_to_block(done);
+        if pairs_end < to {
+            self.b
+                .ins()
+                .store(trusted(), z, self.frame, pairs_end as i32);
+        }
     }
 
     fn enter_frame(&mut self) {

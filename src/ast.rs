@@ -661,6 +661,42 @@ pub enum Inst {
     Exit,
 }
 
+impl Inst {
+    /// Whether the instruction writes register `r` (as a destination, a vector element or a
+    /// call's return value). Exhaustive, so that a new instruction must say what it writes.
+    pub fn writes(&self, r: RegId) -> bool {
+        let op = |o: &Operand| match o {
+            Operand::Reg(x) => *x == r,
+            Operand::Vector(parts) => parts.contains(&Some(r)),
+            _ => false,
+        };
+        use Inst::*;
+        match self {
+            Mov { d, .. }
+            | Ld { d, .. }
+            | Cvta { d, .. }
+            | IntBin { d, .. }
+            | IntUn { d, .. }
+            | Mul { d, .. }
+            | Mad { d, .. }
+            | Shf { d, .. }
+            | Bfe { d, .. }
+            | Bfi { d, .. }
+            | Prmt { d, .. }
+            | Selp { d, .. }
+            | Slct { d, .. }
+            | Cvt { d, .. }
+            | FloatBin { d, .. }
+            | FloatUn { d, .. }
+            | Fma { d, .. } => op(d),
+            Setp { p, q, .. } => op(p) || op(q),
+            Video { d, .. } | Vset { d, .. } | Vmad { d, .. } => *d == r,
+            Call { rets, .. } => rets.iter().any(op),
+            St { .. } | Bra { .. } | Ret | Exit => false,
+        }
+    }
+}
+
 /// An instruction with its guard and where it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Instruction {

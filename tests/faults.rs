@@ -210,3 +210,80 @@ fn deep_recursion_with_big_frames_faults_without_overflowing() {
     let e = ptxjit::Jit::new(m).err().expect("refused").to_string();
     assert!(e.contains("at most 524288"), "{e}");
 }
+
+/// A run of loads through one base register (one span check in the JIT), with a store in
+/// the middle. `shift` moves each thread's base by that many bytes.
+const RUN: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .entry sum4(.param .u64 buf, .param .u32 shift)
+{
+    .reg .u32 %t, %s, %x, %y;
+    .reg .u64 %b, %o;
+    ld.param.u64 %b, [buf];
+    ld.param.u32 %s, [shift];
+    mov.u32 %t, %tid.x;
+    mul.lo.u32 %t, %t, %s;
+    cvt.u64.u32 %o, %t;
+    add.u64 %b, %b, %o;
+    ld.global.u32 %x, [%b];
+    ld.global.u32 %y, [%b+4];
+    add.u32 %x, %x, %y;
+    st.global.u32 [%b+8], %x;
+    ld.global.u32 %y, [%b+12];
+    add.u32 %x, %x, %y;
+    ret;
+}
+"#;
+
+fn run_sum4(shift: u32) -> Vec<(&'static str, Result<Vec<u32>, Fault>)> {
+    engines(RUN)
+        .into_iter()
+        .map(|(name, e)| {
+            let mut buf: Vec<u8> = (1..=6u32).flat_map(|v| v.to_le_bytes()).collect();
+            let r = e.launch(
+                "sum4",
+                Dim3::x(1),
+                Dim3::x(2),
+                &mut [Arg::Buffer(&mut buf), Arg::Scalar(Value::u32(shift))],
+            );
+            let r = match r {
+                Ok(()) => Ok(buf
+                    .chunks(4)
+                    .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                    .collect()),
+                Err(RunError::Fault(f, _)) => Err(*f),
+                Err(e) => panic!("{name}: {e}"),
+            };
+            (name, r)
+        })
+        .collect()
+}
+
+#[test]
+fn accesses_sharing_a_base_register_fault_one_by_one() {
+    // 24 bytes: with a shift of 8 both threads fit (thread 1 reads 8..24) and each stores
+    // the sum of its first two words at +8: thread 0 writes 1+2 into word 2, then thread 1
+    // (the same block, after it) reads 3 and 4... as written by thread 0: 3 + 4 = 7.
+    for (name, r) in run_sum4(8) {
+        assert_eq!(r.unwrap(), vec![1, 2, 3, 4, 7, 6], "{name}");
+    }
+    // A shift of 12: thread 1's third access (the store at +8 = byte 20) fits, its last
+    // load (+12 = byte 24) is past the end: that load faults, after the store happened.
+    for (name, r) in run_sum4(12) {
+        let f = r.expect_err("faults");
+        assert_eq!((f.tid, f.line), ([1, 0, 0], 18), "{name}");
+        assert!(
+            f.message
+                .contains("out of bounds, 0 bytes past the end of buffer arg0"),
+            "{name}: {}",
+            f.message
+        );
+    }
+    // A shift of 2: thread 1's base is misaligned; its first load faults.
+    for (name, r) in run_sum4(2) {
+        let f = r.expect_err("faults");
+        assert_eq!((f.tid, f.line), ([1, 0, 0], 14), "{name}");
+        assert!(f.message.contains("misaligned"), "{name}: {}", f.message);
+    }
+}

@@ -2,15 +2,137 @@
 //!
 //! In checked mode an access goes through `rt_check` unless it is known safe when compiled:
 //! a variable's address plus a constant offset that stays inside the variable, aligned,
-//! in the right space and (for stores) writable.
+//! in the right space and (for stores) writable. Global and generic accesses first try the
+//! thread's recently checked global areas inline; and a run of such accesses through one base
+//! register ([`CheckRuns`]) tries the span of the whole run once, at its first access.
 
 use super::{Lower, clif, flags, trusted};
-use crate::ast::{AddrBase, Address, Inst, Operand, Space, VarId, VarRole};
+use crate::ast::{AddrBase, Address, Function, Inst, Operand, RegId, Space, VarId, VarRole};
 use crate::jit::runtime::access_desc;
 use crate::jit::runtime::{HIT_AREAS, ThreadCtx};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
+use cranelift_frontend::Variable;
+use std::collections::HashMap;
 use std::mem::offset_of;
+
+/// Runs of checked global or generic accesses `[%r + offset]` through one base register
+/// with nothing between them that could change the address or skip the start: no label,
+/// branch, call, return, or write to `%r`. Bignum kernels load and store every limb this
+/// way. At the run's first access, one test of the span `[%r + lowest, %r + highest end)`
+/// and of `%r`'s alignment against the thread's recent areas decides for all members;
+/// if it fails, each member is checked on its own as before, so faults are reported at the
+/// same instruction with the same message.
+#[derive(Default)]
+pub(super) struct CheckRuns {
+    /// The run each member access belongs to, by instruction index.
+    member: HashMap<usize, usize>,
+    /// The run that starts at an instruction index.
+    start: HashMap<usize, usize>,
+    runs: Vec<CheckRun>,
+}
+
+struct CheckRun {
+    reg: RegId,
+    lowest: i64,
+    end: i64,
+    /// The largest access size: the base must be aligned to it (every member's offset is a
+    /// multiple of its own size).
+    align: u64,
+    /// Whether the span test passed, once the run has started.
+    ok: Option<Variable>,
+}
+
+impl CheckRuns {
+    /// Finds the runs of `f` (two accesses or more).
+    pub(super) fn plan(f: &Function) -> CheckRuns {
+        let mut runs = CheckRuns::default();
+        let Some(body) = &f.body else {
+            return runs;
+        };
+        let labels: std::collections::HashSet<usize> = f.labels.iter().copied().collect();
+        let mut open: Vec<(RegId, Vec<(usize, i64, usize)>)> = Vec::new();
+        for (i, ins) in body.iter().enumerate() {
+            if labels.contains(&i) {
+                runs.close_all(&mut open);
+            }
+            if let Some((reg, offset, size)) = run_candidate(&ins.inst) {
+                match open.iter_mut().find(|(r, _)| *r == reg) {
+                    Some((_, members)) => members.push((i, offset, size)),
+                    None => open.push((reg, vec![(i, offset, size)])),
+                }
+            }
+            match &ins.inst {
+                Inst::Bra { .. } | Inst::Call { .. } | Inst::Ret | Inst::Exit => {
+                    runs.close_all(&mut open)
+                }
+                other => {
+                    let (closed, kept) = open.drain(..).partition(|(r, _)| other.writes(*r));
+                    open = kept;
+                    for (reg, members) in closed {
+                        runs.close(reg, members);
+                    }
+                }
+            }
+        }
+        runs.close_all(&mut open);
+        runs
+    }
+
+    fn close_all(&mut self, open: &mut Vec<(RegId, Vec<(usize, i64, usize)>)>) {
+        for (reg, members) in open.drain(..) {
+            self.close(reg, members);
+        }
+    }
+
+    fn close(&mut self, reg: RegId, members: Vec<(usize, i64, usize)>) {
+        if members.len() < 2 {
+            return;
+        }
+        let k = self.runs.len();
+        self.start.insert(members[0].0, k);
+        for &(i, _, _) in &members {
+            self.member.insert(i, k);
+        }
+        self.runs.push(CheckRun {
+            reg,
+            lowest: members.iter().map(|m| m.1).min().unwrap_or(0),
+            end: members.iter().map(|m| m.1 + m.2 as i64).max().unwrap_or(0),
+            align: members.iter().map(|m| m.2 as u64).max().unwrap_or(1),
+            ok: None,
+        });
+    }
+}
+
+/// A global or generic access through a register at an offset aligned to its size: base
+/// register, offset, size.
+fn run_candidate(inst: &Inst) -> Option<(RegId, i64, usize)> {
+    let (space, vec, ty, addr) = match inst {
+        Inst::Ld {
+            space,
+            vec,
+            ty,
+            addr,
+            ..
+        }
+        | Inst::St {
+            space,
+            vec,
+            ty,
+            addr,
+            ..
+        } => (space, vec, ty, addr),
+        _ => return None,
+    };
+    let AddrBase::Reg(reg) = addr.base else {
+        return None;
+    };
+    let size = ty.bytes() * *vec as usize;
+    let usable = matches!(space, None | Some(Space::Global))
+        && addr.offset.rem_euclid(size as i64) == 0
+        && addr.offset.checked_add(size as i64).is_some();
+    usable.then_some((reg, addr.offset, size))
+}
 
 impl Lower<'_, '_> {
     pub(super) fn memory(&mut self, inst: &Inst) {
@@ -94,46 +216,100 @@ impl Lower<'_, '_> {
             _ => {
                 let at = self.plus(base, off);
                 if checked {
-                    self.check(at, size, space, store);
+                    let run_ok = self.runs.member.get(&self.at).map(|&k| {
+                        let ok = self.runs.runs[k]
+                            .ok
+                            .expect("a run starts before its members");
+                        self.b.use_var(ok)
+                    });
+                    self.check(at, size, space, store, run_ok);
                 }
                 (at, 0)
             }
         }
     }
 
-    /// Calls `rt_check` for the access, after an inline test against the thread's recently
-    /// checked global areas for global and generic accesses (PTX ISA 5.1's rules hold there:
-    /// inside, aligned, writable).
-    fn check(&mut self, at: Value, size: usize, space: Option<Space>, store: bool) {
+    /// At the first access of a run (before its guard, so that every member sees the
+    /// result): tests the run's span once.
+    pub(super) fn start_check_run(&mut self, at: usize) {
+        let Some(&k) = self.runs.start.get(&at) else {
+            return;
+        };
+        let (reg, lowest, end, align) = {
+            let r = &self.runs.runs[k];
+            (r.reg, r.lowest, r.end, r.align)
+        };
+        let base = self.get(&Operand::Reg(reg), crate::ast::Type::U64);
+        let lo = self.plus(base, lowest);
+        let hi = self.plus(base, end);
+        let inside = self.in_recent_area(lo, hi);
+        let misaligned = self.b.ins().band_imm_s(base, align as i64 - 1);
+        let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
+        let ok = self.b.ins().band(inside, aligned);
+        let var = self.b.declare_var(types::I8);
+        self.b.def_var(var, ok);
+        self.runs.runs[k].ok = Some(var);
+    }
+
+    /// Whether `[lo, end)` is non-empty, does not wrap, and lies inside one of the thread's
+    /// recently checked writable global areas (PTX ISA 5.1's rules hold there: inside,
+    /// writable; alignment is the caller's to test).
+    fn in_recent_area(&mut self, lo: Value, end: Value) -> Value {
+        let mut ok = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, lo);
+        let mut any = None;
+        for k in 0..HIT_AREAS {
+            let field = (offset_of!(ThreadCtx, hits) + 16 * k) as i32;
+            let ctx = self.ctx;
+            let area_lo = self.b.ins().load(types::I64, trusted(), ctx, field);
+            let area_hi = self.b.ins().load(types::I64, trusted(), ctx, field + 8);
+            let above = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, lo, area_lo);
+            let below = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedLessThanOrEqual, end, area_hi);
+            let inside = self.b.ins().band(above, below);
+            any = Some(match any {
+                Some(a) => self.b.ins().bor(a, inside),
+                None => inside,
+            });
+        }
+        if let Some(any) = any {
+            ok = self.b.ins().band(ok, any);
+        }
+        ok
+    }
+
+    /// Checks an access: passes if its run's span test passed (`run_ok`), then, for global
+    /// and generic accesses, if it lies aligned in a recent area; else calls `rt_check`.
+    fn check(
+        &mut self,
+        at: Value,
+        size: usize,
+        space: Option<Space>,
+        store: bool,
+        run_ok: Option<Value>,
+    ) {
         let slow = self.b.create_block();
         let done = self.b.create_block();
+        if let Some(ok) = run_ok {
+            let inline = self.b.create_block();
+            self.b.ins().brif(ok, done, &[], inline, &[]);
+            self.b.switch_to_block(inline);
+        }
         if matches!(space, None | Some(Space::Global)) {
-            let ctx = self.ctx;
             let end = self.b.ins().iadd_imm_s(at, size as i64);
-            let no_wrap = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, at);
+            let inside = self.in_recent_area(at, end);
             let misaligned = self.b.ins().band_imm_s(at, size as i64 - 1);
             let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
-            let usable = self.b.ins().band(no_wrap, aligned);
-            for k in 0..HIT_AREAS {
-                let field = (offset_of!(ThreadCtx, hits) + 16 * k) as i32;
-                let lo = self.b.ins().load(types::I64, trusted(), ctx, field);
-                let hi = self.b.ins().load(types::I64, trusted(), ctx, field + 8);
-                let above = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, lo);
-                let inside = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, hi);
-                let ok = self.b.ins().band(above, inside);
-                let ok = self.b.ins().band(ok, usable);
-                let next = if k + 1 == HIT_AREAS {
-                    slow
-                } else {
-                    self.b.create_block()
-                };
-                self.b.ins().brif(ok, done, &[], next, &[]);
-                self.b.switch_to_block(next);
-            }
+            let ok = self.b.ins().band(inside, aligned);
+            self.b.ins().brif(ok, done, &[], slow, &[]);
         } else {
             self.b.ins().jump(slow, &[]);
-            self.b.switch_to_block(slow);
         }
+        self.b.switch_to_block(slow);
         let desc = self.iconst(types::I32, access_desc(size, space, store) as u64);
         let site = self.iconst(types::I64, self.site);
         let ctx = self.ctx;

@@ -159,6 +159,10 @@ pub struct Lower<'a, 'f> {
     exit: Block,
     call_buf: Option<ir::StackSlot>,
     site: u64,
+    /// Index of the instruction being lowered.
+    at: usize,
+    /// Runs of accesses that share one check (checked mode).
+    runs: memory::CheckRuns,
     refs: HashMap<&'static str, FuncRef>,
     callees: HashMap<u32, FuncRef>,
 }
@@ -226,6 +230,12 @@ impl<'a, 'f> Lower<'a, 'f> {
             exit,
             call_buf,
             site: 0,
+            at: 0,
+            runs: if sh.checked {
+                memory::CheckRuns::plan(f)
+            } else {
+                memory::CheckRuns::default()
+            },
             refs: HashMap::new(),
             callees: HashMap::new(),
         };
@@ -499,6 +509,8 @@ impl<'a, 'f> Lower<'a, 'f> {
                 inst: i as u32,
             }
             .pack();
+            self.at = i;
+            self.start_check_run(i);
             match ins.guard {
                 Some(g) => {
                     let (run, skip) = (self.b.create_block(), self.b.create_block());

@@ -32,6 +32,11 @@ pub(super) struct CheckRuns {
     runs: Vec<CheckRun>,
 }
 
+/// A member access of a run being collected: instruction index, offset, size.
+type Member = (usize, i64, usize);
+/// The runs still open while planning: base register and members so far.
+type OpenRuns = Vec<(RegId, Vec<Member>)>;
+
 struct CheckRun {
     reg: RegId,
     lowest: i64,
@@ -51,7 +56,7 @@ impl CheckRuns {
             return runs;
         };
         let labels: std::collections::HashSet<usize> = f.labels.iter().copied().collect();
-        let mut open: Vec<(RegId, Vec<(usize, i64, usize)>)> = Vec::new();
+        let mut open: OpenRuns = Vec::new();
         for (i, ins) in body.iter().enumerate() {
             if labels.contains(&i) {
                 runs.close_all(&mut open);
@@ -79,13 +84,13 @@ impl CheckRuns {
         runs
     }
 
-    fn close_all(&mut self, open: &mut Vec<(RegId, Vec<(usize, i64, usize)>)>) {
+    fn close_all(&mut self, open: &mut OpenRuns) {
         for (reg, members) in open.drain(..) {
             self.close(reg, members);
         }
     }
 
-    fn close(&mut self, reg: RegId, members: Vec<(usize, i64, usize)>) {
+    fn close(&mut self, reg: RegId, members: Vec<Member>) {
         if members.len() < 2 {
             return;
         }

@@ -122,8 +122,13 @@ pub const STATUS_FAULT: i32 = 1;
 /// The thread executed `exit` inside a called function.
 pub const STATUS_EXIT: i32 = 2;
 
-/// How many recently checked areas generated code tests inline.
-pub const HIT_AREAS: usize = 2;
+/// How many recently checked areas a thread keeps for generated code to test inline. Each
+/// access site tests one of them, its slot, chosen when compiled by the site's base register
+/// (`memory.rs`), and `rt_check` fills the slot of the site it checked: a kernel streaming
+/// through `a`, `b` and `out` tests each access against its own buffer only. (A shared
+/// round-robin cache of two made that kernel evict each area just before its next use and
+/// call `rt_check` on every access.)
+pub const HIT_AREAS: usize = 8;
 
 /// Per-thread state that generated code reads and helpers update. The first fields are read
 /// by generated code at the offsets `std::mem::offset_of!` gives; the rest is Rust's.
@@ -137,12 +142,11 @@ pub struct ThreadCtx {
     pub params: u64,
     /// Depth of PTX calls.
     pub depth: u32,
-    /// The last two writable global areas accesses were checked in, `[lo, hi)` each:
-    /// generated code lets aligned global and generic accesses inside them through without
-    /// calling `rt_check` (the check would find the same area and allow them).
+    /// Writable global areas recent accesses were checked in, `[lo, hi)` each, by slot:
+    /// generated code lets aligned global and generic accesses inside their slot's area
+    /// through without calling `rt_check` (the check would find the same area and allow
+    /// them).
     pub hits: [[u64; 2]; HIT_AREAS],
-    /// The entry of `hits` the next new area replaces.
-    pub hit_next: u32,
     /// Areas shared by the launch (buffers, module variables, kernel parameters). Points to a
     /// map that outlives every use of this context (the launch or call owns both).
     pub shared: *const AreaMap<JitArea>,
@@ -163,7 +167,6 @@ impl ThreadCtx {
             params: 0,
             depth: 0,
             hits: [[0; 2]; HIT_AREAS],
-            hit_next: 0,
             shared,
             info,
             own: Vec::new(),
@@ -184,7 +187,6 @@ impl ThreadCtx {
             params,
             depth,
             hits,
-            hit_next,
             shared: shared_at,
             info: info_at,
             own,
@@ -197,7 +199,6 @@ impl ThreadCtx {
         *params = 0;
         *depth = 0;
         *hits = [[0; 2]; HIT_AREAS];
-        *hit_next = 0;
         *shared_at = shared;
         *info_at = info;
         own.clear();
@@ -213,19 +214,34 @@ impl ThreadCtx {
     }
 }
 
-/// Packs the description of an access for [`rt_check`]: size in bytes, space (0 generic,
-/// else 1 + index in `Space::ALL`), store flag.
-pub fn access_desc(size: usize, space: Option<Space>, store: bool) -> u32 {
-    let sp = space.map_or(0, |s| {
-        1 + Space::ALL.iter().position(|x| *x == s).unwrap_or(0)
-    });
-    size as u32 | (sp as u32) << 16 | (store as u32) << 24
+/// What generated code tells [`rt_check`] of an access, packed into a u32: size in bytes
+/// (bits 0–15), space (bits 16–23: 0 generic, else 1 + index in `Space::ALL`), store (bit
+/// 24), and the `hits` slot of the access site (bits 25–31).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AccessDesc {
+    pub size: usize,
+    pub space: Option<Space>,
+    pub store: bool,
+    pub slot: usize,
 }
 
-fn decode_access(desc: u32) -> (usize, Option<Space>, bool) {
-    let sp = ((desc >> 16) & 0xff) as usize;
-    let space = (sp > 0).then(|| Space::ALL[sp - 1]);
-    ((desc & 0xffff) as usize, space, desc >> 24 != 0)
+impl AccessDesc {
+    pub fn pack(self) -> u32 {
+        let sp = self.space.map_or(0, |s| {
+            1 + Space::ALL.iter().position(|x| *x == s).unwrap_or(0)
+        });
+        self.size as u32 | (sp as u32) << 16 | (self.store as u32) << 24 | (self.slot as u32) << 25
+    }
+
+    fn unpack(desc: u32) -> AccessDesc {
+        let sp = ((desc >> 16) & 0xff) as usize;
+        AccessDesc {
+            size: (desc & 0xffff) as usize,
+            space: (sp > 0).then(|| Space::ALL[sp - 1]),
+            store: (desc >> 24) & 1 != 0,
+            slot: (desc >> 25) as usize % HIT_AREAS,
+        }
+    }
 }
 
 /// `rt_check(ctx, addr, desc, site) -> i32`: checks an access; on a violation records the
@@ -239,13 +255,11 @@ pub unsafe extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, sit
     // launch's map, which outlives the launch.
     let ctx = unsafe { &mut *ctx };
     let shared = unsafe { &*ctx.shared };
-    let (size, space, store) = decode_access(desc);
-    match memcheck::check_in(&ctx.own, shared, addr, size, space, store) {
+    let d = AccessDesc::unpack(desc);
+    match memcheck::check_in(&ctx.own, shared, addr, d.size, d.space, d.store) {
         Ok((area, _)) => {
-            let range = [area.base, area.base + area.size as u64];
-            if area.space == Space::Global && area.writable && !ctx.hits.contains(&range) {
-                ctx.hits[ctx.hit_next as usize] = range;
-                ctx.hit_next = (ctx.hit_next + 1) % HIT_AREAS as u32;
+            if area.space == Space::Global && area.writable {
+                ctx.hits[d.slot] = [area.base, area.base + area.size as u64];
             }
             0
         }

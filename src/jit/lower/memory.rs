@@ -3,12 +3,13 @@
 //! In checked mode an access goes through `rt_check` unless it is known safe when compiled:
 //! a variable's address plus a constant offset that stays inside the variable, aligned,
 //! in the right space and (for stores) writable. Global and generic accesses first try the
-//! thread's recently checked global areas inline; and a run of such accesses through one base
-//! register ([`CheckRuns`]) tries the span of the whole run once, at its first access.
+//! area last checked in their slot (one per base register, [`CheckPlan`]) inline; and a run of
+//! such accesses through one base register tries the span of the whole run once, at its first
+//! access.
 
 use super::{Lower, clif, flags, trusted};
 use crate::ast::{AddrBase, Address, Function, Inst, Operand, RegId, Space, VarId, VarRole};
-use crate::jit::runtime::access_desc;
+use crate::jit::runtime::AccessDesc;
 use crate::jit::runtime::{HIT_AREAS, ThreadCtx};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
@@ -23,14 +24,22 @@ use std::mem::offset_of;
 /// and of `%r`'s alignment against the thread's recent areas decides for all members;
 /// if it fails, each member is checked on its own as before, so faults are reported at the
 /// same instruction with the same message.
+///
+/// The plan also gives each base register its slot in the thread's recent areas
+/// (`ThreadCtx::hits`), in the order registers first appear in accesses: accesses through
+/// different registers, usually different buffers, do not evict each other's area.
 #[derive(Default)]
-pub(super) struct CheckRuns {
+pub(super) struct CheckPlan {
     /// The run each member access belongs to, by instruction index.
     member: HashMap<usize, usize>,
     /// The run that starts at an instruction index.
     start: HashMap<usize, usize>,
     runs: Vec<CheckRun>,
+    slots: HashMap<RegId, usize>,
 }
+
+/// The slot of accesses through no register (absolute or variable addresses).
+const OTHER_SLOT: usize = HIT_AREAS - 1;
 
 /// A member access of a run being collected: instruction index, offset, size.
 type Member = (usize, i64, usize);
@@ -48,10 +57,10 @@ struct CheckRun {
     ok: Option<Variable>,
 }
 
-impl CheckRuns {
-    /// Finds the runs of `f` (two accesses or more).
-    pub(super) fn plan(f: &Function) -> CheckRuns {
-        let mut runs = CheckRuns::default();
+impl CheckPlan {
+    /// Finds the runs of `f` (two accesses or more) and the slots of its base registers.
+    pub(super) fn of(f: &Function) -> CheckPlan {
+        let mut runs = CheckPlan::default();
         let Some(body) = &f.body else {
             return runs;
         };
@@ -62,6 +71,8 @@ impl CheckRuns {
                 runs.close_all(&mut open);
             }
             if let Some((reg, offset, size)) = run_candidate(&ins.inst) {
+                let next = runs.slots.len() % OTHER_SLOT;
+                runs.slots.entry(reg).or_insert(next);
                 match open.iter_mut().find(|(r, _)| *r == reg) {
                     Some((_, members)) => members.push((i, offset, size)),
                     None => open.push((reg, vec![(i, offset, size)])),
@@ -82,6 +93,14 @@ impl CheckRuns {
         }
         runs.close_all(&mut open);
         runs
+    }
+
+    /// The recent-area slot of an access through `base`.
+    fn slot(&self, base: AddrBase) -> usize {
+        match base {
+            AddrBase::Reg(r) => self.slots.get(&r).copied().unwrap_or(OTHER_SLOT),
+            _ => OTHER_SLOT,
+        }
     }
 
     fn close_all(&mut self, open: &mut OpenRuns) {
@@ -221,13 +240,19 @@ impl Lower<'_, '_> {
             _ => {
                 let at = self.plus(base, off);
                 if checked {
-                    let run_ok = self.runs.member.get(&self.at).map(|&k| {
-                        let ok = self.runs.runs[k]
+                    let run_ok = self.checks.member.get(&self.at).map(|&k| {
+                        let ok = self.checks.runs[k]
                             .ok
                             .expect("a run starts before its members");
                         self.b.use_var(ok)
                     });
-                    self.check(at, size, space, store, run_ok);
+                    let desc = AccessDesc {
+                        size,
+                        space,
+                        store,
+                        slot: self.checks.slot(a.base),
+                    };
+                    self.check(at, desc, run_ok);
                 }
                 (at, 0)
             }
@@ -237,66 +262,51 @@ impl Lower<'_, '_> {
     /// At the first access of a run (before its guard, so that every member sees the
     /// result): tests the run's span once.
     pub(super) fn start_check_run(&mut self, at: usize) {
-        let Some(&k) = self.runs.start.get(&at) else {
+        let Some(&k) = self.checks.start.get(&at) else {
             return;
         };
         let (reg, lowest, end, align) = {
-            let r = &self.runs.runs[k];
+            let r = &self.checks.runs[k];
             (r.reg, r.lowest, r.end, r.align)
         };
+        let slot = self.checks.slot(AddrBase::Reg(reg));
         let base = self.get(&Operand::Reg(reg), crate::ast::Type::U64);
         let lo = self.plus(base, lowest);
         let hi = self.plus(base, end);
-        let inside = self.in_recent_area(lo, hi);
+        let inside = self.in_recent_area(lo, hi, slot);
         let misaligned = self.b.ins().band_imm_s(base, align as i64 - 1);
         let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
         let ok = self.b.ins().band(inside, aligned);
         let var = self.b.declare_var(types::I8);
         self.b.def_var(var, ok);
-        self.runs.runs[k].ok = Some(var);
+        self.checks.runs[k].ok = Some(var);
     }
 
-    /// Whether `[lo, end)` is non-empty, does not wrap, and lies inside one of the thread's
-    /// recently checked writable global areas (PTX ISA 5.1's rules hold there: inside,
-    /// writable; alignment is the caller's to test).
-    fn in_recent_area(&mut self, lo: Value, end: Value) -> Value {
-        let mut ok = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, lo);
-        let mut any = None;
-        for k in 0..HIT_AREAS {
-            let field = (offset_of!(ThreadCtx, hits) + 16 * k) as i32;
-            let ctx = self.ctx;
-            let area_lo = self.b.ins().load(types::I64, trusted(), ctx, field);
-            let area_hi = self.b.ins().load(types::I64, trusted(), ctx, field + 8);
-            let above = self
-                .b
-                .ins()
-                .icmp(IntCC::UnsignedGreaterThanOrEqual, lo, area_lo);
-            let below = self
-                .b
-                .ins()
-                .icmp(IntCC::UnsignedLessThanOrEqual, end, area_hi);
-            let inside = self.b.ins().band(above, below);
-            any = Some(match any {
-                Some(a) => self.b.ins().bor(a, inside),
-                None => inside,
-            });
-        }
-        if let Some(any) = any {
-            ok = self.b.ins().band(ok, any);
-        }
-        ok
+    /// Whether `[lo, end)` is non-empty, does not wrap, and lies inside the writable global
+    /// area last checked in `slot` (PTX ISA 5.1's rules hold there: inside, writable;
+    /// alignment is the caller's to test).
+    fn in_recent_area(&mut self, lo: Value, end: Value, slot: usize) -> Value {
+        let field = (offset_of!(ThreadCtx, hits) + 16 * slot) as i32;
+        let ctx = self.ctx;
+        let area_lo = self.b.ins().load(types::I64, trusted(), ctx, field);
+        let area_hi = self.b.ins().load(types::I64, trusted(), ctx, field + 8);
+        let nonempty = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, lo);
+        let above = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, lo, area_lo);
+        let below = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, end, area_hi);
+        let inside = self.b.ins().band(above, below);
+        self.b.ins().band(nonempty, inside)
     }
 
     /// Checks an access: passes if its run's span test passed (`run_ok`), then, for global
-    /// and generic accesses, if it lies aligned in a recent area; else calls `rt_check`.
-    fn check(
-        &mut self,
-        at: Value,
-        size: usize,
-        space: Option<Space>,
-        store: bool,
-        run_ok: Option<Value>,
-    ) {
+    /// and generic accesses, if it lies aligned in its slot's recent area; else calls
+    /// `rt_check`.
+    fn check(&mut self, at: Value, d: AccessDesc, run_ok: Option<Value>) {
         let slow = self.b.create_block();
         let done = self.b.create_block();
         if let Some(ok) = run_ok {
@@ -304,10 +314,10 @@ impl Lower<'_, '_> {
             self.b.ins().brif(ok, done, &[], inline, &[]);
             self.b.switch_to_block(inline);
         }
-        if matches!(space, None | Some(Space::Global)) {
-            let end = self.b.ins().iadd_imm_s(at, size as i64);
-            let inside = self.in_recent_area(at, end);
-            let misaligned = self.b.ins().band_imm_s(at, size as i64 - 1);
+        if matches!(d.space, None | Some(Space::Global)) {
+            let end = self.b.ins().iadd_imm_s(at, d.size as i64);
+            let inside = self.in_recent_area(at, end, d.slot);
+            let misaligned = self.b.ins().band_imm_s(at, d.size as i64 - 1);
             let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
             let ok = self.b.ins().band(inside, aligned);
             self.b.ins().brif(ok, done, &[], slow, &[]);
@@ -315,7 +325,7 @@ impl Lower<'_, '_> {
             self.b.ins().jump(slow, &[]);
         }
         self.b.switch_to_block(slow);
-        let desc = self.iconst(types::I32, access_desc(size, space, store) as u64);
+        let desc = self.iconst(types::I32, d.pack() as u64);
         let site = self.iconst(types::I64, self.site);
         let ctx = self.ctx;
         let failed = self

@@ -161,8 +161,8 @@ pub struct Lower<'a, 'f> {
     site: u64,
     /// Index of the instruction being lowered.
     at: usize,
-    /// Runs of accesses that share one check (checked mode).
-    runs: memory::CheckRuns,
+    /// Runs of accesses that share one check, and recent-area slots (checked mode).
+    checks: memory::CheckPlan,
     refs: HashMap<&'static str, FuncRef>,
     callees: HashMap<u32, FuncRef>,
 }
@@ -231,10 +231,10 @@ impl<'a, 'f> Lower<'a, 'f> {
             call_buf,
             site: 0,
             at: 0,
-            runs: if sh.checked {
-                memory::CheckRuns::plan(f)
+            checks: if sh.checked {
+                memory::CheckPlan::of(f)
             } else {
-                memory::CheckRuns::default()
+                memory::CheckPlan::default()
             },
             refs: HashMap::new(),
             callees: HashMap::new(),

@@ -666,15 +666,34 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// Reads a source operand as PTX type `ty` (a narrower register zero-extended, a wider
     /// one truncated, as the interpreter reads its low bits).
+    /// A register's current value. A register holding a constant (`mov.u32 %p3, 0x...`, as
+    /// bignum code loads its modulus) gives a fresh `iconst` at each use: instruction
+    /// selection can then fold it as an immediate, and no register stays busy with it
+    /// across the function (the e-graph pass, off by default, would do this).
+    fn reg_value(&mut self, r: ast::RegId) -> Value {
+        let v = self.b.use_var(self.regs[r.0 as usize]);
+        let dfg = &self.b.func.dfg;
+        if let ir::ValueDef::Result(inst, _) = dfg.value_def(v)
+            && let ir::InstructionData::UnaryImm {
+                opcode: ir::Opcode::Iconst,
+                imm,
+            } = dfg.insts[inst]
+        {
+            let ty = dfg.value_type(v);
+            return self.b.ins().iconst(ty, imm);
+        }
+        v
+    }
+
     fn get(&mut self, op: &Operand, ty: Type) -> Value {
         match op {
             Operand::Reg(r) => {
-                let v = self.b.use_var(self.regs[r.0 as usize]);
+                let v = self.reg_value(*r);
                 let rty = self.f.reg(*r).ty;
                 self.conv(v, rty, ty, false)
             }
             Operand::NotPred(r) => {
-                let v = self.b.use_var(self.regs[r.0 as usize]);
+                let v = self.reg_value(*r);
                 let one = self.b.ins().iconst(types::I8, 1);
                 let n = self.b.ins().bxor(v, one);
                 self.conv(n, Type::Pred, ty, false)

@@ -155,7 +155,8 @@ impl Lower<'_, '_> {
     }
 
     /// x + y + cin and its carry out (an i64 0/1), computed one width up: i64 for 32-bit
-    /// operands, i128 (add/adc) for 64-bit ones.
+    /// operands, i128 (add/adc) for 64-bit ones. Terms known to be zero (a chain's first
+    /// carry-in, limbs cleared with `mov %t, 0`) are left out.
     fn add_with_carry(&mut self, x: Value, y: Value, cin: Value) -> (Value, Value) {
         let ty = self.b.func.dfg.value_type(x);
         let wide = if ty.bits() < 64 {
@@ -163,11 +164,22 @@ impl Lower<'_, '_> {
         } else {
             types::I128
         };
-        let xw = self.b.ins().uextend(wide, x);
-        let yw = self.b.ins().uextend(wide, y);
-        let cw = self.resize(cin, wide, false);
-        let s = self.b.ins().iadd(xw, yw);
-        let s = self.b.ins().iadd(s, cw);
+        let mut terms: Vec<Value> = [x, y, cin]
+            .into_iter()
+            .filter(|v| self.const_of(*v) != Some(0))
+            .collect();
+        if terms.is_empty() {
+            terms.push(x);
+        }
+        let mut s = None;
+        for t in terms {
+            let t = self.resize(t, wide, false);
+            s = Some(match s {
+                Some(acc) => self.b.ins().iadd(acc, t),
+                None => t,
+            });
+        }
+        let s = s.expect("at least one term");
         if wide == types::I128 {
             let (lo, hi) = self.b.ins().isplit(s);
             (lo, hi)
@@ -178,7 +190,6 @@ impl Lower<'_, '_> {
         }
     }
 
-    /// x ± y over the exact signed 32-bit values, clamped to [MININT, MAXINT].
     fn sat_s32(&mut self, op: IntBinOp, x: Value, y: Value) -> Value {
         let xw = self.b.ins().sextend(types::I64, x);
         let yw = self.b.ins().sextend(types::I64, y);

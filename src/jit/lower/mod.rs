@@ -664,27 +664,38 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     // ---- operands ------------------------------------------------------------------------
 
-    /// Reads a source operand as PTX type `ty` (a narrower register zero-extended, a wider
-    /// one truncated, as the interpreter reads its low bits).
     /// A register's current value. A register holding a constant (`mov.u32 %p3, 0x...`, as
     /// bignum code loads its modulus) gives a fresh `iconst` at each use: instruction
     /// selection can then fold it as an immediate, and no register stays busy with it
     /// across the function (the e-graph pass, off by default, would do this).
     fn reg_value(&mut self, r: ast::RegId) -> Value {
         let v = self.b.use_var(self.regs[r.0 as usize]);
-        let dfg = &self.b.func.dfg;
-        if let ir::ValueDef::Result(inst, _) = dfg.value_def(v)
-            && let ir::InstructionData::UnaryImm {
-                opcode: ir::Opcode::Iconst,
-                imm,
-            } = dfg.insts[inst]
-        {
-            let ty = dfg.value_type(v);
-            return self.b.ins().iconst(ty, imm);
+        match self.const_of(v) {
+            Some(k) => {
+                let ty = self.b.func.dfg.value_type(v);
+                self.b.ins().iconst(ty, k)
+            }
+            None => v,
         }
-        v
     }
 
+    /// The value of `v` if an `iconst` defines it.
+    pub(super) fn const_of(&self, v: Value) -> Option<i64> {
+        let dfg = &self.b.func.dfg;
+        match dfg.value_def(v) {
+            ir::ValueDef::Result(inst, _) => match dfg.insts[inst] {
+                ir::InstructionData::UnaryImm {
+                    opcode: ir::Opcode::Iconst,
+                    imm,
+                } => Some(imm.bits()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Reads a source operand as PTX type `ty` (a narrower register zero-extended, a wider
+    /// one truncated, as the interpreter reads its low bits).
     fn get(&mut self, op: &Operand, ty: Type) -> Value {
         match op {
             Operand::Reg(r) => {

@@ -163,12 +163,14 @@ fn describe(o: &Outcome) -> String {
     }
 }
 
-/// Both engines for a module (the JIT with its default, checked options).
-pub fn engines(module: Module) -> Result<(Jit, Interpreter), RunError> {
+/// Both engines for a module: the JIT with its default, checked options, plus Cranelift's
+/// e-graph optimizer if `egraph`.
+pub fn engines(module: Module, egraph: bool) -> Result<(Jit, Interpreter), RunError> {
     let jit = Jit::with_options(
         module.clone(),
         JitOptions {
             verify: true,
+            egraph,
             ..JitOptions::default()
         },
     )?;
@@ -189,11 +191,13 @@ pub struct Disagreement {
 
 /// Runs a generated program on both engines over `inputs` random inputs; returns the first
 /// disagreement, shrunk to as few body lines as still disagree. A program that does not
-/// parse or compile is a disagreement too (the generator promises valid PTX).
+/// parse or compile is a disagreement too (the generator promises valid PTX). One program in
+/// four runs on the JIT with the e-graph optimizer on (`--egraph`).
 pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Option<Disagreement> {
+    let egraph = rng.below(4) == 0;
     let built = Module::parse(&program.ptx())
         .map_err(|e| e.to_string())
-        .and_then(|m| engines(m).map_err(|e| e.to_string()));
+        .and_then(|m| engines(m, egraph).map_err(|e| e.to_string()));
     let (jit, interp) = match built {
         Ok(e) => e,
         Err(e) => {
@@ -207,7 +211,12 @@ pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Option<
     for _ in 0..inputs {
         let input = random_input(rng);
         if let Some(difference) = differ(&jit, &interp, &input) {
-            let (program, difference) = shrink(program.clone(), &input, difference);
+            let (program, difference) = shrink(program.clone(), &input, difference, egraph);
+            let difference = if egraph {
+                format!("(JIT with --egraph) {difference}")
+            } else {
+                difference
+            };
             return Some(Disagreement {
                 program,
                 input,
@@ -227,9 +236,9 @@ pub fn random_input(rng: &mut Rng) -> Vec<u8> {
 
 /// The difference between the engines on one input, or None (also None when the program
 /// does not parse: a shrinking step that broke it).
-fn program_difference(program: &Program, input: &[u8]) -> Option<String> {
+fn program_difference(program: &Program, input: &[u8], egraph: bool) -> Option<String> {
     let module = Module::parse(&program.ptx()).ok()?;
-    let (jit, interp) = engines(module).ok()?;
+    let (jit, interp) = engines(module, egraph).ok()?;
     differ(&jit, &interp, input)
 }
 
@@ -253,11 +262,16 @@ fn differ(jit: &Jit, interp: &Interpreter, input: &[u8]) -> Option<String> {
 }
 
 /// Deletes body lines one at a time while the engines still disagree.
-fn shrink(mut program: Program, input: &[u8], mut difference: String) -> (Program, String) {
+fn shrink(
+    mut program: Program,
+    input: &[u8],
+    mut difference: String,
+    egraph: bool,
+) -> (Program, String) {
     let mut i = 0;
     while i < program.body.len() {
         let smaller = program.without(i);
-        match program_difference(&smaller, input) {
+        match program_difference(&smaller, input, egraph) {
             Some(d) => {
                 program = smaller;
                 difference = d;

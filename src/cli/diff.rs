@@ -83,7 +83,7 @@ pub(super) fn diff(args: &[String], out: &mut dyn Write, err: &mut dyn Write) ->
             block: block.ok_or_else(|| bad("error: diff of a kernel needs --block"))?,
         },
     };
-    let (jit, interp) = diff::engines(module)?;
+    let (jit, interp) = diff::engines(module, false)?;
     let mut rng = Rng::new(seed);
     let progress = std::io::stderr().is_terminal() && iterations >= 20;
     for run in 0..iterations {

@@ -16,9 +16,10 @@ use std::hint::black_box;
 use std::time::Instant;
 use workloads::{Limb, Workload};
 
-/// Best of three timings of `f`, in ns per operation (`ops` operations a run).
+/// Best of seven timings of `f`, in ns per operation (`ops` operations a run): the minimum
+/// filters out the moments a shared machine is busy with something else.
 fn time(ops: u64, mut f: impl FnMut()) -> f64 {
-    (0..3)
+    (0..7)
         .map(|_| {
             let t = Instant::now();
             f();

@@ -14,7 +14,7 @@ use crate::jit::runtime::{HIT_AREAS, ThreadCtx};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 use cranelift_frontend::Variable;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::mem::offset_of;
 
 /// Runs of checked global or generic accesses `[%r + offset]` through one base register
@@ -60,19 +60,19 @@ struct CheckRun {
 impl CheckPlan {
     /// Finds the runs of `f` (two accesses or more) and the slots of its base registers.
     pub(super) fn of(f: &Function) -> CheckPlan {
-        let mut runs = CheckPlan::default();
+        let mut plan = CheckPlan::default();
         let Some(body) = &f.body else {
-            return runs;
+            return plan;
         };
-        let labels: std::collections::HashSet<usize> = f.labels.iter().copied().collect();
+        let labels: HashSet<usize> = f.labels.iter().copied().collect();
         let mut open: OpenRuns = Vec::new();
         for (i, ins) in body.iter().enumerate() {
             if labels.contains(&i) {
-                runs.close_all(&mut open);
+                plan.close_all(&mut open);
             }
             if let Some((reg, offset, size)) = run_candidate(&ins.inst) {
-                let next = runs.slots.len() % OTHER_SLOT;
-                runs.slots.entry(reg).or_insert(next);
+                let next = plan.slots.len() % OTHER_SLOT;
+                plan.slots.entry(reg).or_insert(next);
                 match open.iter_mut().find(|(r, _)| *r == reg) {
                     Some((_, members)) => members.push((i, offset, size)),
                     None => open.push((reg, vec![(i, offset, size)])),
@@ -80,19 +80,19 @@ impl CheckPlan {
             }
             match &ins.inst {
                 Inst::Bra { .. } | Inst::Call { .. } | Inst::Ret | Inst::Exit => {
-                    runs.close_all(&mut open)
+                    plan.close_all(&mut open)
                 }
                 other => {
                     let (closed, kept) = open.drain(..).partition(|(r, _)| other.writes(*r));
                     open = kept;
                     for (reg, members) in closed {
-                        runs.close(reg, members);
+                        plan.close(reg, members);
                     }
                 }
             }
         }
-        runs.close_all(&mut open);
-        runs
+        plan.close_all(&mut open);
+        plan
     }
 
     /// The recent-area slot of an access through `base`.

@@ -307,10 +307,14 @@ impl Lower<'_, '_> {
     /// and generic accesses, if it lies aligned in its slot's recent area; else calls
     /// `rt_check`.
     fn check(&mut self, at: Value, d: AccessDesc, run_ok: Option<Value>) {
+        // What runs only when an inline test fails is laid out at the end of the function
+        // (cold blocks), away from the straight-line code the tests sit in.
         let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
         let done = self.b.create_block();
         if let Some(ok) = run_ok {
             let inline = self.b.create_block();
+            self.b.set_cold_block(inline);
             self.b.ins().brif(ok, done, &[], inline, &[]);
             self.b.switch_to_block(inline);
         }

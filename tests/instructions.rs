@@ -5,7 +5,7 @@ mod common;
 
 use common::engines;
 use ptxjit::ast::Type;
-use ptxjit::{Arg, Dim3, RunError, Value};
+use ptxjit::{Arg, Dim3, Engine, RunError, Value};
 
 /// Wraps `body` in a `.func` whose parameters `p0, p1, …` of the given types are loaded into
 /// `%a0, %a1, …`; the body leaves its result in `%d` of type `ret`. Scratch registers: `%p<4>`
@@ -1412,4 +1412,55 @@ fn ld_st_vectors_volatile_and_variable_addresses() {
             "{name}"
         );
     }
+}
+
+/// The interpreter's instruction count (for throughput figures), counted by hand: every
+/// instruction a thread reaches counts once, guarded-off ones and callees' included.
+#[test]
+fn the_interpreter_counts_the_instructions_it_executes() {
+    let ptx = r#".version 7.8
+.target sm_80
+.address_size 64
+.func (.param .u32 r) twice(.param .u32 a)
+{
+    .reg .u32 %x;
+    ld.param.u32 %x, [a];
+    add.u32 %x, %x, %x;
+    st.param.u32 [r], %x;
+    ret;
+}
+.visible .entry k(.param .u64 out, .param .u32 n)
+{
+    .reg .u32 %i, %n, %s;
+    .reg .u64 %o;
+    .reg .pred %p;
+    ld.param.u64 %o, [out];
+    ld.param.u32 %n, [n];
+    mov.u32 %i, 0;
+L:
+    add.u32 %i, %i, 1;
+    setp.lt.u32 %p, %i, %n;
+    @%p bra L;
+    call (%s), twice, (%i);
+    st.global.u32 [%o], %s;
+    ret;
+}
+"#;
+    let interp = ptxjit::Interpreter::new(ptxjit::Module::parse(ptx).unwrap());
+    let mut out = [0u8; 4];
+    interp
+        .launch(
+            "k",
+            Dim3::x(1),
+            Dim3::x(1),
+            &mut [Arg::Buffer(&mut out), Arg::Scalar(Value::u32(3))],
+        )
+        .unwrap();
+    // 3 before the loop, 3 loop iterations of 3 (the last `bra` reached but off), the call,
+    // its 4, the store and `ret`: 3 + 9 + 1 + 4 + 2.
+    assert_eq!(interp.executed(), 19);
+    assert_eq!(u32::from_le_bytes(out), 6);
+    // A host call adds the callee's 4.
+    interp.call("twice", &[Value::u32(5)]).unwrap();
+    assert_eq!(interp.executed(), 23);
 }

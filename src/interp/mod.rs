@@ -23,6 +23,7 @@ use crate::memcheck::{self, Area};
 use crate::softfloat::Fmt;
 use memory::{Region, SharedMemory};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::engine::MAX_CALL_DEPTH;
 
@@ -34,6 +35,8 @@ pub struct Interpreter {
     /// Each function's register types, by register id: a compact copy of its declarations
     /// for the register writes of every instruction.
     reg_types: Vec<Vec<Type>>,
+    /// PTX instructions executed so far, over all threads of all calls and launches.
+    executed: AtomicU64,
 }
 
 impl Interpreter {
@@ -60,11 +63,19 @@ impl Interpreter {
             module,
             module_vars,
             reg_types,
+            executed: AtomicU64::new(0),
         }
     }
 
     pub fn module(&self) -> &Module {
         &self.module
+    }
+
+    /// How many PTX instructions this interpreter has executed, over every thread of every
+    /// call and launch: each instruction a thread reaches counts once, including those its
+    /// guard turns off (they are issued, as on a GPU). For throughput figures.
+    pub fn executed(&self) -> u64 {
+        self.executed.load(Ordering::Relaxed)
     }
 
     fn fault(&self, f: Fault) -> RunError {
@@ -92,7 +103,9 @@ impl Engine for Interpreter {
             block: Dim3::x(1),
         };
         let mut thread = Thread::new(&launch, [0; 3], [0; 3]);
-        let rets = thread.run(id, bytes).map_err(|f| self.fault(f))?;
+        let rets = thread.run(id, bytes);
+        self.executed.fetch_add(thread.executed, Ordering::Relaxed);
+        let rets = rets.map_err(|f| self.fault(f))?;
         Ok(func
             .rets
             .iter()
@@ -154,7 +167,9 @@ impl Engine for Interpreter {
                 let ctaid = grid.point(b);
                 for t in 0..block.count() {
                     let mut thread = Thread::new(&launch, ctaid, block.point(t));
-                    thread.run(id, Vec::new())?;
+                    let ended = thread.run(id, Vec::new());
+                    self.executed.fetch_add(thread.executed, Ordering::Relaxed);
+                    ended?;
                 }
                 Ok(())
             })
@@ -223,6 +238,8 @@ struct Thread<'a> {
     depth: usize,
     /// Set by `exit` in a callee: the whole thread stops.
     exited: bool,
+    /// Instructions this thread has reached (see [`Interpreter::executed`]).
+    executed: u64,
 }
 
 impl<'a> Thread<'a> {
@@ -235,6 +252,7 @@ impl<'a> Thread<'a> {
             own: Vec::new(),
             depth: 0,
             exited: false,
+            executed: 0,
         }
     }
 
@@ -272,6 +290,7 @@ impl<'a> Thread<'a> {
         while pc < body.len() {
             let ins = &body[pc];
             pc += 1;
+            self.executed += 1;
             if let Some(g) = ins.guard
                 && (frame.regs[g.reg.0 as usize] != 0) == g.negated
             {

@@ -332,6 +332,78 @@ fn streaming(t: &mut Table) {
     t.add(name, "rayon", ns);
 }
 
+/// Interpreter throughput on corpus kernels with loops, branches, calls and memory, counted
+/// by the interpreter itself (`Interpreter::executed`): ns per PTX instruction, and the rate
+/// per core.
+fn interpreter_rate(t: &mut Table) {
+    let u32s = |v: &[u32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let starts: Vec<u32> = (0..1024u32).map(|i| 27 + 7 * i).collect();
+    let matrix: Vec<u32> = (0..32 * 32u32)
+        .map(|i| ((i % 7) as f32).to_bits())
+        .collect();
+    // (kernel file, name, grid, block, buffers then scalars as Args)
+    type Case = (
+        &'static str,
+        &'static str,
+        Dim3,
+        Dim3,
+        Vec<Vec<u8>>,
+        Vec<Value>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            include_str!("../tests/corpus/mandel.ptx"),
+            "mandel",
+            Dim3 { x: 4, y: 4, z: 1 },
+            Dim3 { x: 16, y: 16, z: 1 },
+            vec![vec![0; 4 * 64 * 64]],
+            vec![Value::u32(64), Value::u32(64), Value::u32(100)],
+        ),
+        (
+            include_str!("../tests/corpus/matmul.ptx"),
+            "matmul",
+            Dim3 { x: 2, y: 2, z: 1 },
+            Dim3 { x: 16, y: 16, z: 1 },
+            vec![u32s(&matrix), u32s(&matrix), vec![0; 4 * 32 * 32]],
+            vec![Value::u32(32)],
+        ),
+        (
+            include_str!("../tests/corpus/collatz.ptx"),
+            "collatz",
+            Dim3::x(8),
+            Dim3::x(128),
+            vec![u32s(&starts), vec![0; 4 * 1024]],
+            vec![Value::u32(1024)],
+        ),
+        (
+            include_str!("../tests/corpus/hash.ptx"),
+            "hash",
+            Dim3::x(8),
+            Dim3::x(128),
+            vec![(0..=255u8).collect(), vec![0; 8 * 1024]],
+            vec![Value::u32(64)],
+        ),
+    ];
+    for (ptx, name, grid, block, mut buffers, scalars) in cases {
+        let interp = Interpreter::new(Module::parse(ptx).expect("corpus PTX parses"));
+        let mut run = || {
+            let mut args: Vec<Arg> = buffers.iter_mut().map(|b| Arg::Buffer(b)).collect();
+            args.extend(scalars.iter().map(|v| Arg::Scalar(*v)));
+            interp
+                .launch(name, grid, block, &mut args)
+                .expect("corpus kernel runs")
+        };
+        run();
+        let per_launch = interp.executed();
+        let ns = time(per_launch, run);
+        t.add(&format!("interp {name}"), "interp", ns);
+        println!(
+            "  interpreter: {name}, {per_launch} PTX instructions a launch, {:.1}M instructions/s per core",
+            1e3 / ns / rayon::current_num_threads() as f64
+        );
+    }
+}
+
 fn main() {
     let started = Instant::now();
     let mut t = Table { rows: Vec::new() };
@@ -340,7 +412,13 @@ fn main() {
         bignum(&w, &mut t, &mut rng);
     }
     streaming(&mut t);
-    let mut names: Vec<String> = t.rows.iter().map(|r| r.0.clone()).collect();
+    interpreter_rate(&mut t);
+    let mut names: Vec<String> = t
+        .rows
+        .iter()
+        .map(|r| r.0.clone())
+        .filter(|n| !n.starts_with("interp "))
+        .collect();
     names.dedup();
     println!(
         "\n{:<22} {:>10} {:>14} {:>10} {:>12} {:>11} {:>9}",

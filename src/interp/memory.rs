@@ -9,6 +9,7 @@
 
 use crate::ast::Space;
 use crate::memcheck::{Area, AreaMap};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// One addressable object.
@@ -19,12 +20,19 @@ pub struct Region {
     size: usize,
     pub space: Space,
     pub writable: bool,
-    /// How faults name it (`buffer arg1`, `variable table`).
-    pub name: String,
+    /// How faults name it (`buffer arg1`, `variable table`). Shared: a frame's variables are
+    /// named once per interpreter, not formatted again at every call.
+    pub name: Arc<str>,
 }
 
 impl Region {
-    pub fn new(init: &[u8], size: usize, space: Space, writable: bool, name: String) -> Region {
+    pub fn new(
+        init: &[u8],
+        size: usize,
+        space: Space,
+        writable: bool,
+        name: impl Into<Arc<str>>,
+    ) -> Region {
         let bytes: Box<[AtomicU8]> = (0..size.max(1))
             .map(|i| AtomicU8::new(init.get(i).copied().unwrap_or(0)))
             .collect();
@@ -33,7 +41,7 @@ impl Region {
             size,
             space,
             writable,
-            name,
+            name: name.into(),
         }
     }
     pub fn base(&self) -> u64 {

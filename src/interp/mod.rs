@@ -23,6 +23,7 @@ use crate::memcheck::{self, Area};
 use crate::softfloat::Fmt;
 use memory::{Region, SharedMemory};
 use rayon::prelude::*;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::engine::MAX_CALL_DEPTH;
@@ -35,6 +36,8 @@ pub struct Interpreter {
     /// Each function's register types, by register id: a compact copy of its declarations
     /// for the register writes of every instruction.
     reg_types: Vec<Vec<Type>>,
+    /// Each function's variables as faults name them (`.local `buf``), by variable id.
+    var_names: Vec<Vec<Arc<str>>>,
     /// PTX instructions executed so far, over all threads of all calls and launches.
     executed: AtomicU64,
 }
@@ -59,10 +62,21 @@ impl Interpreter {
             .iter()
             .map(|f| f.regs.iter().map(|r| r.ty).collect())
             .collect();
+        let var_names = module
+            .functions
+            .iter()
+            .map(|f| {
+                f.vars
+                    .iter()
+                    .map(|v| Arc::from(format!("{} `{}`", v.space, v.name)))
+                    .collect()
+            })
+            .collect();
         Interpreter {
             module,
             module_vars,
             reg_types,
+            var_names,
             executed: AtomicU64::new(0),
         }
     }
@@ -96,6 +110,7 @@ impl Engine for Interpreter {
         let launch = LaunchCtx {
             module: &self.module,
             reg_types: &self.reg_types,
+            var_names: &self.var_names,
             shared,
             kernel_params: Vec::new(),
             module_var_bases: self.module_vars.iter().map(Region::base).collect(),
@@ -153,6 +168,7 @@ impl Engine for Interpreter {
         let launch = LaunchCtx {
             module: &self.module,
             reg_types: &self.reg_types,
+            var_names: &self.var_names,
             shared: SharedMemory::new(regions),
             kernel_params: params.iter().map(|r| r.base()).collect(),
             module_var_bases: self.module_vars.iter().map(Region::base).collect(),
@@ -190,6 +206,7 @@ impl Engine for Interpreter {
 struct LaunchCtx<'a> {
     module: &'a Module,
     reg_types: &'a [Vec<Type>],
+    var_names: &'a [Vec<Arc<str>>],
     shared: SharedMemory<'a>,
     /// Base address of each kernel parameter's region.
     kernel_params: Vec<u64>,
@@ -271,8 +288,10 @@ impl<'a> Thread<'a> {
                 VarRole::Param(k) if func.kind == FuncKind::Entry => {
                     self.l.kernel_params[k as usize]
                 }
-                VarRole::Param(k) => self.alloc(v, &args[k as usize]),
-                _ => self.alloc(v, &[]),
+                VarRole::Param(k) => {
+                    self.alloc(v, &self.l.var_names[id.0 as usize][i], &args[k as usize])
+                }
+                _ => self.alloc(v, &self.l.var_names[id.0 as usize][i], &[]),
             };
             debug_assert_eq!(frame.var_base.len(), i);
             frame.var_base.push(base);
@@ -344,14 +363,8 @@ impl<'a> Thread<'a> {
         Ok(rets)
     }
 
-    fn alloc(&mut self, v: &VarDecl, init: &[u8]) -> u64 {
-        let r = Region::new(
-            init,
-            v.size,
-            v.space,
-            true,
-            format!("{} `{}`", v.space, v.name),
-        );
+    fn alloc(&mut self, v: &VarDecl, name: &Arc<str>, init: &[u8]) -> u64 {
+        let r = Region::new(init, v.size, v.space, true, name.clone());
         let base = r.base();
         self.own.push(r);
         base

@@ -1,7 +1,9 @@
 //! The benchmark summary: every workload on the JIT (memory checks on and off), the
 //! interpreter and native baselines, measured in one run, in under a minute. Prints a table
 //! of ns per operation with ratios, and one machine-readable line per measurement:
-//! `RESULT workload=<name> impl=<jit|jit-unchecked|interp|rust|num-bigint|gmp|rayon> ns=<float>`.
+//! `RESULT workload=<name> impl=<jit|jit-unchecked|interp|rust|num-bigint|gmp|rayon> ns=<float>`
+//! (names like `mul256_u32_kernel`; `interp_mandel` and the other corpus kernels give the
+//! interpreter's ns per PTX instruction, counted by `Interpreter::executed`).
 //!
 //! cargo run --release --example bench_table [--features gmp]
 
@@ -34,7 +36,9 @@ struct Table {
 
 impl Table {
     fn add(&mut self, workload: &str, imp: &str, ns: f64) {
-        println!("RESULT workload={workload} impl={imp} ns={ns:.3}");
+        // One token per field: spaces in a workload's name become underscores.
+        let key = workload.replace(' ', "_");
+        println!("RESULT workload={key} impl={imp} ns={ns:.3}");
         self.rows.push((workload.into(), imp.into(), ns));
     }
     fn get(&self, workload: &str, imp: &str) -> Option<f64> {

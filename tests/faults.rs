@@ -70,21 +70,26 @@ const CALLS: &str = r#".version 7.8
 }
 "#;
 
-/// Launches `k` with `mode` on one block of 2 threads; returns the buffer or the fault of
-/// each engine.
-fn run(mode: u32) -> Vec<(&'static str, Result<Vec<u32>, Fault>)> {
-    engines(CALLS)
+/// Launches `kernel(buffer, scalar)` of `ptx` on one block of 2 threads with the buffer
+/// holding `words`; returns the buffer's words afterwards, or the fault, of each engine.
+fn launch_2_threads(
+    ptx: &str,
+    kernel: &str,
+    words: &[u32],
+    scalar: u32,
+) -> Vec<(&'static str, Result<Vec<u32>, Fault>)> {
+    engines(ptx)
         .into_iter()
         .map(|(name, e)| {
-            let mut out = vec![0u8; 16];
+            let mut buf: Vec<u8> = words.iter().flat_map(|v| v.to_le_bytes()).collect();
             let r = e.launch(
-                "k",
+                kernel,
                 Dim3::x(1),
                 Dim3::x(2),
-                &mut [Arg::Buffer(&mut out), Arg::Scalar(Value::u32(mode))],
+                &mut [Arg::Buffer(&mut buf), Arg::Scalar(Value::u32(scalar))],
             );
             let r = match r {
-                Ok(()) => Ok(out
+                Ok(()) => Ok(buf
                     .chunks(4)
                     .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
                     .collect()),
@@ -94,6 +99,11 @@ fn run(mode: u32) -> Vec<(&'static str, Result<Vec<u32>, Fault>)> {
             (name, r)
         })
         .collect()
+}
+
+/// Launches `k` with `mode` over a zeroed 4-word buffer.
+fn run(mode: u32) -> Vec<(&'static str, Result<Vec<u32>, Fault>)> {
+    launch_2_threads(CALLS, "k", &[0; 4], mode)
 }
 
 fn fault(mode: u32) -> Vec<(&'static str, Fault)> {
@@ -237,27 +247,7 @@ const RUN: &str = r#".version 7.8
 "#;
 
 fn run_sum4(shift: u32) -> Vec<(&'static str, Result<Vec<u32>, Fault>)> {
-    engines(RUN)
-        .into_iter()
-        .map(|(name, e)| {
-            let mut buf: Vec<u8> = (1..=6u32).flat_map(|v| v.to_le_bytes()).collect();
-            let r = e.launch(
-                "sum4",
-                Dim3::x(1),
-                Dim3::x(2),
-                &mut [Arg::Buffer(&mut buf), Arg::Scalar(Value::u32(shift))],
-            );
-            let r = match r {
-                Ok(()) => Ok(buf
-                    .chunks(4)
-                    .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-                    .collect()),
-                Err(RunError::Fault(f, _)) => Err(*f),
-                Err(e) => panic!("{name}: {e}"),
-            };
-            (name, r)
-        })
-        .collect()
+    launch_2_threads(RUN, "sum4", &[1, 2, 3, 4, 5, 6], shift)
 }
 
 #[test]

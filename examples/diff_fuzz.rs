@@ -4,20 +4,14 @@
 //!
 //! cargo run --release --example diff_fuzz -- --seconds 3600 [--seed S] [--inputs 32]
 
+mod common;
+
+use common::arg;
 use ptxjit::diff::check_program;
 use ptxjit::generate::{Rng, program};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn main() {
     let seconds = arg("--seconds", 60);

@@ -5,18 +5,12 @@
 //!
 //! cargo run --release --example parse_fuzz -- --seconds 1800 [--seed S]
 
+mod common;
+
+use common::arg;
 use ptxjit::generate::{Rng, mutate};
 use ptxjit::{Jit, Module};
 use std::time::{Duration, Instant};
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn main() {
     let seconds = arg("--seconds", 60);

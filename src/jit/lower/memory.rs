@@ -234,9 +234,11 @@ impl Lower<'_, '_> {
         let off = off.wrapping_add(a.offset);
         let checked = self.sh.checked && !self.known_safe(a, size, space, store);
         // The parts of a vector access add up to `size` more; keep them all in i32 range.
-        let fits = i32::try_from(off).is_ok() && i32::try_from(off + size as i64).is_ok();
+        let end_fits = off
+            .checked_add(size as i64)
+            .is_some_and(|end| i32::try_from(end).is_ok());
         match i32::try_from(off) {
-            Ok(off) if fits && !checked => (base, off),
+            Ok(off) if end_fits && !checked => (base, off),
             _ => {
                 let at = self.plus(base, off);
                 if checked {
@@ -273,19 +275,23 @@ impl Lower<'_, '_> {
         let base = self.get(&Operand::Reg(reg), crate::ast::Type::U64);
         let lo = self.plus(base, lowest);
         let hi = self.plus(base, end);
-        let inside = self.in_recent_area(lo, hi, slot);
-        let misaligned = self.b.ins().band_imm_s(base, align as i64 - 1);
-        let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
-        let ok = self.b.ins().band(inside, aligned);
+        let ok = self.in_recent_area(lo, hi, slot, base, align);
         let var = self.b.declare_var(types::I8);
         self.b.def_var(var, ok);
         self.checks.runs[k].ok = Some(var);
     }
 
     /// Whether `[lo, end)` is non-empty, does not wrap, and lies inside the writable global
-    /// area last checked in `slot` (PTX ISA 5.1's rules hold there: inside, writable;
-    /// alignment is the caller's to test).
-    fn in_recent_area(&mut self, lo: Value, end: Value, slot: usize) -> Value {
+    /// area last checked in `slot` (PTX ISA 5.1's rules hold there: inside, writable), and
+    /// `base` is a multiple of `align` (the access's own address, or a run's base register).
+    fn in_recent_area(
+        &mut self,
+        lo: Value,
+        end: Value,
+        slot: usize,
+        base: Value,
+        align: u64,
+    ) -> Value {
         let field = (offset_of!(ThreadCtx, hits) + 16 * slot) as i32;
         let ctx = self.ctx;
         let area_lo = self.b.ins().load(types::I64, trusted(), ctx, field);
@@ -300,7 +306,10 @@ impl Lower<'_, '_> {
             .ins()
             .icmp(IntCC::UnsignedLessThanOrEqual, end, area_hi);
         let inside = self.b.ins().band(above, below);
-        self.b.ins().band(nonempty, inside)
+        let misaligned = self.b.ins().band_imm_s(base, align as i64 - 1);
+        let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
+        let ok = self.b.ins().band(nonempty, inside);
+        self.b.ins().band(ok, aligned)
     }
 
     /// Checks an access: passes if its run's span test passed (`run_ok`), then, for global
@@ -320,10 +329,7 @@ impl Lower<'_, '_> {
         }
         if matches!(d.space, None | Some(Space::Global)) {
             let end = self.b.ins().iadd_imm_s(at, d.size as i64);
-            let inside = self.in_recent_area(at, end, d.slot);
-            let misaligned = self.b.ins().band_imm_s(at, d.size as i64 - 1);
-            let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
-            let ok = self.b.ins().band(inside, aligned);
+            let ok = self.in_recent_area(at, end, d.slot, at, d.size as u64);
             self.b.ins().brif(ok, done, &[], slow, &[]);
         } else {
             self.b.ins().jump(slow, &[]);

@@ -201,7 +201,7 @@ modifier_enum! {
 }
 
 /// A special register read, e.g. `%tid.x` (dimension 0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SpecialReg {
     pub kind: SpecialRegKind,
     /// 0, 1, 2 for .x .y .z; 0 for scalar registers.

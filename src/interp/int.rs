@@ -28,6 +28,7 @@ fn wide(v: u64, ty: Type) -> i128 {
 ///
 /// Subtraction keeps the hardware's convention: CC.CF is NOT borrow, i.e. the carry out of
 /// a + ~b + 1 (`sub.cc`) or a + ~b + CF (`subc`); see the semantics note in the README.
+#[inline(always)]
 pub fn add_sub(
     op: IntBinOp,
     ty: Type,
@@ -160,6 +161,7 @@ fn product(ty: Type, a: u64, b: u64) -> i128 {
 }
 
 /// `mul.lo/.hi/.wide` (9.7.1.3). The result has the type's width (twice it for `.wide`).
+#[inline(always)]
 pub fn mul(mode: MulMode, ty: Type, a: u64, b: u64) -> u64 {
     let p = product(ty, a, b) as u128;
     let bits = ty.bits();
@@ -179,6 +181,7 @@ pub fn mul(mode: MulMode, ty: Type, a: u64, b: u64) -> u64 {
 /// `mad.lo/.hi/.wide` (9.7.1.4), `mad.hi.sat.s32`, and the carry forms `mad.cc madc`
 /// (9.7.2.5–6): the selected half of a×b plus c (plus CC.CF for `madc`). The carry out is the
 /// unsigned carry of that addition.
+#[inline(always)]
 pub fn mad(
     mode: MulMode,
     ty: Type,

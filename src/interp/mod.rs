@@ -9,6 +9,7 @@
 //! launches. It shares nothing with the JIT's lowering but the AST and the soft-float module.
 
 pub mod convert;
+mod decode;
 pub mod float;
 pub mod int;
 pub mod memory;
@@ -21,6 +22,7 @@ use crate::engine::{
 };
 use crate::memcheck::{self, Area};
 use crate::softfloat::Fmt;
+use decode::{Decoded, Dst, Fill, Kind, Op};
 use memory::{Region, SharedMemory};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -34,8 +36,10 @@ pub struct Interpreter {
     module: Module,
     module_vars: Vec<Region>,
     /// Each function's register types, by register id: a compact copy of its declarations
-    /// for the register writes of every instruction.
+    /// for the register writes of the instructions that take registers from the AST.
     reg_types: Vec<Vec<Type>>,
+    /// Each function's operands, resolved to register-file slots.
+    decoded: Vec<Decoded>,
     /// Each function's variables as faults name them (`.local `buf``), by variable id.
     var_names: Vec<Vec<Arc<str>>>,
     /// PTX instructions executed so far, over all threads of all calls and launches.
@@ -62,6 +66,7 @@ impl Interpreter {
             .iter()
             .map(|f| f.regs.iter().map(|r| r.ty).collect())
             .collect();
+        let decoded = module.functions.iter().map(decode::decode).collect();
         let var_names = module
             .functions
             .iter()
@@ -76,6 +81,7 @@ impl Interpreter {
             module,
             module_vars,
             reg_types,
+            decoded,
             var_names,
             executed: AtomicU64::new(0),
         }
@@ -110,6 +116,7 @@ impl Engine for Interpreter {
         let launch = LaunchCtx {
             module: &self.module,
             reg_types: &self.reg_types,
+            decoded: &self.decoded,
             var_names: &self.var_names,
             shared,
             kernel_params: Vec::new(),
@@ -168,6 +175,7 @@ impl Engine for Interpreter {
         let launch = LaunchCtx {
             module: &self.module,
             reg_types: &self.reg_types,
+            decoded: &self.decoded,
             var_names: &self.var_names,
             shared: SharedMemory::new(regions),
             kernel_params: params.iter().map(|r| r.base()).collect(),
@@ -206,6 +214,7 @@ impl Engine for Interpreter {
 struct LaunchCtx<'a> {
     module: &'a Module,
     reg_types: &'a [Vec<Type>],
+    decoded: &'a [Decoded],
     var_names: &'a [Vec<Arc<str>>],
     shared: SharedMemory<'a>,
     /// Base address of each kernel parameter's region.
@@ -218,6 +227,8 @@ struct LaunchCtx<'a> {
 
 /// One activation of a function.
 struct Frame<'a> {
+    /// The register file: registers by id, then the slots of [`decode`] (constants, special
+    /// registers, variable addresses, the sink).
     regs: Vec<u64>,
     reg_types: &'a [Type],
     /// Base address of each of the function's variables.
@@ -278,8 +289,9 @@ impl<'a> Thread<'a> {
     fn run(&mut self, id: FuncId, args: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, Fault> {
         let func = self.l.module.func(id);
         let own_mark = self.own.len();
+        let decoded = &self.l.decoded[id.0 as usize];
         let mut frame = Frame {
-            regs: vec![0; func.regs.len()],
+            regs: decoded.slots.clone(),
             reg_types: &self.l.reg_types[id.0 as usize],
             var_base: Vec::with_capacity(func.vars.len()),
         };
@@ -301,29 +313,36 @@ impl<'a> Thread<'a> {
                 frame.regs[r.0 as usize] = le_bits(&args[k]) & func.reg(*r).ty.mask();
             }
         }
+        for &(slot, fill) in &decoded.fills {
+            frame.regs[slot as usize] = match fill {
+                Fill::Special(s, mask) => self.special(s) & mask,
+                Fill::Var(v) => self.var_addr(&frame, v),
+            };
+        }
         let body = func
             .body
             .as_ref()
             .expect("callers check that the function has a body");
         let mut pc = 0;
-        while pc < body.len() {
-            let ins = &body[pc];
+        // Counted here, added to the thread's count when the function ends.
+        let mut executed = 0;
+        while let Some(op) = decoded.ops.get(pc) {
             pc += 1;
-            self.executed += 1;
-            if let Some(g) = ins.guard
-                && (frame.regs[g.reg.0 as usize] != 0) == g.negated
-            {
+            executed += 1;
+            if op.guard.read(&frame.regs) == 0 {
                 continue;
             }
-            match self.exec(&mut frame, ins) {
+            match self.exec(&mut frame, op, &body[pc - 1]) {
                 Ok(Next::Continue) => {}
-                Ok(Next::Jump(l)) => pc = func.labels[l.0 as usize],
+                Ok(Next::Jump(target)) => pc = target as usize,
                 Ok(Next::End(Flow::Return)) => break,
                 Ok(Next::End(Flow::Exit)) => {
                     self.exited = true;
                     break;
                 }
                 Err(t) => {
+                    self.executed += executed;
+                    let ins = &body[pc - 1];
                     return Err(Fault {
                         message: t.message,
                         function: func.name.clone(),
@@ -335,10 +354,8 @@ impl<'a> Thread<'a> {
                     });
                 }
             }
-            if self.exited {
-                break;
-            }
         }
+        self.executed += executed;
         let rets = func
             .rets
             .iter()
@@ -395,50 +412,24 @@ impl<'a> Thread<'a> {
         }
     }
 
-    /// Reads a source operand as `ty` (its low `ty.bits()` bits).
-    #[inline(always)]
-    fn get(&self, fr: &Frame, op: &Operand, ty: Type) -> u64 {
-        // Registers first: most operands are, and a tested branch predicts better than the
-        // jump table of the whole match.
-        if let Operand::Reg(r) = op {
-            return fr.regs[r.0 as usize] & ty.mask();
-        }
-        self.get_other(fr, op, ty)
-    }
-
-    #[inline(never)]
-    fn get_other(&self, fr: &Frame, op: &Operand, ty: Type) -> u64 {
+    /// Reads a call argument as `ty` (its low `ty.bits()` bits). Instructions read their
+    /// scalar operands decoded; calls take theirs from the AST.
+    fn get(fr: &Frame, op: &Operand, ty: Type) -> u64 {
         match op {
             Operand::Reg(r) => fr.regs[r.0 as usize] & ty.mask(),
             Operand::NotPred(r) => (fr.regs[r.0 as usize] ^ 1) & 1,
             Operand::Imm(i) => i.bits_for(ty),
-            Operand::Special(s) => self.special(*s) & ty.mask(),
-            Operand::Var(v) => self.var_addr(fr, *v),
-            other => unreachable!("validated: {other:?} is not a scalar source"),
+            other => unreachable!("validated: {other:?} is not a call argument"),
         }
     }
 
-    /// Writes a destination register of instruction type `ty`; a wider register (ld, cvt)
-    /// receives the value sign-extended for signed types, zero-extended otherwise.
-    #[inline(always)]
+    /// Writes a call's returned value into a register of type `ty` (or the sink).
     fn set(&self, fr: &mut Frame, op: &Operand, ty: Type, v: u64) {
-        if let Operand::Reg(r) = op {
-            return set_reg(fr, *r, ty, v);
-        }
         match op {
             Operand::Reg(r) => set_reg(fr, *r, ty, v),
             Operand::Sink => {}
             other => unreachable!("validated: {other:?} is not a destination"),
         }
-    }
-
-    fn addr(&self, fr: &Frame, a: &Address) -> u64 {
-        let base = match a.base {
-            AddrBase::Reg(r) => fr.regs[r.0 as usize],
-            AddrBase::Var(v) => self.var_addr(fr, v),
-            AddrBase::None => 0,
-        };
-        base.wrapping_add(a.offset as u64)
     }
 
     /// Finds the region for an access of `size` bytes at `addr` in `space`, checking bounds,
@@ -458,297 +449,162 @@ impl<'a> Thread<'a> {
 
     // ---- instructions ------------------------------------------------------------------
 
-    fn exec(&mut self, fr: &mut Frame<'a>, ins: &Instruction) -> Result<Next, Trap> {
-        use Inst::*;
-        match &ins.inst {
-            Mov { ty, d, a } => self.mov(fr, *ty, d, a),
-            Ld {
-                space,
-                vec,
-                ty,
-                d,
-                addr,
-                ..
-            } => {
-                let base = self.addr(fr, addr);
+    /// Executes one instruction whose guard holds.
+    #[inline(always)]
+    fn exec(&mut self, fr: &mut Frame<'a>, op: &Op, ins: &Instruction) -> Result<Next, Trap> {
+        // Decoded source k, read where a handler needs it.
+        macro_rules! src {
+            ($k:literal) => {
+                op.src[$k].read(&fr.regs)
+            };
+        }
+        let d = op.dst[0];
+        let v = match op.kind {
+            Kind::Mov => src!(0),
+            Kind::Ld { space, ty } => {
                 let n = ty.bytes();
-                let (r, off) = self.region(base, n * *vec as usize, *space, false)?;
-                match d {
-                    Operand::Vector(regs) => {
-                        for (k, reg) in regs.iter().enumerate() {
-                            if let Some(reg) = reg {
-                                set_reg(fr, *reg, *ty, r.read(off + k * n, n));
-                            }
-                        }
-                    }
-                    _ => {
-                        let v = r.read(off, n);
-                        self.set(fr, d, *ty, v);
-                    }
-                }
+                let (r, off) = self.region(src!(0).wrapping_add(src!(1)), n, space, false)?;
+                r.read(off, n)
             }
-            St {
-                space,
-                vec,
-                ty,
-                addr,
-                a,
-                ..
-            } => {
-                let base = self.addr(fr, addr);
+            Kind::St { space, ty } => {
                 let n = ty.bytes();
-                let values: Vec<u64> = match a {
-                    Operand::Vector(regs) => regs
-                        .iter()
-                        .map(|r| fr.regs[r.expect("validated: no sink in a store").0 as usize])
-                        .collect(),
-                    _ => vec![self.get(fr, a, *ty)],
-                };
-                let (r, off) = self.region(base, n * *vec as usize, *space, true)?;
-                for (k, v) in values.iter().enumerate() {
-                    r.write(off + k * n, n, *v);
-                }
+                let (r, off) = self.region(src!(0).wrapping_add(src!(1)), n, space, true)?;
+                r.write(off, n, src!(2));
+                return Ok(Next::Continue);
             }
-            // Space and generic addresses coincide (see memory.rs): cvta is the identity.
-            Cvta { ty, d, a, .. } => {
-                let v = self.get(fr, a, *ty);
-                self.set(fr, d, *ty, v);
-            }
-            IntBin {
-                op,
-                ty,
-                sat,
-                carry,
-                d,
-                a,
-                b,
-            } => {
-                let (x, y) = (
-                    self.get(fr, a, *ty),
-                    self.get(
-                        fr,
-                        b,
-                        if matches!(op, IntBinOp::Shl | IntBinOp::Shr) {
-                            Type::U32
-                        } else {
-                            *ty
-                        },
-                    ),
-                );
-                let v = match op {
+            Kind::IntBin { op, ty, sat, carry } => {
+                let (a, b) = (src!(0), src!(1));
+                match op {
                     IntBinOp::Add | IntBinOp::Sub => {
                         let cin = carry.carry_in.then_some(self.cf);
-                        let (v, cout) = int::add_sub(*op, *ty, *sat, x, y, cin);
+                        let (v, cout) = int::add_sub(op, ty, sat, a, b, cin);
                         if carry.carry_out {
                             self.cf = cout;
                         }
                         v
                     }
-                    IntBinOp::Min | IntBinOp::Max => int::min_max(*op, *ty, x, y),
-                    IntBinOp::Div | IntBinOp::Rem => int::div_rem(*op, *ty, x, y),
-                    IntBinOp::And | IntBinOp::Or | IntBinOp::Xor => int::logic(*op, x, y),
-                    IntBinOp::Shl | IntBinOp::Shr => int::shift(*op, *ty, x, y),
-                };
-                self.set(fr, d, *ty, v);
+                    IntBinOp::Min | IntBinOp::Max => int::min_max(op, ty, a, b),
+                    IntBinOp::Div | IntBinOp::Rem => int::div_rem(op, ty, a, b),
+                    IntBinOp::And | IntBinOp::Or | IntBinOp::Xor => int::logic(op, a, b),
+                    IntBinOp::Shl | IntBinOp::Shr => int::shift(op, ty, a, b),
+                }
             }
-            IntUn { op, ty, d, a } => {
-                let v = int::unary(*op, *ty, self.get(fr, a, *ty));
-                let dty = if matches!(op, IntUnOp::Popc | IntUnOp::Clz) {
-                    Type::U32
-                } else {
-                    *ty
-                };
-                self.set(fr, d, dty, v);
-            }
-            Mul { mode, ty, d, a, b } => {
-                let v = int::mul(*mode, *ty, self.get(fr, a, *ty), self.get(fr, b, *ty));
-                self.set(fr, d, wide_if(*mode, *ty), v);
-            }
-            Mad {
+            Kind::IntUn { op, ty } => int::unary(op, ty, src!(0)),
+            Kind::Mul { mode, ty } => int::mul(mode, ty, src!(0), src!(1)),
+            Kind::Mad {
                 mode,
                 ty,
                 sat,
                 carry,
-                d,
-                a,
-                b,
-                c,
             } => {
-                let dty = wide_if(*mode, *ty);
                 let cin = carry.carry_in.then_some(self.cf);
-                let (v, cout) = int::mad(
-                    *mode,
-                    *ty,
-                    *sat,
-                    self.get(fr, a, *ty),
-                    self.get(fr, b, *ty),
-                    self.get(fr, c, dty),
-                    cin,
-                );
+                let (v, cout) = int::mad(mode, ty, sat, src!(0), src!(1), src!(2), cin);
                 if carry.carry_out {
                     self.cf = cout;
                 }
-                self.set(fr, d, dty, v);
+                v
             }
-            Shf {
-                dir,
-                mode,
-                d,
-                a,
-                b,
-                c,
-            } => {
-                let v = int::shf(
-                    *dir,
-                    *mode,
-                    self.get(fr, a, Type::B32),
-                    self.get(fr, b, Type::B32),
-                    self.get(fr, c, Type::U32),
-                );
-                self.set(fr, d, Type::B32, v);
-            }
-            Bfe { ty, d, a, pos, len } => {
-                let v = int::bfe(
-                    *ty,
-                    self.get(fr, a, *ty),
-                    self.get(fr, pos, Type::U32),
-                    self.get(fr, len, Type::U32),
-                );
-                self.set(fr, d, *ty, v);
-            }
-            Bfi {
-                ty,
-                d,
-                a,
-                b,
-                pos,
-                len,
-            } => {
-                let v = int::bfi(
-                    *ty,
-                    self.get(fr, a, *ty),
-                    self.get(fr, b, *ty),
-                    self.get(fr, pos, Type::U32),
-                    self.get(fr, len, Type::U32),
-                );
-                self.set(fr, d, *ty, v);
-            }
-            Prmt { mode, d, a, b, c } => {
-                let v = int::prmt(
-                    *mode,
-                    self.get(fr, a, Type::B32),
-                    self.get(fr, b, Type::B32),
-                    self.get(fr, c, Type::B32),
-                );
-                self.set(fr, d, Type::B32, v);
-            }
-            Setp {
+            Kind::Shf { dir, mode } => int::shf(dir, mode, src!(0), src!(1), src!(2)),
+            Kind::Bfe { ty } => int::bfe(ty, src!(0), src!(1), src!(2)),
+            Kind::Bfi { ty } => int::bfi(ty, src!(0), src!(1), src!(2), src!(3)),
+            Kind::Prmt { mode } => int::prmt(mode, src!(0), src!(1), src!(2)),
+            Kind::Setp {
                 cmp,
                 combine,
                 ftz,
                 ty,
-                p,
-                q,
-                a,
-                b,
-                c,
             } => {
-                let t =
-                    convert::compare(*cmp, *ty, *ftz, self.get(fr, a, *ty), self.get(fr, b, *ty));
-                let cv = c.as_ref().is_some_and(|c| self.get(fr, c, Type::Pred) != 0);
-                let (pv, qv) = convert::combine(*combine, t, cv);
-                self.set(fr, p, Type::Pred, pv as u64);
-                self.set(fr, q, Type::Pred, qv as u64);
+                let t = convert::compare(cmp, ty, ftz, src!(0), src!(1));
+                let (p, q) = convert::combine(combine, t, src!(2) != 0);
+                // p first: `setp %p|%p` leaves q in the register.
+                d.write(&mut fr.regs, p as u64);
+                op.dst[1].write(&mut fr.regs, q as u64);
+                return Ok(Next::Continue);
             }
-            Selp { ty, d, a, b, c } => {
-                let v = if self.get(fr, c, Type::Pred) != 0 {
-                    self.get(fr, a, *ty)
+            Kind::Selp => {
+                if src!(2) != 0 {
+                    src!(0)
                 } else {
-                    self.get(fr, b, *ty)
-                };
-                self.set(fr, d, *ty, v);
+                    src!(1)
+                }
             }
-            Slct {
-                ty,
-                cty,
-                ftz,
-                d,
-                a,
-                b,
-                c,
-            } => {
-                let take_a = convert::slct_takes_a(*cty, *ftz, self.get(fr, c, *cty));
-                let v = if take_a {
-                    self.get(fr, a, *ty)
+            Kind::Slct { cty, ftz } => {
+                if convert::slct_takes_a(cty, ftz, src!(2)) {
+                    src!(0)
                 } else {
-                    self.get(fr, b, *ty)
-                };
-                self.set(fr, d, *ty, v);
+                    src!(1)
+                }
             }
-            Cvt {
+            Kind::Cvt {
                 dty,
                 aty,
                 rnd,
                 ftz,
                 sat,
-                d,
-                a,
-            } => {
-                let v = convert::cvt(*dty, *aty, *rnd, *ftz, *sat, self.get(fr, a, *aty));
-                self.set(fr, d, *dty, v);
-            }
-            FloatBin {
+            } => convert::cvt(dty, aty, rnd, ftz, sat, src!(0)),
+            Kind::FloatBin {
                 op,
                 ty,
                 prec,
                 ftz,
                 sat,
-                d,
-                a,
-                b,
-            } => {
-                let v = float::binary(
-                    *op,
-                    Fmt::of(*ty),
-                    *prec,
-                    *ftz,
-                    *sat,
-                    self.get(fr, a, *ty),
-                    self.get(fr, b, *ty),
-                );
-                self.set(fr, d, *ty, v);
+            } => float::binary(op, Fmt::of(ty), prec, ftz, sat, src!(0), src!(1)),
+            Kind::FloatUn { op, ty, prec, ftz } => {
+                float::unary(op, Fmt::of(ty), prec, ftz, src!(0))
             }
-            FloatUn {
-                op,
-                ty,
-                prec,
-                ftz,
-                d,
-                a,
-            } => {
-                let v = float::unary(*op, Fmt::of(*ty), *prec, *ftz, self.get(fr, a, *ty));
-                self.set(fr, d, *ty, v);
+            Kind::Fma { ty, rnd, ftz, sat } => {
+                float::fma(Fmt::of(ty), rnd, ftz, sat, src!(0), src!(1), src!(2))
             }
-            Fma {
-                ty,
-                rnd,
-                ftz,
-                sat,
-                d,
-                a,
-                b,
-                c,
+            Kind::Bra { target } => return Ok(Next::Jump(target)),
+            Kind::Ret => return Ok(Next::End(Flow::Return)),
+            Kind::Exit => return Ok(Next::End(Flow::Exit)),
+            Kind::Ast => return self.exec_ast(fr, op, ins),
+        };
+        d.write(&mut fr.regs, v);
+        Ok(Next::Continue)
+    }
+
+    /// The instructions whose operands are taken from the AST: vector moves, loads and
+    /// stores (their scalar side and address decoded), video instructions and calls.
+    #[inline(never)]
+    fn exec_ast(&mut self, fr: &mut Frame<'a>, op: &Op, ins: &Instruction) -> Result<Next, Trap> {
+        use Inst::*;
+        match &ins.inst {
+            Mov { ty, d, a } => {
+                Self::mov_vector(fr, *ty, d, a, op.src[0].read(&fr.regs), op.dst[0])
+            }
+            Ld {
+                space, vec, ty, d, ..
             } => {
-                let v = float::fma(
-                    Fmt::of(*ty),
-                    *rnd,
-                    *ftz,
-                    *sat,
-                    self.get(fr, a, *ty),
-                    self.get(fr, b, *ty),
-                    self.get(fr, c, *ty),
-                );
-                self.set(fr, d, *ty, v);
+                let Operand::Vector(regs) = d else {
+                    unreachable!("decoded: a scalar ld is not executed from the AST")
+                };
+                let n = ty.bytes();
+                let at = op.src[0]
+                    .read(&fr.regs)
+                    .wrapping_add(op.src[1].read(&fr.regs));
+                let (r, off) = self.region(at, n * *vec as usize, *space, false)?;
+                for (k, reg) in regs.iter().enumerate() {
+                    if let Some(reg) = reg {
+                        set_reg(fr, *reg, *ty, r.read(off + k * n, n));
+                    }
+                }
+            }
+            St {
+                space, vec, ty, a, ..
+            } => {
+                let Operand::Vector(regs) = a else {
+                    unreachable!("decoded: a scalar st is not executed from the AST")
+                };
+                let n = ty.bytes();
+                let at = op.src[0]
+                    .read(&fr.regs)
+                    .wrapping_add(op.src[1].read(&fr.regs));
+                let (r, off) = self.region(at, n * *vec as usize, *space, true)?;
+                for (k, reg) in regs.iter().enumerate() {
+                    let reg = reg.expect("validated: no sink in a store");
+                    r.write(off + k * n, n, fr.regs[reg.0 as usize]);
+                }
             }
             Video {
                 op,
@@ -816,12 +672,15 @@ impl<'a> Thread<'a> {
                 };
                 set_reg(fr, *d, Type::B32, video::vmad(m, s));
             }
-            Bra { target, .. } => return Ok(Next::Jump(*target)),
             Call {
                 func, rets, args, ..
-            } => self.call(fr, *func, rets, args)?,
-            Ret => return Ok(Next::End(Flow::Return)),
-            Exit => return Ok(Next::End(Flow::Exit)),
+            } => {
+                self.call(fr, *func, rets, args)?;
+                if self.exited {
+                    return Ok(Next::End(Flow::Exit));
+                }
+            }
+            other => unreachable!("decoded: {other:?} is not executed from the AST"),
         }
         Ok(Next::Continue)
     }
@@ -848,16 +707,16 @@ impl<'a> Thread<'a> {
         }
     }
 
-    /// `mov` (9.7.9.1), including packing/unpacking with vector operands.
-    fn mov(&self, fr: &mut Frame, ty: Type, d: &Operand, a: &Operand) {
-        match (d, a) {
+    /// `mov` (9.7.9.1) packing or unpacking vector operands: `a` is the value of the scalar
+    /// source when the destination is a vector, `d` the scalar destination otherwise.
+    fn mov_vector(fr: &mut Frame, ty: Type, dv: &Operand, av: &Operand, a: u64, d: Dst) {
+        match (dv, av) {
             (Operand::Vector(parts), _) => {
-                let v = self.get(fr, a, ty);
                 let w = ty.bits() / parts.len() as u32;
                 for (k, p) in parts.iter().enumerate() {
                     if let Some(r) = p {
                         let t = Type::from_ptx(&format!("b{w}")).expect("8/16/32-bit parts");
-                        set_reg(fr, *r, t, v >> (w * k as u32));
+                        set_reg(fr, *r, t, a >> (w * k as u32));
                     }
                 }
             }
@@ -868,12 +727,9 @@ impl<'a> Thread<'a> {
                     let r = p.expect("validated: no sink in a source vector");
                     acc | ((fr.regs[r.0 as usize] & mask) << (w * k as u32))
                 });
-                self.set(fr, d, ty, v);
+                d.write(&mut fr.regs, v);
             }
-            _ => {
-                let v = self.get(fr, a, ty);
-                self.set(fr, d, ty, v);
-            }
+            _ => unreachable!("callers pass a vector operand"),
         }
     }
 
@@ -908,7 +764,7 @@ impl<'a> Thread<'a> {
                     let (r, off) = self.region(base, 1, Some(Space::Param), false)?;
                     r.read_bytes(off, size)
                 }
-                _ => self.get(fr, a, callee.param_type(p)).to_le_bytes()[..size].to_vec(),
+                _ => Self::get(fr, a, callee.param_type(p)).to_le_bytes()[..size].to_vec(),
             });
         }
         self.depth += 1;
@@ -944,17 +800,9 @@ impl<'a> Thread<'a> {
 /// What to do after an instruction.
 enum Next {
     Continue,
-    Jump(LabelId),
+    /// To the instruction with this index.
+    Jump(u32),
     End(Flow),
-}
-
-/// The destination type of `mul`/`mad`: widened for `.wide`.
-fn wide_if(mode: MulMode, ty: Type) -> Type {
-    if mode == MulMode::Wide {
-        ty.widened()
-    } else {
-        ty
-    }
 }
 
 #[inline(always)]

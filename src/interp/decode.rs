@@ -1,0 +1,652 @@
+//! The interpreter's compact form of a function body, built once per function before any
+//! thread runs it: a pre-pass over the AST, not semantics.
+//!
+//! A frame's register file is a flat array of slots: the function's registers first (slot =
+//! register id), then one slot per distinct constant the body reads (immediates converted to
+//! the type they are read at, address offsets), the special registers and variable addresses
+//! it reads (filled when a frame starts), and a sink for `_`. Every scalar operand becomes a
+//! slot index with the width it is read or written at, and each instruction an [`Op`] of 64
+//! bytes: its opcode and the modifiers its handler needs ([`Kind`]) beside its operands. The
+//! AST's instructions are 200 bytes and more; a loop over big unrolled bodies (a 32-limb
+//! product is 3,400 instructions) ran out of the caches on them.
+//!
+//! The read and write types below are those of the instruction descriptions (PTX ISA 9.7):
+//! sources at the instruction type unless the manual gives the operand its own (shift amounts
+//! and bit positions `.u32`, `mad.wide`'s addend at the doubled type, predicates).
+
+use crate::ast::*;
+use std::collections::HashMap;
+
+/// A source: the slot holding it, the width it is read at, and whether it is a negated
+/// predicate (`!%p`, read as bit 0 flipped).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Src {
+    slot: u32,
+    /// The read mask is `u64::MAX >> shift`.
+    shift: u8,
+    flip: u8,
+}
+
+impl Src {
+    #[inline(always)]
+    pub fn read(self, slots: &[u64]) -> u64 {
+        (slots[self.slot as usize] ^ self.flip as u64) & (u64::MAX >> self.shift)
+    }
+}
+
+/// A destination register written at an instruction type: a register wider than that type
+/// receives the value sign-extended for signed types, zero-extended otherwise (as `ld` and
+/// `cvt` into wider registers do), and only the register's own bits are kept.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dst {
+    slot: u32,
+    /// The kept bits are `u64::MAX >> shift`.
+    shift: u8,
+    /// The instruction type's width when the value is sign-extended; 0 when it is not.
+    sext_from: u8,
+}
+
+impl Dst {
+    #[inline(always)]
+    pub fn write(self, slots: &mut [u64], v: u64) {
+        let v = if self.sext_from != 0 {
+            super::int::sext(v, self.sext_from as u32) as u64
+        } else {
+            v
+        };
+        slots[self.slot as usize] = v & (u64::MAX >> self.shift);
+    }
+}
+
+/// What an instruction does: its opcode and the modifiers its handler needs, copied out of
+/// the AST ([`Inst`] has the meaning of each).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    /// `mov` and `cvta` of scalars (`cvta` is the identity: see memory.rs).
+    Mov,
+    /// Scalar `ld`: the address is `src[0] + src[1]`.
+    Ld {
+        space: Option<Space>,
+        ty: Type,
+    },
+    /// Scalar `st` of `src[2]` at `src[0] + src[1]`.
+    St {
+        space: Option<Space>,
+        ty: Type,
+    },
+    IntBin {
+        op: IntBinOp,
+        ty: Type,
+        sat: bool,
+        carry: Carry,
+    },
+    IntUn {
+        op: IntUnOp,
+        ty: Type,
+    },
+    Mul {
+        mode: MulMode,
+        ty: Type,
+    },
+    Mad {
+        mode: MulMode,
+        ty: Type,
+        sat: bool,
+        carry: Carry,
+    },
+    Shf {
+        dir: ShfDir,
+        mode: ShfMode,
+    },
+    Bfe {
+        ty: Type,
+    },
+    Bfi {
+        ty: Type,
+    },
+    Prmt {
+        mode: Option<PrmtMode>,
+    },
+    Setp {
+        cmp: CmpOp,
+        combine: Option<BoolOp>,
+        ftz: bool,
+        ty: Type,
+    },
+    Selp,
+    Slct {
+        cty: Type,
+        ftz: bool,
+    },
+    Cvt {
+        dty: Type,
+        aty: Type,
+        rnd: Option<CvtRounding>,
+        ftz: bool,
+        sat: bool,
+    },
+    FloatBin {
+        op: FloatBinOp,
+        ty: Type,
+        prec: Precision,
+        ftz: bool,
+        sat: bool,
+    },
+    FloatUn {
+        op: FloatUnOp,
+        ty: Type,
+        prec: Precision,
+        ftz: bool,
+    },
+    Fma {
+        ty: Type,
+        rnd: Rounding,
+        ftz: bool,
+        sat: bool,
+    },
+    /// `bra` to the instruction index `target`.
+    Bra {
+        target: u32,
+    },
+    Ret,
+    Exit,
+    /// Executed from the AST instruction: moves, loads and stores of vectors (their scalar
+    /// side and address are decoded as for the scalar forms), video instructions, calls.
+    Ast,
+}
+
+/// One decoded instruction: sources in the order the instruction is written, destinations
+/// `d` (and `q` of `setp`). Unused positions read 0 and write to the sink.
+#[derive(Clone, Copy, Debug)]
+pub struct Op {
+    pub kind: Kind,
+    /// Reads 1 when the instruction executes: the guard predicate (flipped for `@!%p`), or
+    /// the constant 1.
+    pub guard: Src,
+    pub src: [Src; 4],
+    pub dst: [Dst; 2],
+}
+
+/// A slot a frame fills when it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fill {
+    /// A special register, masked to the type it is read at.
+    Special(SpecialReg, u64),
+    /// A variable's address.
+    Var(VarId),
+}
+
+/// A function body's decoded instructions and the register file its frames start from.
+pub struct Decoded {
+    /// Per instruction, in body order (instruction i of the AST is `ops[i]`).
+    pub ops: Vec<Op>,
+    /// The initial register file: registers 0, constants, unfilled slots 0.
+    pub slots: Vec<u64>,
+    pub fills: Vec<(u32, Fill)>,
+}
+
+/// Builds the slot layout while operands are decoded.
+struct Layout<'f> {
+    func: &'f Function,
+    slots: Vec<u64>,
+    fills: Vec<(u32, Fill)>,
+    constants: HashMap<u64, u32>,
+    filled: HashMap<Fill, u32>,
+    zero: Src,
+    sink: Dst,
+}
+
+impl<'f> Layout<'f> {
+    fn new(func: &'f Function) -> Self {
+        let mut slots = vec![0; func.regs.len()];
+        let sink = slots.len() as u32;
+        slots.push(0);
+        let mut l = Layout {
+            func,
+            slots,
+            fills: Vec::new(),
+            constants: HashMap::new(),
+            filled: HashMap::new(),
+            zero: Src {
+                slot: 0,
+                shift: 0,
+                flip: 0,
+            },
+            sink: Dst {
+                slot: sink,
+                shift: 0,
+                sext_from: 0,
+            },
+        };
+        l.zero = l.constant(0);
+        l
+    }
+
+    fn constant(&mut self, v: u64) -> Src {
+        let slots = &mut self.slots;
+        let slot = *self.constants.entry(v).or_insert_with(|| {
+            slots.push(v);
+            slots.len() as u32 - 1
+        });
+        Src {
+            slot,
+            shift: 0,
+            flip: 0,
+        }
+    }
+
+    fn fill(&mut self, fill: Fill, ty: Type) -> Src {
+        let slots = &mut self.slots;
+        let fills = &mut self.fills;
+        let slot = *self.filled.entry(fill).or_insert_with(|| {
+            slots.push(0);
+            let slot = slots.len() as u32 - 1;
+            fills.push((slot, fill));
+            slot
+        });
+        Src {
+            slot,
+            shift: shift(ty),
+            flip: 0,
+        }
+    }
+
+    fn reg(&self, r: RegId, ty: Type) -> Src {
+        Src {
+            slot: r.0,
+            shift: shift(ty),
+            flip: 0,
+        }
+    }
+
+    /// A scalar source read at `ty`; operands that are not scalars (vectors, video
+    /// selectors) read 0 here: their instructions take them from the AST.
+    fn src(&mut self, op: &Operand, ty: Type) -> Src {
+        match op {
+            Operand::Reg(r) => self.reg(*r, ty),
+            Operand::NotPred(r) => Src {
+                flip: 1,
+                ..self.reg(*r, Type::Pred)
+            },
+            Operand::Imm(i) => self.constant(i.bits_for(ty)),
+            Operand::Special(s) => self.fill(Fill::Special(*s, ty.mask()), ty),
+            Operand::Var(v) => self.var(*v),
+            _ => self.zero,
+        }
+    }
+
+    fn var(&mut self, v: VarId) -> Src {
+        self.fill(Fill::Var(v), Type::B64)
+    }
+
+    /// An address as base and offset, both read as 64-bit values.
+    fn address(&mut self, a: &Address) -> (Src, Src) {
+        let base = match a.base {
+            AddrBase::Reg(r) => self.reg(r, Type::B64),
+            AddrBase::Var(v) => self.var(v),
+            AddrBase::None => self.zero,
+        };
+        (base, self.constant(a.offset as u64))
+    }
+
+    /// A destination written at `ty` (the sink for `_` and non-scalar operands).
+    fn dst(&self, op: &Operand, ty: Type) -> Dst {
+        let Operand::Reg(r) = op else {
+            return self.sink;
+        };
+        let rty = self.func.reg(*r).ty;
+        let sext = rty.bits() > ty.bits() && ty.is_signed();
+        Dst {
+            slot: r.0,
+            shift: if sext {
+                shift(rty)
+            } else {
+                shift(ty).max(shift(rty))
+            },
+            sext_from: if sext { ty.bits() as u8 } else { 0 },
+        }
+    }
+
+    fn op(&mut self, ins: &Instruction) -> Op {
+        use Inst::*;
+        use Type::{B32, Pred, U32};
+        let guard = match ins.guard {
+            Some(g) => Src {
+                flip: g.negated as u8,
+                ..self.reg(g.reg, Pred)
+            },
+            None => self.constant(1),
+        };
+        let z = self.zero;
+        let none = self.sink;
+        let is_vector = |o: &Operand| matches!(o, Operand::Vector(_));
+        let (kind, src, dst) = match &ins.inst {
+            Mov { ty, d, a } | Cvta { ty, d, a, .. } => {
+                let kind = if is_vector(d) || is_vector(a) {
+                    Kind::Ast
+                } else {
+                    Kind::Mov
+                };
+                (kind, [self.src(a, *ty), z, z, z], [self.dst(d, *ty), none])
+            }
+            Ld {
+                space, ty, d, addr, ..
+            } => {
+                let kind = if is_vector(d) {
+                    Kind::Ast
+                } else {
+                    Kind::Ld {
+                        space: *space,
+                        ty: *ty,
+                    }
+                };
+                let (base, offset) = self.address(addr);
+                (kind, [base, offset, z, z], [self.dst(d, *ty), none])
+            }
+            St {
+                space, ty, addr, a, ..
+            } => {
+                let kind = if is_vector(a) {
+                    Kind::Ast
+                } else {
+                    Kind::St {
+                        space: *space,
+                        ty: *ty,
+                    }
+                };
+                let (base, offset) = self.address(addr);
+                (kind, [base, offset, self.src(a, *ty), z], [none; 2])
+            }
+            IntBin {
+                op,
+                ty,
+                sat,
+                carry,
+                d,
+                a,
+                b,
+            } => {
+                let bty = if matches!(op, IntBinOp::Shl | IntBinOp::Shr) {
+                    U32
+                } else {
+                    *ty
+                };
+                let kind = Kind::IntBin {
+                    op: *op,
+                    ty: *ty,
+                    sat: *sat,
+                    carry: *carry,
+                };
+                (
+                    kind,
+                    [self.src(a, *ty), self.src(b, bty), z, z],
+                    [self.dst(d, *ty), none],
+                )
+            }
+            IntUn { op, ty, d, a } => {
+                let dty = if matches!(op, IntUnOp::Popc | IntUnOp::Clz) {
+                    U32
+                } else {
+                    *ty
+                };
+                let kind = Kind::IntUn { op: *op, ty: *ty };
+                (kind, [self.src(a, *ty), z, z, z], [self.dst(d, dty), none])
+            }
+            Mul { mode, ty, d, a, b } => (
+                Kind::Mul {
+                    mode: *mode,
+                    ty: *ty,
+                },
+                [self.src(a, *ty), self.src(b, *ty), z, z],
+                [self.dst(d, wide_if(*mode, *ty)), none],
+            ),
+            Mad {
+                mode,
+                ty,
+                sat,
+                carry,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let dty = wide_if(*mode, *ty);
+                let kind = Kind::Mad {
+                    mode: *mode,
+                    ty: *ty,
+                    sat: *sat,
+                    carry: *carry,
+                };
+                (
+                    kind,
+                    [self.src(a, *ty), self.src(b, *ty), self.src(c, dty), z],
+                    [self.dst(d, dty), none],
+                )
+            }
+            Shf {
+                dir,
+                mode,
+                d,
+                a,
+                b,
+                c,
+            } => (
+                Kind::Shf {
+                    dir: *dir,
+                    mode: *mode,
+                },
+                [self.src(a, B32), self.src(b, B32), self.src(c, U32), z],
+                [self.dst(d, B32), none],
+            ),
+            Bfe { ty, d, a, pos, len } => (
+                Kind::Bfe { ty: *ty },
+                [self.src(a, *ty), self.src(pos, U32), self.src(len, U32), z],
+                [self.dst(d, *ty), none],
+            ),
+            Bfi {
+                ty,
+                d,
+                a,
+                b,
+                pos,
+                len,
+            } => (
+                Kind::Bfi { ty: *ty },
+                [
+                    self.src(a, *ty),
+                    self.src(b, *ty),
+                    self.src(pos, U32),
+                    self.src(len, U32),
+                ],
+                [self.dst(d, *ty), none],
+            ),
+            Prmt { mode, d, a, b, c } => (
+                Kind::Prmt { mode: *mode },
+                [self.src(a, B32), self.src(b, B32), self.src(c, B32), z],
+                [self.dst(d, B32), none],
+            ),
+            Setp {
+                cmp,
+                combine,
+                ftz,
+                ty,
+                p,
+                q,
+                a,
+                b,
+                c,
+            } => {
+                let c = c.as_ref().map_or(z, |c| self.src(c, Pred));
+                let kind = Kind::Setp {
+                    cmp: *cmp,
+                    combine: *combine,
+                    ftz: *ftz,
+                    ty: *ty,
+                };
+                (
+                    kind,
+                    [self.src(a, *ty), self.src(b, *ty), c, z],
+                    [self.dst(p, Pred), self.dst(q, Pred)],
+                )
+            }
+            Selp { ty, d, a, b, c } => (
+                Kind::Selp,
+                [self.src(a, *ty), self.src(b, *ty), self.src(c, Pred), z],
+                [self.dst(d, *ty), none],
+            ),
+            Slct {
+                ty,
+                cty,
+                ftz,
+                d,
+                a,
+                b,
+                c,
+            } => (
+                Kind::Slct {
+                    cty: *cty,
+                    ftz: *ftz,
+                },
+                [self.src(a, *ty), self.src(b, *ty), self.src(c, *cty), z],
+                [self.dst(d, *ty), none],
+            ),
+            Cvt {
+                dty,
+                aty,
+                rnd,
+                ftz,
+                sat,
+                d,
+                a,
+            } => {
+                let kind = Kind::Cvt {
+                    dty: *dty,
+                    aty: *aty,
+                    rnd: *rnd,
+                    ftz: *ftz,
+                    sat: *sat,
+                };
+                (
+                    kind,
+                    [self.src(a, *aty), z, z, z],
+                    [self.dst(d, *dty), none],
+                )
+            }
+            FloatBin {
+                op,
+                ty,
+                prec,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+            } => {
+                let kind = Kind::FloatBin {
+                    op: *op,
+                    ty: *ty,
+                    prec: *prec,
+                    ftz: *ftz,
+                    sat: *sat,
+                };
+                (
+                    kind,
+                    [self.src(a, *ty), self.src(b, *ty), z, z],
+                    [self.dst(d, *ty), none],
+                )
+            }
+            FloatUn {
+                op,
+                ty,
+                prec,
+                ftz,
+                d,
+                a,
+            } => {
+                let kind = Kind::FloatUn {
+                    op: *op,
+                    ty: *ty,
+                    prec: *prec,
+                    ftz: *ftz,
+                };
+                (kind, [self.src(a, *ty), z, z, z], [self.dst(d, *ty), none])
+            }
+            Fma {
+                ty,
+                rnd,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let kind = Kind::Fma {
+                    ty: *ty,
+                    rnd: *rnd,
+                    ftz: *ftz,
+                    sat: *sat,
+                };
+                (
+                    kind,
+                    [self.src(a, *ty), self.src(b, *ty), self.src(c, *ty), z],
+                    [self.dst(d, *ty), none],
+                )
+            }
+            Bra { target, .. } => {
+                let target = self.func.labels[target.0 as usize] as u32;
+                (Kind::Bra { target }, [z; 4], [none; 2])
+            }
+            Ret => (Kind::Ret, [z; 4], [none; 2]),
+            Exit => (Kind::Exit, [z; 4], [none; 2]),
+            // Video instructions name their registers in the AST; calls copy parameters.
+            Video { .. } | Vset { .. } | Vmad { .. } | Call { .. } => {
+                (Kind::Ast, [z; 4], [none; 2])
+            }
+        };
+        Op {
+            kind,
+            guard,
+            src,
+            dst,
+        }
+    }
+}
+
+/// The shift that makes `u64::MAX >> shift` the type's mask.
+fn shift(ty: Type) -> u8 {
+    (64 - ty.bits()) as u8
+}
+
+/// The destination type of `mul`/`mad`: widened for `.wide`.
+pub fn wide_if(mode: MulMode, ty: Type) -> Type {
+    if mode == MulMode::Wide {
+        ty.widened()
+    } else {
+        ty
+    }
+}
+
+/// Decodes a function's body (an empty one for a prototype).
+pub fn decode(func: &Function) -> Decoded {
+    let mut layout = Layout::new(func);
+    let ops = func
+        .body
+        .iter()
+        .flatten()
+        .map(|ins| layout.op(ins))
+        .collect();
+    Decoded {
+        ops,
+        slots: layout.slots,
+        fills: layout.fills,
+    }
+}
+#[cfg(test)]
+mod tests {
+    /// The point of the compact form: one instruction in one cache line.
+    #[test]
+    fn an_op_fits_a_cache_line() {
+        assert!(std::mem::size_of::<super::Op>() <= 64);
+    }
+}

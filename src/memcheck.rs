@@ -63,6 +63,20 @@ pub fn check_in<'a, A: Area, S: Area + Borrow<A>>(
     check_access(found, nearest_below, addr, size, space, store)
 }
 
+/// Checks an access at `addr` against `area`, which the caller knows contains `addr` (a
+/// cached result of an earlier lookup).
+#[inline]
+pub fn check_within<'a, A: Area>(
+    area: &'a A,
+    addr: u64,
+    size: usize,
+    space: Option<Space>,
+    store: bool,
+) -> Result<(&'a A, usize), Violation> {
+    debug_assert!(area.contains(addr));
+    check_access(Some(area), || None, addr, size, space, store)
+}
+
 /// The rule itself: `found` is the area containing `addr`, if any; `nearest_below` gives the
 /// area with the highest base at or below `addr` (asked for only when nothing contains it).
 fn check_access<'a, A: Area + ?Sized>(
@@ -151,12 +165,16 @@ impl<A: Area + ?Sized> Area for &A {
 /// Areas shared by all threads of a launch, sorted by address for lookup.
 pub struct AreaMap<R> {
     areas: Vec<R>,
+    /// Each area's base, in the same order: the search reads these, not the areas (which
+    /// may be behind references).
+    bases: Vec<u64>,
 }
 
 impl<R: Area> AreaMap<R> {
     pub fn new(mut areas: Vec<R>) -> Self {
         areas.sort_by_key(|r| r.base());
-        AreaMap { areas }
+        let bases = areas.iter().map(|r| r.base()).collect();
+        AreaMap { areas, bases }
     }
     /// The area containing `addr`, if any.
     pub fn find(&self, addr: u64) -> Option<&R> {
@@ -164,7 +182,7 @@ impl<R: Area> AreaMap<R> {
     }
     /// The area with the highest base at or below `addr`.
     pub fn below(&self, addr: u64) -> Option<&R> {
-        let i = self.areas.partition_point(|r| r.base() <= addr);
+        let i = self.bases.partition_point(|b| *b <= addr);
         (i > 0).then(|| &self.areas[i - 1])
     }
 }

@@ -28,6 +28,9 @@ pub struct Src {
 }
 
 impl Src {
+    pub fn slot(self) -> u32 {
+        self.slot
+    }
     #[inline(always)]
     pub fn read(self, slots: &[u64]) -> u64 {
         (slots[self.slot as usize] ^ self.flip as u64) & (u64::MAX >> self.shift)

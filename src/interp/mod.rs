@@ -25,6 +25,7 @@ use crate::softfloat::Fmt;
 use decode::{Decoded, Dst, Fill, Kind, Op};
 use memory::{Region, SharedMemory};
 use rayon::prelude::*;
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -254,6 +255,9 @@ enum Flow {
     Exit,
 }
 
+/// How many recently found areas a thread remembers.
+const RECENT: usize = 8;
+
 /// One PTX thread.
 struct Thread<'a> {
     l: &'a LaunchCtx<'a>,
@@ -268,6 +272,9 @@ struct Thread<'a> {
     exited: bool,
     /// Instructions this thread has reached (see [`Interpreter::executed`]).
     executed: u64,
+    /// The launch's areas that recent accesses found, by the slot of their base register
+    /// modulo [`RECENT`]: accesses through one base register mostly stay in one buffer.
+    recent: [Cell<Option<&'a Region>>; RECENT],
 }
 
 impl<'a> Thread<'a> {
@@ -281,6 +288,7 @@ impl<'a> Thread<'a> {
             depth: 0,
             exited: false,
             executed: 0,
+            recent: Default::default(),
         }
     }
 
@@ -433,15 +441,28 @@ impl<'a> Thread<'a> {
     }
 
     /// Finds the region for an access of `size` bytes at `addr` in `space`, checking bounds,
-    /// space, alignment and (for stores) writability.
+    /// space, alignment and (for stores) writability. `base` is the slot the address came
+    /// from (it picks the entry of [`Thread::recent`]).
     fn region(
         &self,
+        base: u32,
         addr: u64,
         size: usize,
         space: Option<Space>,
         store: bool,
     ) -> Result<(&Region, usize), Trap> {
-        memcheck::check_in(&self.own, &self.l.shared, addr, size, space, store).map_err(|v| Trap {
+        let recent = &self.recent[base as usize % RECENT];
+        let checked = match recent.get() {
+            // Areas do not overlap: the launch's area containing `addr` is the only one.
+            Some(r) if r.contains(addr) => memcheck::check_within(r, addr, size, space, store),
+            _ => {
+                if let Some(r) = self.l.shared.find(addr) {
+                    recent.set(Some(*r));
+                }
+                memcheck::check_in(&self.own, &self.l.shared, addr, size, space, store)
+            }
+        };
+        checked.map_err(|v| Trap {
             message: v.message,
             address: Some(v.address),
         })
@@ -463,12 +484,24 @@ impl<'a> Thread<'a> {
             Kind::Mov => src!(0),
             Kind::Ld { space, ty } => {
                 let n = ty.bytes();
-                let (r, off) = self.region(src!(0).wrapping_add(src!(1)), n, space, false)?;
+                let (r, off) = self.region(
+                    op.src[0].slot(),
+                    src!(0).wrapping_add(src!(1)),
+                    n,
+                    space,
+                    false,
+                )?;
                 r.read(off, n)
             }
             Kind::St { space, ty } => {
                 let n = ty.bytes();
-                let (r, off) = self.region(src!(0).wrapping_add(src!(1)), n, space, true)?;
+                let (r, off) = self.region(
+                    op.src[0].slot(),
+                    src!(0).wrapping_add(src!(1)),
+                    n,
+                    space,
+                    true,
+                )?;
                 r.write(off, n, src!(2));
                 return Ok(Next::Continue);
             }
@@ -583,7 +616,8 @@ impl<'a> Thread<'a> {
                 let at = op.src[0]
                     .read(&fr.regs)
                     .wrapping_add(op.src[1].read(&fr.regs));
-                let (r, off) = self.region(at, n * *vec as usize, *space, false)?;
+                let (r, off) =
+                    self.region(op.src[0].slot(), at, n * *vec as usize, *space, false)?;
                 for (k, reg) in regs.iter().enumerate() {
                     if let Some(reg) = reg {
                         set_reg(fr, *reg, *ty, r.read(off + k * n, n));
@@ -600,7 +634,8 @@ impl<'a> Thread<'a> {
                 let at = op.src[0]
                     .read(&fr.regs)
                     .wrapping_add(op.src[1].read(&fr.regs));
-                let (r, off) = self.region(at, n * *vec as usize, *space, true)?;
+                let (r, off) =
+                    self.region(op.src[0].slot(), at, n * *vec as usize, *space, true)?;
                 for (k, reg) in regs.iter().enumerate() {
                     let reg = reg.expect("validated: no sink in a store");
                     r.write(off + k * n, n, fr.regs[reg.0 as usize]);
@@ -761,7 +796,7 @@ impl<'a> Thread<'a> {
             bytes.push(match a {
                 Operand::Var(v) => {
                     let base = self.var_addr(fr, *v);
-                    let (r, off) = self.region(base, 1, Some(Space::Param), false)?;
+                    let (r, off) = self.region(0, base, 1, Some(Space::Param), false)?;
                     r.read_bytes(off, size)
                 }
                 _ => Self::get(fr, a, callee.param_type(p)).to_le_bytes()[..size].to_vec(),
@@ -787,7 +822,7 @@ impl<'a> Thread<'a> {
             match o {
                 Operand::Var(v) => {
                     let base = self.var_addr(fr, *v);
-                    let (r, off) = self.region(base, 1, Some(Space::Param), true)?;
+                    let (r, off) = self.region(0, base, 1, Some(Space::Param), true)?;
                     r.write_bytes(off, &b);
                 }
                 _ => self.set(fr, o, callee.param_type(p), le_bits(&b)),

@@ -66,13 +66,13 @@ pub fn check_in<'a, A: Area, S: Area + Borrow<A>>(
 /// Checks an access at `addr` against `area`, which the caller knows contains `addr` (a
 /// cached result of an earlier lookup).
 #[inline]
-pub fn check_within<'a, A: Area>(
-    area: &'a A,
+pub fn check_within<A: Area>(
+    area: &A,
     addr: u64,
     size: usize,
     space: Option<Space>,
     store: bool,
-) -> Result<(&'a A, usize), Violation> {
+) -> Result<(&A, usize), Violation> {
     debug_assert!(area.contains(addr));
     check_access(Some(area), || None, addr, size, space, store)
 }

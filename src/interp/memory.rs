@@ -12,6 +12,11 @@ use crate::memcheck::{Area, AreaMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+/// Bytes after each region's end that belong to no region: an access a little past an end
+/// (the usual off-by-some bug) is then reported as out of bounds of that region, whatever
+/// the allocator placed next, and not as an access to a neighbour.
+const RED_ZONE: usize = 64;
+
 /// One addressable object.
 pub struct Region {
     bytes: Box<[AtomicU8]>,
@@ -33,7 +38,7 @@ impl Region {
         writable: bool,
         name: impl Into<Arc<str>>,
     ) -> Region {
-        let bytes: Box<[AtomicU8]> = (0..size.max(1))
+        let bytes: Box<[AtomicU8]> = (0..size.max(1) + RED_ZONE)
             .map(|i| AtomicU8::new(init.get(i).copied().unwrap_or(0)))
             .collect();
         Region {
@@ -43,6 +48,32 @@ impl Region {
             writable,
             name: name.into(),
         }
+    }
+    /// Makes this region, no longer used, into a new one at the same address: `size` must
+    /// be at most its [`capacity`](Region::capacity).
+    pub fn refill(
+        &mut self,
+        init: &[u8],
+        size: usize,
+        space: Space,
+        writable: bool,
+        name: Arc<str>,
+    ) {
+        assert!(
+            size <= self.capacity(),
+            "refill beyond the region's capacity"
+        );
+        for (i, b) in self.bytes[..size].iter().enumerate() {
+            b.store(init.get(i).copied().unwrap_or(0), Ordering::Relaxed);
+        }
+        self.size = size;
+        self.space = space;
+        self.writable = writable;
+        self.name = name;
+    }
+    /// The most bytes the region can hold.
+    pub fn capacity(&self) -> usize {
+        self.bytes.len() - RED_ZONE
     }
     pub fn base(&self) -> u64 {
         self.bytes.as_ptr() as u64

@@ -189,14 +189,19 @@ impl Engine for Interpreter {
         let results: Vec<Result<(), Fault>> = (0..grid.count())
             .into_par_iter()
             .map(|b| {
-                let ctaid = grid.point(b);
+                // One Thread value runs the block's threads one after another, so they share
+                // its spare frames.
+                let mut thread = Thread::new(&launch, grid.point(b), [0; 3]);
+                let mut ended = Ok(());
                 for t in 0..block.count() {
-                    let mut thread = Thread::new(&launch, ctaid, block.point(t));
-                    let ended = thread.run(id, Vec::new());
-                    self.executed.fetch_add(thread.executed, Ordering::Relaxed);
-                    ended?;
+                    thread.start(block.point(t));
+                    ended = thread.run(id, Vec::new()).map(drop);
+                    if ended.is_err() {
+                        break;
+                    }
                 }
-                Ok(())
+                self.executed.fetch_add(thread.executed, Ordering::Relaxed);
+                ended
             })
             .collect();
         for (i, r) in buffers {
@@ -255,6 +260,10 @@ enum Flow {
     Exit,
 }
 
+/// Stack left below which a PTX call runs on a new stack segment, and that segment's size.
+const STACK_RED_ZONE: usize = 128 << 10;
+const STACK_GROWTH: usize = 2 << 20;
+
 /// How many recently found areas a thread remembers.
 const RECENT: usize = 8;
 
@@ -275,6 +284,10 @@ struct Thread<'a> {
     /// The launch's areas that recent accesses found, by the slot of their base register
     /// modulo [`RECENT`]: accesses through one base register mostly stay in one buffer.
     recent: [Cell<Option<&'a Region>>; RECENT],
+    /// Register files and variable-base tables of ended frames, and regions of their
+    /// variables, for the next frames: once warm, a call or a thread allocates nothing.
+    spare_words: Vec<Vec<u64>>,
+    spare_regions: Vec<Region>,
 }
 
 impl<'a> Thread<'a> {
@@ -289,7 +302,23 @@ impl<'a> Thread<'a> {
             exited: false,
             executed: 0,
             recent: Default::default(),
+            spare_words: Vec::new(),
+            spare_regions: Vec::new(),
         }
+    }
+
+    /// Makes this the thread `tid` of the same block, at its start.
+    fn start(&mut self, tid: [u32; 3]) {
+        debug_assert!(self.own.is_empty() && self.depth == 0);
+        self.tid = tid;
+        self.cf = false;
+        self.exited = false;
+    }
+
+    fn spare_words(&mut self) -> Vec<u64> {
+        let mut v = self.spare_words.pop().unwrap_or_default();
+        v.clear();
+        v
     }
 
     /// Runs a function to its end with the given parameter bytes (for a kernel: none, its
@@ -299,10 +328,11 @@ impl<'a> Thread<'a> {
         let own_mark = self.own.len();
         let decoded = &self.l.decoded[id.0 as usize];
         let mut frame = Frame {
-            regs: decoded.slots.clone(),
+            regs: self.spare_words(),
             reg_types: &self.l.reg_types[id.0 as usize],
-            var_base: Vec::with_capacity(func.vars.len()),
+            var_base: self.spare_words(),
         };
+        frame.regs.extend_from_slice(&decoded.slots);
         for (i, v) in func.vars.iter().enumerate() {
             let base = match v.role {
                 VarRole::Param(k) if func.kind == FuncKind::Entry => {
@@ -384,12 +414,25 @@ impl<'a> Thread<'a> {
                 Param::Mem(VarId::Module(_)) => unreachable!(),
             })
             .collect();
-        self.own.truncate(own_mark);
+        self.spare_regions.extend(self.own.drain(own_mark..));
+        self.spare_words.extend([frame.regs, frame.var_base]);
         Ok(rets)
     }
 
+    /// A region for a frame's variable: a spare one large enough, or a new one.
     fn alloc(&mut self, v: &VarDecl, name: &Arc<str>, init: &[u8]) -> u64 {
-        let r = Region::new(init, v.size, v.space, true, name.clone());
+        let spare = self
+            .spare_regions
+            .iter()
+            .position(|r| r.capacity() >= v.size);
+        let r = match spare {
+            Some(i) => {
+                let mut r = self.spare_regions.swap_remove(i);
+                r.refill(init, v.size, v.space, true, name.clone());
+                r
+            }
+            None => Region::new(init, v.size, v.space, true, name.clone()),
+        };
         let base = r.base();
         self.own.push(r);
         base
@@ -803,7 +846,10 @@ impl<'a> Thread<'a> {
             });
         }
         self.depth += 1;
-        let result = self.run(id, bytes);
+        // PTX recursion is host recursion here: 256 levels of run/exec frames need more than
+        // a host thread's stack holds in debug builds, so the stack grows on the heap when
+        // little is left.
+        let result = stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.run(id, bytes));
         self.depth -= 1;
         let out = match result {
             Ok(out) => out,

@@ -495,15 +495,17 @@ impl<'a> Thread<'a> {
         store: bool,
     ) -> Result<(&Region, usize), Trap> {
         let recent = &self.recent[base as usize % RECENT];
-        let checked = match recent.get() {
-            // Areas do not overlap: the launch's area containing `addr` is the only one.
-            Some(r) if r.contains(addr) => memcheck::check_within(r, addr, size, space, store),
-            _ => {
-                if let Some(r) = self.l.shared.find(addr) {
-                    recent.set(Some(*r));
-                }
-                memcheck::check_in(&self.own, &self.l.shared, addr, size, space, store)
-            }
+        // Areas do not overlap: the first area found containing `addr` is the only one.
+        let checked = if let Some(r) = recent.get().filter(|r| r.contains(addr)) {
+            memcheck::check_within(r, addr, size, space, store)
+        } else if let Some(r) = self.own.iter().rev().find(|r| r.contains(addr)) {
+            memcheck::check_within(r, addr, size, space, store)
+        } else if let Some(r) = self.l.shared.find(addr) {
+            recent.set(Some(*r));
+            memcheck::check_within(*r, addr, size, space, store)
+        } else {
+            // In no area: the rule's messages name the nearest one.
+            memcheck::check_in(&self.own, &self.l.shared, addr, size, space, store)
         };
         checked.map_err(|v| Trap {
             message: v.message,

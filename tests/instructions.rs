@@ -556,6 +556,14 @@ fn setp_selp_slct() {
         &[1, 2],
         7,
     );
+    // p and q the same register: written in operand order, so it ends holding q = !(1 > 2).
+    check(
+        &[S32, S32],
+        U32,
+        "setp.gt.s32 %p1|%p1, %a0, %a1;\n selp.u32 %d, 7, 9, %p1;",
+        &[1, 2],
+        7,
+    );
     check(
         &[S32, S32, S32],
         S32,

@@ -192,6 +192,17 @@ modifier_enum! {
     MulMode { Lo = "lo", Hi = "hi", Wide = "wide" }
 }
 
+impl MulMode {
+    /// The type of the result of `mul`/`mad` on `ty`: twice as wide for `.wide`.
+    pub fn result_type(self, ty: Type) -> Type {
+        if self == MulMode::Wide {
+            ty.widened()
+        } else {
+            ty
+        }
+    }
+}
+
 modifier_enum! {
     /// Special registers (PTX ISA 10).
     SpecialRegKind {

@@ -401,7 +401,7 @@ impl<'f> Layout<'f> {
                     ty: *ty,
                 },
                 [self.src(a, *ty), self.src(b, *ty), z, z],
-                [self.dst(d, wide_if(*mode, *ty)), none],
+                [self.dst(d, mode.result_type(*ty)), none],
             ),
             Mad {
                 mode,
@@ -413,7 +413,7 @@ impl<'f> Layout<'f> {
                 b,
                 c,
             } => {
-                let dty = wide_if(*mode, *ty);
+                let dty = mode.result_type(*ty);
                 let kind = Kind::Mad {
                     mode: *mode,
                     ty: *ty,
@@ -619,15 +619,6 @@ impl<'f> Layout<'f> {
 /// The shift that makes `u64::MAX >> shift` the type's mask.
 fn shift(ty: Type) -> u8 {
     (64 - ty.bits()) as u8
-}
-
-/// The destination type of `mul`/`mad`: widened for `.wide`.
-pub fn wide_if(mode: MulMode, ty: Type) -> Type {
-    if mode == MulMode::Wide {
-        ty.widened()
-    } else {
-        ty
-    }
 }
 
 /// Decodes a function's body (an empty one for a prototype).

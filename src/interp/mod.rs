@@ -660,11 +660,7 @@ impl<'a> Thread<'a> {
                     unreachable!("decoded: a scalar ld is not executed from the AST")
                 };
                 let n = ty.bytes();
-                let at = op.src[0]
-                    .read(&fr.regs)
-                    .wrapping_add(op.src[1].read(&fr.regs));
-                let (r, off) =
-                    self.region(op.src[0].slot(), at, n * *vec as usize, *space, false)?;
+                let (r, off) = self.vector_region(fr, op, n * *vec as usize, *space, false)?;
                 for (k, reg) in regs.iter().enumerate() {
                     if let Some(reg) = reg {
                         set_reg(fr, *reg, *ty, r.read(off + k * n, n));
@@ -678,11 +674,7 @@ impl<'a> Thread<'a> {
                     unreachable!("decoded: a scalar st is not executed from the AST")
                 };
                 let n = ty.bytes();
-                let at = op.src[0]
-                    .read(&fr.regs)
-                    .wrapping_add(op.src[1].read(&fr.regs));
-                let (r, off) =
-                    self.region(op.src[0].slot(), at, n * *vec as usize, *space, true)?;
+                let (r, off) = self.vector_region(fr, op, n * *vec as usize, *space, true)?;
                 for (k, reg) in regs.iter().enumerate() {
                     let reg = reg.expect("validated: no sink in a store");
                     r.write(off + k * n, n, fr.regs[reg.0 as usize]);
@@ -765,6 +757,20 @@ impl<'a> Thread<'a> {
             other => unreachable!("decoded: {other:?} is not executed from the AST"),
         }
         Ok(Next::Continue)
+    }
+
+    /// The region of a vector load or store of `size` bytes at its decoded address.
+    fn vector_region(
+        &self,
+        fr: &Frame,
+        op: &Op,
+        size: usize,
+        space: Option<Space>,
+        store: bool,
+    ) -> Result<(&Region, usize), Trap> {
+        let [base, offset, ..] = op.src;
+        let at = base.read(&fr.regs).wrapping_add(offset.read(&fr.regs));
+        self.region(base.slot(), at, size, space, store)
     }
 
     /// The 32-bit sources of a video instruction (c is 0 when there is none).

@@ -7,15 +7,6 @@ use crate::ast::{Carry, Inst, IntBinOp, IntUnOp, MulMode, PrmtMode, ShfDir, ShfM
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 
-/// The destination type of `mul`/`mad`: widened for `.wide`.
-fn wide_if(mode: MulMode, ty: Type) -> Type {
-    if mode == MulMode::Wide {
-        ty.widened()
-    } else {
-        ty
-    }
-}
-
 impl Lower<'_, '_> {
     pub(super) fn int_arith(&mut self, inst: &Inst) {
         match inst {
@@ -86,7 +77,7 @@ impl Lower<'_, '_> {
             Inst::Mul { mode, ty, d, a, b } => {
                 let (x, y) = (self.get(a, *ty), self.get(b, *ty));
                 let v = self.mul(*mode, *ty, x, y);
-                self.set(d, wide_if(*mode, *ty), v);
+                self.set(d, mode.result_type(*ty), v);
             }
             Inst::Mad {
                 mode,
@@ -98,7 +89,7 @@ impl Lower<'_, '_> {
                 b,
                 c,
             } => {
-                let dty = wide_if(*mode, *ty);
+                let dty = mode.result_type(*ty);
                 let (x, y) = (self.get(a, *ty), self.get(b, *ty));
                 let half = self.mul(*mode, *ty, x, y);
                 let z = self.get(c, dty);

@@ -96,6 +96,14 @@ impl Region {
             self.bytes[offset + i].store((v >> (8 * i)) as u8, Ordering::Relaxed);
         }
     }
+    /// Appends the region's bytes to `out`.
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        out.extend(
+            self.bytes[..self.size]
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed)),
+        );
+    }
     pub fn read_bytes(&self, offset: usize, n: usize) -> Vec<u8> {
         (0..n)
             .map(|i| self.bytes[offset + i].load(Ordering::Relaxed))

@@ -110,9 +110,9 @@ impl Engine for Interpreter {
     fn call(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, RunError> {
         let (id, func) = find_function(&self.module, name, FuncKind::Func)?;
         check_arity(func, args.len())?;
-        let mut bytes = Vec::new();
+        let mut io = Vec::new();
         for (p, v) in func.params.iter().zip(args) {
-            bytes.push(arg_bytes(func, p, *v)?);
+            io.extend(arg_bytes(func, p, *v)?);
         }
         check_scalar_rets(func)?;
         let shared = SharedMemory::new(self.module_vars.iter().collect());
@@ -128,14 +128,14 @@ impl Engine for Interpreter {
             block: Dim3::x(1),
         };
         let mut thread = Thread::new(&launch, [0; 3], [0; 3]);
-        let rets = thread.run(id, bytes);
+        let ended = thread.run(id, &mut io);
         self.executed.fetch_add(thread.executed, Ordering::Relaxed);
-        let rets = rets.map_err(|f| self.fault(f))?;
+        ended.map_err(|f| self.fault(f))?;
+        let mut rets = ParamBytes::new(func, &func.rets, &io);
         Ok(func
             .rets
             .iter()
-            .zip(rets)
-            .map(|(p, b)| Value::from_le_bytes(func.param_type(p), &b))
+            .map(|p| Value::from_le_bytes(func.param_type(p), rets.next_param()))
             .collect())
     }
 
@@ -197,7 +197,7 @@ impl Engine for Interpreter {
                 let mut ended = Ok(());
                 for t in 0..block.count() {
                     thread.start(block.point(t));
-                    ended = thread.run(id, Vec::new()).map(drop);
+                    ended = thread.run(id, &mut Vec::new());
                     if ended.is_err() {
                         break;
                     }
@@ -290,6 +290,8 @@ struct Thread<'a> {
     /// variables, for the next frames: once warm, a call or a thread allocates nothing.
     spare_words: Vec<Vec<u64>>,
     spare_regions: Vec<Region>,
+    /// Parameter buffers of ended calls.
+    spare_bytes: Vec<Vec<u8>>,
 }
 
 impl<'a> Thread<'a> {
@@ -306,6 +308,7 @@ impl<'a> Thread<'a> {
             recent: Default::default(),
             spare_words: Vec::new(),
             spare_regions: Vec::new(),
+            spare_bytes: Vec::new(),
         }
     }
 
@@ -323,10 +326,12 @@ impl<'a> Thread<'a> {
         v
     }
 
-    /// Runs a function to its end with the given parameter bytes (for a kernel: none, its
-    /// parameters are the launch's); returns the return parameters' bytes.
-    fn run(&mut self, id: FuncId, args: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, Fault> {
+    /// Runs a function to its end. `io` holds the parameters' bytes one after another (for a
+    /// kernel: none, its parameters are the launch's); at the end it holds the return
+    /// parameters' bytes the same way.
+    fn run(&mut self, id: FuncId, io: &mut Vec<u8>) -> Result<(), Fault> {
         let func = self.l.module.func(id);
+        let args = ParamBytes::new(func, &func.params, io);
         let own_mark = self.own.len();
         let decoded = &self.l.decoded[id.0 as usize];
         let mut frame = Frame {
@@ -341,7 +346,8 @@ impl<'a> Thread<'a> {
                     self.l.kernel_params[k as usize]
                 }
                 VarRole::Param(k) => {
-                    self.alloc(v, &self.l.var_names[id.0 as usize][i], &args[k as usize])
+                    let init = args.param(k as usize);
+                    self.alloc(v, &self.l.var_names[id.0 as usize][i], init)
                 }
                 _ => self.alloc(v, &self.l.var_names[id.0 as usize][i], &[]),
             };
@@ -350,7 +356,7 @@ impl<'a> Thread<'a> {
         }
         for (k, p) in func.params.iter().enumerate() {
             if let Param::Reg(r) = p {
-                frame.regs[r.0 as usize] = le_bits(&args[k]) & func.reg(*r).ty.mask();
+                frame.regs[r.0 as usize] = le_bits(args.param(k)) & func.reg(*r).ty.mask();
             }
         }
         for &(slot, fill) in &decoded.fills {
@@ -396,29 +402,26 @@ impl<'a> Thread<'a> {
             }
         }
         self.executed += executed;
-        let rets = func
-            .rets
-            .iter()
-            .map(|p| match p {
+        io.clear();
+        for p in &func.rets {
+            match p {
                 Param::Mem(VarId::Function(i)) => {
                     let base = frame.var_base[*i as usize];
-                    let r = self
-                        .own
+                    let r = self.own[own_mark..]
                         .iter()
-                        .rev()
                         .find(|r| r.base() == base)
                         .expect("own region");
-                    r.to_vec()
+                    r.append_to(io);
                 }
-                Param::Reg(r) => {
-                    frame.regs[r.0 as usize].to_le_bytes()[..func.reg(*r).ty.bytes()].to_vec()
-                }
+                Param::Reg(r) => io.extend_from_slice(
+                    &frame.regs[r.0 as usize].to_le_bytes()[..func.reg(*r).ty.bytes()],
+                ),
                 Param::Mem(VarId::Module(_)) => unreachable!(),
-            })
-            .collect();
+            }
+        }
         self.spare_regions.extend(self.own.drain(own_mark..));
         self.spare_words.extend([frame.regs, frame.var_base]);
-        Ok(rets)
+        Ok(())
     }
 
     /// A region for a frame's variable: a spare one large enough, or a new one.
@@ -843,26 +846,29 @@ impl<'a> Thread<'a> {
         if self.depth >= MAX_CALL_DEPTH {
             return trap(format!("call depth exceeds {MAX_CALL_DEPTH}"), None);
         }
-        let mut bytes = Vec::with_capacity(args.len());
+        let mut io = self.spare_bytes.pop().unwrap_or_default();
+        io.clear();
         for (a, p) in args.iter().zip(&callee.params) {
             let size = callee.param_size(p);
-            bytes.push(match a {
+            match a {
                 Operand::Var(v) => {
                     let base = self.var_addr(fr, *v);
-                    let (r, off) = self.region(0, base, 1, Some(Space::Param), false)?;
-                    r.read_bytes(off, size)
+                    let (r, _) = self.region(0, base, 1, Some(Space::Param), false)?;
+                    r.append_to(&mut io);
                 }
-                _ => Self::get(fr, a, callee.param_type(p)).to_le_bytes()[..size].to_vec(),
-            });
+                _ => io.extend_from_slice(
+                    &Self::get(fr, a, callee.param_type(p)).to_le_bytes()[..size],
+                ),
+            }
         }
         self.depth += 1;
         // PTX recursion is host recursion here: 256 levels of run/exec frames need more than
         // a host thread's stack holds in debug builds, so the stack grows on the heap when
         // little is left.
-        let result = stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.run(id, bytes));
+        let result = stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.run(id, &mut io));
         self.depth -= 1;
-        let out = match result {
-            Ok(out) => out,
+        match result {
+            Ok(()) => {}
             Err(f) => {
                 // Propagate the callee's located fault unchanged.
                 return Err(Trap {
@@ -873,18 +879,54 @@ impl<'a> Thread<'a> {
                     address: f.address,
                 });
             }
-        };
-        for ((o, p), b) in rets.iter().zip(&callee.rets).zip(out) {
+        }
+        let mut out = ParamBytes::new(callee, &callee.rets, &io);
+        for (o, p) in rets.iter().zip(&callee.rets) {
+            let b = out.next_param();
             match o {
                 Operand::Var(v) => {
                     let base = self.var_addr(fr, *v);
                     let (r, off) = self.region(0, base, 1, Some(Space::Param), true)?;
-                    r.write_bytes(off, &b);
+                    r.write_bytes(off, b);
                 }
-                _ => self.set(fr, o, callee.param_type(p), le_bits(&b)),
+                _ => self.set(fr, o, callee.param_type(p), le_bits(b)),
             }
         }
+        self.spare_bytes.push(io);
         Ok(())
+    }
+}
+
+/// The bytes of a parameter list, each parameter's after the one before (how arguments go
+/// into [`Thread::run`] and return values come out).
+struct ParamBytes<'b> {
+    func: &'b Function,
+    params: &'b [Param],
+    bytes: &'b [u8],
+    /// The parameter [`ParamBytes::next_param`] gives.
+    next: usize,
+}
+
+impl<'b> ParamBytes<'b> {
+    fn new(func: &'b Function, params: &'b [Param], bytes: &'b [u8]) -> Self {
+        ParamBytes {
+            func,
+            params,
+            bytes,
+            next: 0,
+        }
+    }
+    /// Parameter `k`'s bytes (empty when there are none: a kernel's, which the launch holds).
+    fn param(&self, k: usize) -> &'b [u8] {
+        let size = |p| self.func.param_size(p);
+        let start: usize = self.params[..k].iter().map(size).sum();
+        let end = start + size(&self.params[k]);
+        self.bytes.get(start..end).unwrap_or(&[])
+    }
+    /// The next parameter's bytes.
+    fn next_param(&mut self) -> &'b [u8] {
+        self.next += 1;
+        self.param(self.next - 1)
     }
 }
 

@@ -124,7 +124,14 @@ fn check_access<'a, A: Area + ?Sized>(
             r.size()
         ));
     }
-    if !addr.is_multiple_of(size as u64) {
+    // Access sizes are powers of two (1 to 32 bytes): a mask, not the 64-bit division that
+    // `is_multiple_of` compiles to.
+    let misaligned = if size.is_power_of_two() {
+        addr & (size as u64 - 1) != 0
+    } else {
+        !addr.is_multiple_of(size as u64)
+    };
+    if misaligned {
         return refuse(format!("{} at address {addr:#x}: misaligned", what()));
     }
     if store && !r.writable() {

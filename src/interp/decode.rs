@@ -2,9 +2,10 @@
 //! thread runs it: a pre-pass over the AST, not semantics.
 //!
 //! A frame's register file is a flat array of slots: the function's registers first (slot =
-//! register id), then one slot per distinct constant the body reads (immediates converted to
-//! the type they are read at, address offsets), the special registers and variable addresses
-//! it reads (filled when a frame starts), and a sink for `_`. Every scalar operand becomes a
+//! register id), a sink for `_`, then in order of first use one slot per distinct constant
+//! the body reads (immediates converted to the type they are read at, address offsets) and
+//! per special register and variable address it reads (filled when a frame starts). Every
+//! scalar operand becomes a
 //! slot index with the width it is read or written at, and each instruction an [`Op`] of 64
 //! bytes: its opcode and the modifiers its handler needs ([`Kind`]) beside its operands. The
 //! AST's instructions are 200 bytes and more; a loop over big unrolled bodies (a 32-limb

@@ -5,11 +5,11 @@
 //! register id), a sink for `_`, then in order of first use one slot per distinct constant
 //! the body reads (immediates converted to the type they are read at, address offsets) and
 //! per special register and variable address it reads (filled when a frame starts). Every
-//! scalar operand becomes a
-//! slot index with the width it is read or written at, and each instruction an [`Op`] of 64
-//! bytes: its opcode and the modifiers its handler needs ([`Kind`]) beside its operands. The
-//! AST's instructions are 200 bytes and more; a loop over big unrolled bodies (a 32-limb
-//! product is 3,400 instructions) ran out of the caches on them.
+//! scalar operand becomes a slot index with the width it is read or written at, and each
+//! instruction an [`Op`] of 64 bytes: its opcode and the modifiers its handler needs
+//! ([`Kind`]) beside its operands. The AST's instructions are 200 bytes and more; a loop over
+//! big unrolled bodies (a 32-limb product is 3,400 instructions) ran out of the caches on
+//! them.
 //!
 //! The read and write types below are those of the instruction descriptions (PTX ISA 9.7):
 //! sources at the instruction type unless the manual gives the operand its own (shift amounts

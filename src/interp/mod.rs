@@ -534,24 +534,12 @@ impl<'a> Thread<'a> {
             Kind::Mov => src!(0),
             Kind::Ld { space, ty } => {
                 let n = ty.bytes();
-                let (r, off) = self.region(
-                    op.src[0].slot(),
-                    src!(0).wrapping_add(src!(1)),
-                    n,
-                    space,
-                    false,
-                )?;
+                let (r, off) = self.access_region(fr, op, n, space, false)?;
                 r.read(off, n)
             }
             Kind::St { space, ty } => {
                 let n = ty.bytes();
-                let (r, off) = self.region(
-                    op.src[0].slot(),
-                    src!(0).wrapping_add(src!(1)),
-                    n,
-                    space,
-                    true,
-                )?;
+                let (r, off) = self.access_region(fr, op, n, space, true)?;
                 r.write(off, n, src!(2));
                 return Ok(Next::Continue);
             }
@@ -663,7 +651,7 @@ impl<'a> Thread<'a> {
                     unreachable!("decoded: a scalar ld is not executed from the AST")
                 };
                 let n = ty.bytes();
-                let (r, off) = self.vector_region(fr, op, n * *vec as usize, *space, false)?;
+                let (r, off) = self.access_region(fr, op, n * *vec as usize, *space, false)?;
                 for (k, reg) in regs.iter().enumerate() {
                     if let Some(reg) = reg {
                         set_reg(fr, *reg, *ty, r.read(off + k * n, n));
@@ -677,7 +665,7 @@ impl<'a> Thread<'a> {
                     unreachable!("decoded: a scalar st is not executed from the AST")
                 };
                 let n = ty.bytes();
-                let (r, off) = self.vector_region(fr, op, n * *vec as usize, *space, true)?;
+                let (r, off) = self.access_region(fr, op, n * *vec as usize, *space, true)?;
                 for (k, reg) in regs.iter().enumerate() {
                     let reg = reg.expect("validated: no sink in a store");
                     r.write(off + k * n, n, fr.regs[reg.0 as usize]);
@@ -762,8 +750,9 @@ impl<'a> Thread<'a> {
         Ok(Next::Continue)
     }
 
-    /// The region of a vector load or store of `size` bytes at its decoded address.
-    fn vector_region(
+    /// The region of a load or store of `size` bytes at its decoded address (`src[0]` +
+    /// `src[1]`).
+    fn access_region(
         &self,
         fr: &Frame,
         op: &Op,

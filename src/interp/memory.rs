@@ -57,7 +57,7 @@ impl Region {
         size: usize,
         space: Space,
         writable: bool,
-        name: Arc<str>,
+        name: &Arc<str>,
     ) {
         assert!(
             size <= self.capacity(),
@@ -69,7 +69,11 @@ impl Region {
         self.size = size;
         self.space = space;
         self.writable = writable;
-        self.name = name;
+        // Names are shared by every thread of a launch: a new reference is an atomic add on
+        // a cache line all cores use, so a region that keeps its name keeps its reference.
+        if !Arc::ptr_eq(&self.name, name) {
+            self.name = name.clone();
+        }
     }
     /// The most bytes the region can hold.
     pub fn capacity(&self) -> usize {

@@ -424,16 +424,19 @@ impl<'a> Thread<'a> {
         Ok(())
     }
 
-    /// A region for a frame's variable: a spare one large enough, or a new one.
+    /// A region for a frame's variable: a spare one large enough (preferably the one this
+    /// variable had last time, whose name needs no new reference), or a new one.
     fn alloc(&mut self, v: &VarDecl, name: &Arc<str>, init: &[u8]) -> u64 {
+        let fits = |r: &Region| r.capacity() >= v.size;
         let spare = self
             .spare_regions
             .iter()
-            .position(|r| r.capacity() >= v.size);
+            .rposition(|r| fits(r) && Arc::ptr_eq(&r.name, name))
+            .or_else(|| self.spare_regions.iter().rposition(fits));
         let r = match spare {
             Some(i) => {
                 let mut r = self.spare_regions.swap_remove(i);
-                r.refill(init, v.size, v.space, true, name.clone());
+                r.refill(init, v.size, v.space, true, name);
                 r
             }
             None => Region::new(init, v.size, v.space, true, name.clone()),

@@ -38,11 +38,16 @@ impl Region {
         writable: bool,
         name: impl Into<Arc<str>>,
     ) -> Region {
-        let bytes: Box<[AtomicU8]> = (0..size.max(1) + RED_ZONE)
-            .map(|i| AtomicU8::new(init.get(i).copied().unwrap_or(0)))
-            .collect();
+        let len = size.max(1) + RED_ZONE;
+        let mut bytes = Vec::with_capacity(len);
+        bytes.extend(
+            init[..init.len().min(size)]
+                .iter()
+                .map(|&b| AtomicU8::new(b)),
+        );
+        bytes.resize_with(len, || AtomicU8::new(0));
         Region {
-            bytes,
+            bytes: bytes.into_boxed_slice(),
             size,
             space,
             writable,

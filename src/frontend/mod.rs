@@ -1,7 +1,7 @@
 //! PTX text → typed, validated [`Module`].
 //!
 //! The pest grammar (`ptx.pest`) gives a parse tree; this module walks it, resolves every name
-//! (registers, variables, labels, functions) and hands each instruction to [`instr`], which maps
+//! (registers, variables, labels, functions) and hands each instruction to `instr`, which maps
 //! its modifier list onto the opcode's typed form and checks operand types. All problems are
 //! collected as located [`Diagnostic`]s.
 

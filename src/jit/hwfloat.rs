@@ -10,7 +10,7 @@
 use crate::ast::{FloatBinOp, Rounding};
 use std::arch::asm;
 
-/// Whether the host can run [`fma`].
+/// Whether the host can run [`fma_f32`] and [`fma_f64`].
 pub fn has_fma() -> bool {
     std::arch::is_x86_feature_detected!("fma")
 }

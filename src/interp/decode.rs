@@ -51,6 +51,19 @@ pub struct Dst {
 }
 
 impl Dst {
+    /// Register `r`, of type `rty`, written at the instruction type `ty`.
+    pub fn new(r: RegId, rty: Type, ty: Type) -> Dst {
+        let sext = rty.bits() > ty.bits() && ty.is_signed();
+        Dst {
+            slot: r.0,
+            shift: if sext {
+                shift(rty)
+            } else {
+                shift(ty).max(shift(rty))
+            },
+            sext_from: if sext { ty.bits() as u8 } else { 0 },
+        }
+    }
     #[inline(always)]
     pub fn write(self, slots: &mut [u64], v: u64) {
         let v = if self.sext_from != 0 {
@@ -174,8 +187,8 @@ pub struct Op {
 /// A slot a frame fills when it starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fill {
-    /// A special register, masked to the type it is read at.
-    Special(SpecialReg, u64),
+    /// A special register (its readers mask it to the type they read it at).
+    Special(SpecialReg),
     /// A variable's address.
     Var(VarId),
 }
@@ -273,7 +286,7 @@ impl<'f> Layout<'f> {
                 ..self.reg(*r, Type::Pred)
             },
             Operand::Imm(i) => self.constant(i.bits_for(ty)),
-            Operand::Special(s) => self.fill(Fill::Special(*s, ty.mask()), ty),
+            Operand::Special(s) => self.fill(Fill::Special(*s), ty),
             Operand::Var(v) => self.var(*v),
             _ => self.zero,
         }
@@ -295,19 +308,9 @@ impl<'f> Layout<'f> {
 
     /// A destination written at `ty` (the sink for `_` and non-scalar operands).
     fn dst(&self, op: &Operand, ty: Type) -> Dst {
-        let Operand::Reg(r) = op else {
-            return self.sink;
-        };
-        let rty = self.func.reg(*r).ty;
-        let sext = rty.bits() > ty.bits() && ty.is_signed();
-        Dst {
-            slot: r.0,
-            shift: if sext {
-                shift(rty)
-            } else {
-                shift(ty).max(shift(rty))
-            },
-            sext_from: if sext { ty.bits() as u8 } else { 0 },
+        match op {
+            Operand::Reg(r) => Dst::new(*r, self.func.reg(*r).ty, ty),
+            _ => self.sink,
         }
     }
 

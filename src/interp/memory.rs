@@ -113,18 +113,15 @@ impl Region {
                 .map(|b| b.load(Ordering::Relaxed)),
         );
     }
-    pub fn read_bytes(&self, offset: usize, n: usize) -> Vec<u8> {
-        (0..n)
-            .map(|i| self.bytes[offset + i].load(Ordering::Relaxed))
-            .collect()
-    }
     pub fn write_bytes(&self, offset: usize, data: &[u8]) {
         for (i, b) in data.iter().enumerate() {
             self.bytes[offset + i].store(*b, Ordering::Relaxed);
         }
     }
     pub fn to_vec(&self) -> Vec<u8> {
-        self.read_bytes(0, self.size)
+        let mut v = Vec::with_capacity(self.size);
+        self.append_to(&mut v);
+        v
     }
 }
 

@@ -38,9 +38,6 @@ pub use crate::engine::MAX_CALL_DEPTH;
 pub struct Interpreter {
     module: Module,
     module_vars: Vec<Region>,
-    /// Each function's register types, by register id: a compact copy of its declarations
-    /// for the register writes of the instructions that take registers from the AST.
-    reg_types: Vec<Vec<Type>>,
     /// Each function's operands, resolved to register-file slots.
     decoded: Vec<Decoded>,
     /// Each function's variables as faults name them (`.local `buf``), by variable id.
@@ -64,11 +61,6 @@ impl Interpreter {
                 )
             })
             .collect();
-        let reg_types = module
-            .functions
-            .iter()
-            .map(|f| f.regs.iter().map(|r| r.ty).collect())
-            .collect();
         let decoded = module.functions.iter().map(decode::decode).collect();
         let var_names = module
             .functions
@@ -83,7 +75,6 @@ impl Interpreter {
         Interpreter {
             module,
             module_vars,
-            reg_types,
             decoded,
             var_names,
             executed: AtomicU64::new(0),
@@ -118,7 +109,6 @@ impl Engine for Interpreter {
         let shared = SharedMemory::new(self.module_vars.iter().collect());
         let launch = LaunchCtx {
             module: &self.module,
-            reg_types: &self.reg_types,
             decoded: &self.decoded,
             var_names: &self.var_names,
             shared,
@@ -177,7 +167,6 @@ impl Engine for Interpreter {
         regions.extend(params.iter());
         let launch = LaunchCtx {
             module: &self.module,
-            reg_types: &self.reg_types,
             decoded: &self.decoded,
             var_names: &self.var_names,
             shared: SharedMemory::new(regions),
@@ -221,7 +210,6 @@ impl Engine for Interpreter {
 /// What all threads of one launch (or call) share.
 struct LaunchCtx<'a> {
     module: &'a Module,
-    reg_types: &'a [Vec<Type>],
     decoded: &'a [Decoded],
     var_names: &'a [Vec<Arc<str>>],
     shared: SharedMemory<'a>,
@@ -238,7 +226,7 @@ struct Frame<'a> {
     /// The register file: registers by id, then the slots of [`decode`] (constants, special
     /// registers, variable addresses, the sink).
     regs: Vec<u64>,
-    reg_types: &'a [Type],
+    func: &'a Function,
     /// Base address of each of the function's variables.
     var_base: Vec<u64>,
 }
@@ -336,7 +324,7 @@ impl<'a> Thread<'a> {
         let decoded = &self.l.decoded[id.0 as usize];
         let mut frame = Frame {
             regs: self.spare_words(),
-            reg_types: &self.l.reg_types[id.0 as usize],
+            func,
             var_base: self.spare_words(),
         };
         frame.regs.extend_from_slice(&decoded.slots);
@@ -361,7 +349,7 @@ impl<'a> Thread<'a> {
         }
         for &(slot, fill) in &decoded.fills {
             frame.regs[slot as usize] = match fill {
-                Fill::Special(s, mask) => self.special(s) & mask,
+                Fill::Special(s) => self.special(s),
                 Fill::Var(v) => self.var_addr(&frame, v),
             };
         }
@@ -930,15 +918,10 @@ enum Next {
     End(Flow),
 }
 
-#[inline(always)]
+/// Writes register `r` at the instruction type `ty` (the rule of [`Dst`]), for the
+/// instructions that name their registers in the AST.
 fn set_reg(fr: &mut Frame, r: RegId, ty: Type, v: u64) {
-    let rty = fr.reg_types[r.0 as usize];
-    let v = if rty.bits() > ty.bits() && ty.is_signed() {
-        int::sext(v, ty.bits()) as u64
-    } else {
-        v & ty.mask()
-    };
-    fr.regs[r.0 as usize] = v & rty.mask();
+    Dst::new(r, fr.func.reg(r).ty, ty).write(&mut fr.regs, v);
 }
 
 fn le_bits(b: &[u8]) -> u64 {

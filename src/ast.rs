@@ -61,7 +61,7 @@ pub enum TypeKind {
 
 impl Type {
     /// Width in bits, by variant (in `Type::ALL` order). Tables, not matches: the
-    /// interpreter asks for these on every register write.
+    /// interpreter's semantics functions ask for these on nearly every instruction.
     const BITS: [u8; 16] = [1, 8, 16, 32, 64, 8, 16, 32, 64, 8, 16, 32, 64, 16, 32, 64];
     const KINDS: [TypeKind; 16] = {
         use TypeKind::*;

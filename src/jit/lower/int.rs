@@ -175,7 +175,11 @@ impl Lower<'_, '_> {
             let (lo, hi) = self.b.ins().isplit(s);
             (lo, hi)
         } else {
-            let v = self.b.ins().ireduce(ty, s);
+            // The limb as its own zero-extended copy (`movl`), so that the sum dies in the
+            // shift and the next step reads the limb without extending it.
+            let low = self.b.ins().ireduce(ty, s);
+            let low = self.b.ins().uextend(wide, low);
+            let v = self.narrow_zext(ty, low);
             let c = self.b.ins().ushr_imm_s(s, ty.bits() as i64);
             (v, c)
         }

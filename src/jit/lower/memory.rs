@@ -174,17 +174,14 @@ impl Lower<'_, '_> {
                 match d {
                     Operand::Vector(regs) => {
                         for (k, reg) in regs.iter().enumerate() {
-                            let v = self
-                                .b
-                                .ins()
-                                .load(clif(*ty), flags(), at, off + (k * n) as i32);
+                            let v = self.load_value(clif(*ty), flags(), at, off + (k * n) as i32);
                             if let Some(reg) = reg {
                                 self.set_reg(*reg, *ty, v);
                             }
                         }
                     }
                     _ => {
-                        let v = self.b.ins().load(clif(*ty), flags(), at, off);
+                        let v = self.load_value(clif(*ty), flags(), at, off);
                         self.set(d, *ty, v);
                     }
                 }

@@ -165,6 +165,11 @@ pub struct Lower<'a, 'f> {
     checks: memory::CheckPlan,
     refs: HashMap<&'static str, FuncRef>,
     callees: HashMap<u32, FuncRef>,
+    /// Narrow integer values whose zero extension to i64 is already in a register (carry
+    /// sums, 32-bit loads, high halves of products): the carry arithmetic works one width
+    /// up, and asking for the extension again would cost a `movl` each time (see
+    /// [`Lower::uextend`]).
+    zext: HashMap<Value, Value>,
 }
 
 /// Memory flags of ordinary accesses (may trap only in unchecked mode).
@@ -238,6 +243,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             },
             refs: HashMap::new(),
             callees: HashMap::new(),
+            zext: HashMap::new(),
         };
         match f.kind {
             FuncKind::Func => l.func_body(entry),
@@ -264,7 +270,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 }
                 Param::Reg(r) => {
                     let ty = self.f.reg(*r).ty;
-                    let v = self.b.ins().load(clif(ty), trusted(), args, off);
+                    let v = self.load_value(clif(ty), trusted(), args, off);
                     self.b.def_var(self.regs[r.0 as usize], v);
                 }
                 Param::Mem(ast::VarId::Module(_)) => unreachable!("parameters are function vars"),
@@ -634,7 +640,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             x = if signed {
                 self.b.ins().sextend(ti, x)
             } else {
-                self.b.ins().uextend(ti, x)
+                self.uextend(ti, x)
             };
         } else if ti.bits() < fi.bits() {
             x = self.b.ins().ireduce(ti, x);
@@ -653,12 +659,48 @@ impl<'a, 'f> Lower<'a, 'f> {
             if signed {
                 self.b.ins().sextend(to, v)
             } else {
-                self.b.ins().uextend(to, v)
+                self.uextend(to, v)
             }
         } else if to.bits() < from.bits() {
             self.b.ins().ireduce(to, v)
         } else {
             v
+        }
+    }
+
+    /// `v` zero-extended to `to`, reusing an extension made earlier. Cranelift's x64
+    /// backend knows that 32-bit ALU results are zero-extended, but not an `ireduce` of a
+    /// 64-bit sum nor a 32-bit load, so without this every carry-chain step would extend
+    /// its accumulator limb again.
+    pub(super) fn uextend(&mut self, to: ir::Type, v: Value) -> Value {
+        match self.zext.get(&v) {
+            Some(&w) if self.b.func.dfg.value_type(w) == to => w,
+            _ => self.b.ins().uextend(to, v),
+        }
+    }
+
+    /// The `narrow` low part of `wide`, whose upper bits are known to be zero: the narrow
+    /// value for the PTX register, remembered so that [`Lower::uextend`] gives `wide` back.
+    pub(super) fn narrow_zext(&mut self, narrow: ir::Type, wide: Value) -> Value {
+        let v = self.b.ins().ireduce(narrow, wide);
+        self.zext.insert(v, wide);
+        v
+    }
+
+    /// A load of a register's value; a 32-bit integer loads zero-extended to i64 (`movl`
+    /// does that anyway), so that carry arithmetic can use it without extending it again.
+    pub(super) fn load_value(
+        &mut self,
+        ty: ir::Type,
+        flags: MemFlagsData,
+        at: Value,
+        off: i32,
+    ) -> Value {
+        if ty == types::I32 {
+            let w = self.b.ins().uload32(flags, at, off);
+            self.narrow_zext(types::I32, w)
+        } else {
+            self.b.ins().load(ty, flags, at, off)
         }
     }
 

@@ -120,7 +120,9 @@ fn model(steps: &[Step], bits: u32, signed: bool, regs: &mut [u128; 4], p: bool)
     }
 }
 
-fn text(steps: &[Step], ty: &str) -> String {
+/// `zeroed`: %x2 and %x3 start as the constant 0 (`mov %x, 0`, as bignum code clears its
+/// accumulator limbs), so that steps meet operands the JIT knows to be zero.
+fn text(steps: &[Step], ty: &str, zeroed: bool) -> String {
     let mut body = String::new();
     for s in steps {
         let guard = match s.guard {
@@ -153,12 +155,13 @@ fn text(steps: &[Step], ty: &str) -> String {
         body.push_str(&line);
         body.push('\n');
     }
+    let (x2, x3) = if zeroed { ("0", "0") } else { ("%i2", "%i3") };
     format!(
         ".version 7.8\n.target sm_80\n.address_size 64\n\
          .visible .func (.reg {ty} %r0, .reg {ty} %r1, .reg {ty} %r2, .reg {ty} %r3)\n\
          f(.reg {ty} %i0, .reg {ty} %i1, .reg {ty} %i2, .reg {ty} %i3, .reg .u32 %flag)\n{{\n\
          .reg {ty} %x<4>;\n.reg .pred %p;\n\
-         mov{ty} %x0, %i0;\nmov{ty} %x1, %i1;\nmov{ty} %x2, %i2;\nmov{ty} %x3, %i3;\n\
+         mov{ty} %x0, %i0;\nmov{ty} %x1, %i1;\nmov{ty} %x2, {x2};\nmov{ty} %x3, {x3};\n\
          setp.ne.u32 %p, %flag, 0;\n\
          add.cc{ty} %x0, %x0, 0;\n\
          {body}\
@@ -233,7 +236,8 @@ fn random_carry_chains_match_the_wide_model() {
                 s
             })
             .collect();
-        let ptx = text(&steps, ty);
+        let zeroed = program % 3 == 0;
+        let ptx = text(&steps, ty, zeroed);
         for (name, engine) in engines(&ptx) {
             for _ in 0..16 {
                 let inputs: Vec<u64> = (0..4)
@@ -253,7 +257,11 @@ fn random_carry_chains_match_the_wide_model() {
                     .unwrap_or_else(|e| panic!("{name}: {e}\n{ptx}"));
                 let mut regs = [0u128; 4];
                 for k in 0..4 {
-                    regs[k] = inputs[k] as u128;
+                    regs[k] = if zeroed && k >= 2 {
+                        0
+                    } else {
+                        inputs[k] as u128
+                    };
                 }
                 model(&steps, bits, ty.starts_with(".s"), &mut regs, flag != 0);
                 let want: Vec<Value> = regs.iter().map(|r| Value::new(vty, *r as u64)).collect();

@@ -98,7 +98,8 @@ impl Lower<'_, '_> {
                     self.sat_s32(IntBinOp::Add, half, z)
                 } else if carry.carry_in || carry.carry_out {
                     let cin = self.carry_in(*carry, false);
-                    let (v, cout) = self.add_with_carry(half, z, cin);
+                    let high_unsigned = *mode == MulMode::Hi && !ty.is_signed();
+                    let (v, cout) = self.add_with_carry(half, z, cin, high_unsigned);
                     if carry.carry_out {
                         self.b.def_var(self.cf, cout);
                     }
@@ -138,7 +139,7 @@ impl Lower<'_, '_> {
         }
         let y = if sub { self.b.ins().bnot(y) } else { y };
         let cin = self.carry_in(carry, sub);
-        let (v, cout) = self.add_with_carry(x, y, cin);
+        let (v, cout) = self.add_with_carry(x, y, cin, false);
         if carry.carry_out {
             self.b.def_var(self.cf, cout);
         }
@@ -147,20 +148,39 @@ impl Lower<'_, '_> {
 
     /// x + y + cin and its carry out (an i64 0/1), computed one width up: i64 for 32-bit
     /// operands, i128 (add/adc) for 64-bit ones. Terms known to be zero (a chain's first
-    /// carry-in, limbs cleared with `mov %t, 0`) are left out.
-    fn add_with_carry(&mut self, x: Value, y: Value, cin: Value) -> (Value, Value) {
+    /// carry-in, limbs cleared with `mov %t, 0`) are left out, and a lone term has no carry.
+    /// `x_absorbs_carry`: x + cin cannot wrap (x is the high half of an unsigned product,
+    /// at most 2^n − 2), so a 64-bit step adds the carry first and needs one carry out.
+    fn add_with_carry(
+        &mut self,
+        x: Value,
+        y: Value,
+        cin: Value,
+        x_absorbs_carry: bool,
+    ) -> (Value, Value) {
         let ty = self.b.func.dfg.value_type(x);
         let wide = if ty.bits() < 64 {
             types::I64
         } else {
             types::I128
         };
-        let mut terms: Vec<Value> = [x, y, cin]
+        let known_zero = |l: &Self, v: Value| l.const_of(v) == Some(0);
+        let (x, cin) = if wide == types::I128 && x_absorbs_carry && !known_zero(self, cin) {
+            let c = self.resize(cin, ty, false);
+            (self.b.ins().iadd(x, c), self.iconst(types::I64, 0))
+        } else {
+            (x, cin)
+        };
+        let terms: Vec<Value> = [x, y, cin]
             .into_iter()
-            .filter(|v| self.const_of(*v) != Some(0))
+            .filter(|v| !known_zero(self, *v))
             .collect();
-        if terms.is_empty() {
-            terms.push(x);
+        if terms.len() < 2 {
+            let v = match terms.first() {
+                Some(&t) => self.resize(t, ty, false),
+                None => x,
+            };
+            return (v, self.iconst(types::I64, 0));
         }
         let mut s = None;
         for t in terms {
@@ -170,7 +190,7 @@ impl Lower<'_, '_> {
                 None => t,
             });
         }
-        let s = s.expect("at least one term");
+        let s = s.expect("at least two terms");
         if wide == types::I128 {
             let (lo, hi) = self.b.ins().isplit(s);
             (lo, hi)

@@ -672,9 +672,19 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// backend knows that 32-bit ALU results are zero-extended, but not an `ireduce` of a
     /// 64-bit sum nor a 32-bit load, so without this every carry-chain step would extend
     /// its accumulator limb again.
+    /// A constant extends to a constant (`mul.wide.u32 %off, %i, 32` keeps its immediate).
     pub(super) fn uextend(&mut self, to: ir::Type, v: Value) -> Value {
-        match self.zext.get(&v) {
-            Some(&w) if self.b.func.dfg.value_type(w) == to => w,
+        if let Some(&w) = self.zext.get(&v)
+            && self.b.func.dfg.value_type(w) == to
+        {
+            return w;
+        }
+        match self.const_of(v) {
+            Some(k) if to.bits() <= 64 => {
+                let from = self.b.func.dfg.value_type(v);
+                let k = k as u64 & (u64::MAX >> (64 - from.bits()));
+                self.iconst(to, k)
+            }
             _ => self.b.ins().uextend(to, v),
         }
     }

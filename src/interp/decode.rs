@@ -18,6 +18,20 @@
 use crate::ast::*;
 use std::collections::HashMap;
 
+/// `MASKS[s] = u64::MAX >> s`, looked up rather than shifted: a variable shift needs its
+/// count in `cl` and a register of ones, three instructions on the hottest path; a load
+/// from this table (one cache line for the shifts in use, indexed by a `u8`, so no bounds
+/// check) is one. Shifts past 63 are never made.
+static MASKS: [u64; 256] = {
+    let mut m = [0u64; 256];
+    let mut s = 0;
+    while s < 64 {
+        m[s] = u64::MAX >> s;
+        s += 1;
+    }
+    m
+};
+
 /// A source: the slot holding it, the width it is read at, and whether it is a negated
 /// predicate (`!%p`, read as bit 0 flipped).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,7 +48,7 @@ impl Src {
     }
     #[inline(always)]
     pub fn read(self, slots: &[u64]) -> u64 {
-        (slots[self.slot as usize] ^ self.flip as u64) & (u64::MAX >> self.shift)
+        (slots[self.slot as usize] ^ self.flip as u64) & MASKS[self.shift as usize]
     }
 }
 
@@ -71,7 +85,7 @@ impl Dst {
         } else {
             v
         };
-        slots[self.slot as usize] = v & (u64::MAX >> self.shift);
+        slots[self.slot as usize] = v & MASKS[self.shift as usize];
     }
 }
 

@@ -50,7 +50,18 @@ impl Src {
     pub fn read(self, slots: &[u64]) -> u64 {
         (slots[self.slot as usize] ^ self.flip as u64) & MASKS[self.shift as usize]
     }
+    /// Whether a guard holds. An unguarded instruction's guard is the constant 1 marked
+    /// [`UNGUARDED`], answered without reading the register file (most instructions are
+    /// unguarded, and this test runs before every one).
+    #[inline(always)]
+    pub fn holds(self, slots: &[u64]) -> bool {
+        self.flip == UNGUARDED || self.read(slots) != 0
+    }
 }
+
+/// The `flip` of an unguarded instruction's guard (bit 1: a predicate reads bit 0 only, so
+/// reading it as a source still gives 1).
+const UNGUARDED: u8 = 2;
 
 /// A destination register written at an instruction type: a register wider than that type
 /// receives the value sign-extended for signed types, zero-extended otherwise (as `ld` and
@@ -336,7 +347,10 @@ impl<'f> Layout<'f> {
                 flip: g.negated as u8,
                 ..self.reg(g.reg, Pred)
             },
-            None => self.constant(1),
+            None => Src {
+                flip: UNGUARDED,
+                ..self.constant(1)
+            },
         };
         let z = self.zero;
         let none = self.sink;

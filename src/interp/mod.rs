@@ -363,7 +363,7 @@ impl<'a> Thread<'a> {
         while let Some(op) = decoded.ops.get(pc) {
             pc += 1;
             executed += 1;
-            if op.guard.read(&frame.regs) == 0 {
+            if !op.guard.holds(&frame.regs) {
                 continue;
             }
             match self.exec(&mut frame, op, &body[pc - 1]) {

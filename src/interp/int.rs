@@ -163,18 +163,21 @@ fn product(ty: Type, a: u64, b: u64) -> i128 {
 /// `mul.lo/.hi/.wide` (9.7.1.3). The result has the type's width (twice it for `.wide`).
 #[inline(always)]
 pub fn mul(mode: MulMode, ty: Type, a: u64, b: u64) -> u64 {
-    let p = product(ty, a, b) as u128;
     let bits = ty.bits();
+    if bits <= 32 {
+        // The 2n-bit product of n ≤ 32 bits fits in 64 (two's complement when signed).
+        let p = (wide(a, ty) as i64).wrapping_mul(wide(b, ty) as i64) as u64;
+        return match mode {
+            MulMode::Lo => p & ty.mask(),
+            MulMode::Hi => (p >> bits) & ty.mask(),
+            MulMode::Wide => p & (u64::MAX >> (64 - 2 * bits)),
+        };
+    }
+    let p = product(ty, a, b) as u128;
     match mode {
-        MulMode::Lo => p as u64 & ty.mask(),
-        MulMode::Hi => (p >> bits) as u64 & ty.mask(),
-        MulMode::Wide => {
-            if bits == 32 {
-                p as u64
-            } else {
-                p as u64 & ((1 << (2 * bits)) - 1)
-            }
-        }
+        MulMode::Lo => p as u64,
+        MulMode::Hi => (p >> 64) as u64,
+        MulMode::Wide => unreachable!("validated: no mul.wide of 64-bit types"),
     }
 }
 
@@ -205,13 +208,16 @@ pub fn mad(
             false,
         );
     }
-    let mask: u128 = if dbits >= 64 {
-        u64::MAX as u128
-    } else {
-        (1u128 << dbits) - 1
-    };
-    let sum = (half as u128 & mask) + (c as u128 & mask) + cf_in.unwrap_or(false) as u128;
-    ((sum & mask) as u64, (sum >> dbits) & 1 == 1)
+    let cin = cf_in.unwrap_or(false);
+    if dbits < 64 {
+        // The (n+1)-bit sum fits in 64 bits.
+        let mask = u64::MAX >> (64 - dbits);
+        let sum = (half & mask) + (c & mask) + cin as u64;
+        return (sum & mask, (sum >> dbits) & 1 == 1);
+    }
+    let (s, c1) = half.overflowing_add(c);
+    let (s, c2) = s.overflowing_add(cin as u64);
+    (s, c1 || c2)
 }
 
 /// `shf.l/.r` (9.7.8.6): shifts the 64-bit value b:a and keeps the upper (`.l`) or lower

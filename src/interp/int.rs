@@ -37,22 +37,35 @@ pub fn add_sub(
     b: u64,
     cf_in: Option<bool>,
 ) -> (u64, bool) {
-    let bits = ty.bits();
-    let mask = ty.mask() as u128;
-    let (a, b) = (a as u128 & mask, b as u128 & mask);
-    let sum = match op {
-        IntBinOp::Add => a + b + cf_in.unwrap_or(false) as u128,
-        _ => a + (!b & mask) + cf_in.unwrap_or(true) as u128,
+    let (sum, carry) = match op {
+        IntBinOp::Add => add_carry(ty.bits(), a, b, cf_in.unwrap_or(false)),
+        _ => add_carry(ty.bits(), a, !b, cf_in.unwrap_or(true)),
     };
-    let carry = (sum >> bits) & 1 == 1;
-    let mut d = (sum & mask) as u64;
     if sat {
         // add.sat.s32 / sub.sat.s32: clamp to [MININT, MAXINT] (9.7.1.1).
-        let (x, y) = (sext(a as u64, 32), sext(b as u64, 32));
+        let (x, y) = (sext(a, 32), sext(b, 32));
         let exact = if op == IntBinOp::Add { x + y } else { x - y };
-        d = exact.clamp(i32::MIN as i64, i32::MAX as i64) as u32 as u64;
+        return (
+            exact.clamp(i32::MIN as i64, i32::MAX as i64) as u32 as u64,
+            carry,
+        );
     }
-    (d, carry)
+    (sum, carry)
+}
+
+/// x + y + cin over `bits`-bit operands (their low bits): the `bits`-bit sum and the carry
+/// out of it.
+#[inline(always)]
+fn add_carry(bits: u32, x: u64, y: u64, cin: bool) -> (u64, bool) {
+    if bits < 64 {
+        let mask = u64::MAX >> (64 - bits);
+        let sum = (x & mask) + (y & mask) + cin as u64;
+        (sum & mask, (sum >> bits) & 1 == 1)
+    } else {
+        let (s, c1) = x.overflowing_add(y);
+        let (s, c2) = s.overflowing_add(cin as u64);
+        (s, c1 || c2)
+    }
 }
 
 /// `min`, `max` (9.7.1.10–11).
@@ -208,16 +221,7 @@ pub fn mad(
             false,
         );
     }
-    let cin = cf_in.unwrap_or(false);
-    if dbits < 64 {
-        // The (n+1)-bit sum fits in 64 bits.
-        let mask = u64::MAX >> (64 - dbits);
-        let sum = (half & mask) + (c & mask) + cin as u64;
-        return (sum & mask, (sum >> dbits) & 1 == 1);
-    }
-    let (s, c1) = half.overflowing_add(c);
-    let (s, c2) = s.overflowing_add(cin as u64);
-    (s, c1 || c2)
+    add_carry(dbits, half, c, cf_in.unwrap_or(false))
 }
 
 /// `shf.l/.r` (9.7.8.6): shifts the 64-bit value b:a and keeps the upper (`.l`) or lower

@@ -1287,6 +1287,69 @@ fn predicated_off_instructions_write_nothing() {
     }
 }
 
+#[test]
+fn kernel_parameters_read_in_parts_and_under_guards() {
+    // Parts of a kernel's parameters at their own widths, sign-extended, and under guards
+    // that differ between threads (hoisting these loads out of the JIT's thread loop was
+    // tried in session 5 and dropped; this is the test it was checked with).
+    let ptx = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u32 n, .param .s16 s)
+{
+    .reg .u64 %rd<3>;
+    .reg .u32 %r<6>;
+    .reg .s32 %x;
+    .reg .pred %p;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 16;
+    add.u64 %rd1, %rd1, %rd2;
+    setp.eq.u32 %p, %r1, 1;
+    mov.u32 %r2, 5;
+    @%p ld.param.u32 %r2, [n];
+    ld.param.u16 %r3, [n+2];
+    ld.param.s16 %x, [s];
+    ld.param.u8 %r4, [n];
+    st.global.u32 [%rd1], %r2;
+    st.global.u32 [%rd1+4], %r3;
+    st.global.s32 [%rd1+8], %x;
+    st.global.u32 [%rd1+12], %r4;
+    ret;
+}
+"#;
+    for (name, engine) in engines(ptx) {
+        let mut out = vec![0u8; 32];
+        engine
+            .launch(
+                "k",
+                Dim3::x(1),
+                Dim3::x(2),
+                &mut [
+                    Arg::Buffer(&mut out),
+                    Arg::Scalar(Value::u32(0xabcd_1234)),
+                    Arg::Scalar(Value::new(S16, 0xfff6)),
+                ],
+            )
+            .unwrap();
+        let w = |i: usize| u32::from_le_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
+        // Thread 0 keeps 5 (its guarded load is skipped), thread 1 loads n; both read n's
+        // upper half 0xabcd, s = -10 sign-extended, and n's low byte 0x34.
+        let want = [
+            5,
+            0xabcd,
+            (-10i32) as u32,
+            0x34,
+            0xabcd_1234,
+            0xabcd,
+            (-10i32) as u32,
+            0x34,
+        ];
+        assert_eq!((0..8).map(w).collect::<Vec<_>>(), want, "{name}");
+    }
+}
+
 // ---- faults -------------------------------------------------------------------------------
 
 const STORE_AT: &str = r#"

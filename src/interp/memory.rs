@@ -145,3 +145,84 @@ impl Area for Region {
 
 /// Regions shared by all threads of a launch.
 pub type SharedMemory<'r> = AreaMap<&'r Region>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(bytes: &[u8]) -> Region {
+        Region::new(bytes, bytes.len(), Space::Global, true, "r")
+    }
+
+    #[test]
+    fn reads_and_writes_agree_with_a_byte_array_at_every_size_and_offset() {
+        let init: Vec<u8> = (0..40u8)
+            .map(|i| i.wrapping_mul(37).wrapping_add(11))
+            .collect();
+        for n in [1usize, 2, 4, 8] {
+            for offset in 0..=init.len() - n {
+                let r = region(&init);
+                let mut model = init.clone();
+                let want = (0..n)
+                    .rev()
+                    .fold(0u64, |v, i| (v << 8) | model[offset + i] as u64);
+                assert_eq!(r.read(offset, n), want, "read {n} at {offset}");
+                let v = 0x8877_6655_4433_2211u64;
+                r.write(offset, n, v);
+                model[offset..offset + n].copy_from_slice(&v.to_le_bytes()[..n]);
+                assert_eq!(r.to_vec(), model, "write {n} at {offset}");
+            }
+        }
+    }
+
+    #[test]
+    fn byte_copies_in_and_out_at_any_alignment() {
+        for offset in 0..6 {
+            for len in 0..14 {
+                let r = region(&[0xaa; 24]);
+                let data: Vec<u8> = (1..=len as u8).collect();
+                r.write_bytes(offset, &data);
+                let mut model = vec![0xaa; 24];
+                model[offset..offset + len].copy_from_slice(&data);
+                assert_eq!(r.to_vec(), model, "{len} bytes at {offset}");
+                let mut out = vec![7u8];
+                r.append_to(&mut out);
+                assert_eq!(out.len(), 25);
+                assert_eq!(&out[1..], &model[..]);
+            }
+        }
+    }
+
+    #[test]
+    fn refill_keeps_no_old_bytes() {
+        let mut r = region(&[0xff; 30]);
+        let name: Arc<str> = "s".into();
+        r.refill(&[1, 2, 3], 7, Space::Local, true, &name);
+        assert_eq!(r.to_vec(), [1, 2, 3, 0, 0, 0, 0]);
+        assert_eq!(r.size(), 7);
+    }
+
+    #[test]
+    fn concurrent_byte_stores_into_one_word_are_all_kept() {
+        // Four threads store the four bytes of the same words many times: a store must not
+        // overwrite its neighbours' bytes with stale values.
+        let r = region(&[0; 64]);
+        std::thread::scope(|s| {
+            for k in 0..4usize {
+                let r = &r;
+                s.spawn(move || {
+                    for round in 0..2000u32 {
+                        for w in 0..16 {
+                            r.write(4 * w + k, 1, (round as u64 + k as u64) & 0xff);
+                        }
+                    }
+                });
+            }
+        });
+        for w in 0..16 {
+            for k in 0..4 {
+                assert_eq!(r.read(4 * w + k, 1), (1999 + k as u64) & 0xff);
+            }
+        }
+    }
+}

@@ -12,11 +12,11 @@ mod workloads;
 
 use num_bigint::BigUint;
 use ptxjit::generate::Rng;
-use ptxjit::{Arg, Dim3, Engine, Interpreter, Jit, JitOptions, Module, Value};
+use ptxjit::{Arg, Dim3, Engine, Interpreter, Module, Value};
 use rayon::prelude::*;
 use std::hint::black_box;
 use std::time::Instant;
-use workloads::{Limb, Workload};
+use workloads::{Workload, jit, launch, rust_one, saxpy_launch, saxpy_native};
 
 /// Best of seven timings of `f`, in ns per operation (`ops` operations a run): the minimum
 /// filters out the moments a shared machine is busy with something else.
@@ -49,18 +49,6 @@ impl Table {
     }
 }
 
-fn jit(ptx: &str, checked: bool) -> Jit {
-    let module = Module::parse(ptx).expect("workload PTX parses");
-    Jit::with_options(
-        module,
-        JitOptions {
-            checked,
-            ..JitOptions::default()
-        },
-    )
-    .expect("compiles")
-}
-
 fn random_bytes(rng: &mut Rng, n: usize) -> Vec<u8> {
     (0..n).map(|_| rng.next_u64() as u8).collect()
 }
@@ -78,92 +66,6 @@ fn operands(w: &Workload, rng: &mut Rng, count: usize) -> Vec<u8> {
         }
     }
     v
-}
-
-/// The Rust baseline for one operand pair, into `out` (no allocation).
-fn rust_one(w: &Workload, a: &[u8], b: &[u8], out: &mut [u8]) {
-    let n = w.n;
-    match (w.limb, &w.modulus) {
-        (Limb::U64, _) => {
-            let (mut x, mut y, mut r) = ([0u64; 16], [0u64; 16], [0u64; 32]);
-            read_limbs(a, &mut x[..n]);
-            read_limbs(b, &mut y[..n]);
-            workloads::rust_mul_u64(&x[..n], &y[..n], &mut r[..2 * n]);
-            write_limbs(&r[..2 * n], out);
-        }
-        (Limb::U32, modulus) => {
-            let (mut x, mut y, mut r) = ([0u32; 32], [0u32; 32], [0u32; 64]);
-            read_limbs(a, &mut x[..n]);
-            read_limbs(b, &mut y[..n]);
-            match modulus {
-                None => {
-                    workloads::rust_mul_u32(&x[..n], &y[..n], &mut r[..2 * n]);
-                    write_limbs(&r[..2 * n], out);
-                }
-                Some(p) => {
-                    let n0 = workloads::n0_inverse(p[0]);
-                    workloads::rust_mont_u32(&x[..n], &y[..n], p, n0, &mut r[..n]);
-                    write_limbs(&r[..n], out);
-                }
-            }
-        }
-    }
-}
-
-/// Little-endian limbs from bytes.
-fn read_limbs<T: Limbs>(bytes: &[u8], out: &mut [T]) {
-    for (k, o) in out.iter_mut().enumerate() {
-        *o = T::read(&bytes[k * T::SIZE..]);
-    }
-}
-
-fn write_limbs<T: Limbs>(limbs: &[T], out: &mut [u8]) {
-    for (k, v) in limbs.iter().enumerate() {
-        v.write(&mut out[k * T::SIZE..]);
-    }
-}
-
-trait Limbs: Copy {
-    const SIZE: usize;
-    fn read(b: &[u8]) -> Self;
-    fn write(self, b: &mut [u8]);
-}
-
-impl Limbs for u32 {
-    const SIZE: usize = 4;
-    fn read(b: &[u8]) -> u32 {
-        u32::from_le_bytes(b[..4].try_into().unwrap())
-    }
-    fn write(self, b: &mut [u8]) {
-        b[..4].copy_from_slice(&self.to_le_bytes());
-    }
-}
-
-impl Limbs for u64 {
-    const SIZE: usize = 8;
-    fn read(b: &[u8]) -> u64 {
-        u64::from_le_bytes(b[..8].try_into().unwrap())
-    }
-    fn write(self, b: &mut [u8]) {
-        b[..8].copy_from_slice(&self.to_le_bytes());
-    }
-}
-
-fn launch(e: &dyn Engine, w: &Workload, a: &mut [u8], b: &mut [u8], out: &mut [u8], count: usize) {
-    let block = 128u32;
-    let grid = (count as u32).div_ceil(block);
-    e.launch(
-        &format!("{}_k", w.name),
-        Dim3::x(grid),
-        Dim3::x(block),
-        &mut [
-            Arg::Buffer(a),
-            Arg::Buffer(b),
-            Arg::Buffer(out),
-            Arg::Scalar(Value::u32(count as u32)),
-        ],
-    )
-    .expect("the workload runs");
 }
 
 fn bignum(w: &Workload, t: &mut Table, rng: &mut Rng) {
@@ -297,34 +199,20 @@ fn bignum(w: &Workload, t: &mut Table, rng: &mut Rng) {
 
 fn streaming(t: &mut Table) {
     let n: usize = 1 << 24;
-    let ptx = include_str!("saxpy.ptx");
+    let ptx = workloads::SAXPY_PTX;
     let (checked, unchecked) = (jit(ptx, true), jit(ptx, false));
     let interp = Interpreter::new(Module::parse(ptx).unwrap());
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
     let mut yb = vec![0u8; 4 * n];
-    let run = |e: &dyn Engine, xb: &mut [u8], yb: &mut [u8], n: usize| {
-        e.launch(
-            "saxpy",
-            Dim3::x((n as u32).div_ceil(256)),
-            Dim3::x(256),
-            &mut [
-                Arg::Scalar(Value::f32(2.0)),
-                Arg::Buffer(xb),
-                Arg::Buffer(yb),
-                Arg::Scalar(Value::u32(n as u32)),
-            ],
-        )
-        .expect("saxpy runs")
-    };
     let name = "saxpy 16M";
     for (imp, e) in [("jit", &checked), ("jit-unchecked", &unchecked)] {
-        let ns = time(n as u64, || run(e, &mut xb, &mut yb, n));
+        let ns = time(n as u64, || saxpy_launch(e, &mut xb, &mut yb, n));
         t.add(name, imp, ns);
     }
     let small = 1 << 16;
     let ns = time(small as u64, || {
-        run(&interp, &mut xb[..4 * small], &mut yb[..4 * small], small)
+        saxpy_launch(&interp, &mut xb[..4 * small], &mut yb[..4 * small], small)
     });
     t.add(name, "interp", ns);
     let mut y = vec![0f32; n];
@@ -334,28 +222,6 @@ fn streaming(t: &mut Table) {
             .for_each(|(y, x)| saxpy_native(2.0, x, y))
     });
     t.add(name, "rayon", ns);
-}
-
-/// `y = fma(a, x, y)` compiled for the host's FMA unit when it has one, as the JIT's code
-/// is: built for baseline x86-64, `mul_add` would be a libm call per element.
-fn saxpy_native(a: f32, x: &[f32], y: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU running this has the features the function is compiled for.
-        unsafe { saxpy_avx2_fma(a, x, y) };
-        return;
-    }
-    for (y, x) in y.iter_mut().zip(x) {
-        *y = a.mul_add(*x, *y);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn saxpy_avx2_fma(a: f32, x: &[f32], y: &mut [f32]) {
-    for (y, x) in y.iter_mut().zip(x) {
-        *y = a.mul_add(*x, *y);
-    }
 }
 
 /// Interpreter throughput on corpus kernels with loops, branches, calls and memory, counted

@@ -4,6 +4,8 @@
 //! `.entry` over arrays of independent operands; and the same algorithms in Rust.
 #![allow(dead_code)]
 
+use ptxjit::{Arg, Dim3, Engine, Jit, JitOptions, Module, Value};
+
 /// Limb width of a workload.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Limb {
@@ -322,5 +324,155 @@ pub fn rust_mont_u32(a: &[u32], b: &[u32], p: &[u32], n0: u32, r: &mut [u32]) {
     let keep_t = (t[n] as i64 - borrow) < 0;
     for j in 0..n {
         r[j] = if keep_t { t[j] } else { s[j] };
+    }
+}
+
+// ---- running them ------------------------------------------------------------------------
+
+/// The Rust baseline for one operand pair, into `out` (no allocation).
+pub fn rust_one(w: &Workload, a: &[u8], b: &[u8], out: &mut [u8]) {
+    let n = w.n;
+    match (w.limb, &w.modulus) {
+        (Limb::U64, _) => {
+            let (mut x, mut y, mut r) = ([0u64; 16], [0u64; 16], [0u64; 32]);
+            read_limbs(a, &mut x[..n]);
+            read_limbs(b, &mut y[..n]);
+            rust_mul_u64(&x[..n], &y[..n], &mut r[..2 * n]);
+            write_limbs(&r[..2 * n], out);
+        }
+        (Limb::U32, modulus) => {
+            let (mut x, mut y, mut r) = ([0u32; 32], [0u32; 32], [0u32; 64]);
+            read_limbs(a, &mut x[..n]);
+            read_limbs(b, &mut y[..n]);
+            match modulus {
+                None => {
+                    rust_mul_u32(&x[..n], &y[..n], &mut r[..2 * n]);
+                    write_limbs(&r[..2 * n], out);
+                }
+                Some(p) => {
+                    let n0 = n0_inverse(p[0]);
+                    rust_mont_u32(&x[..n], &y[..n], p, n0, &mut r[..n]);
+                    write_limbs(&r[..n], out);
+                }
+            }
+        }
+    }
+}
+
+/// Little-endian limbs from bytes.
+fn read_limbs<T: Limbs>(bytes: &[u8], out: &mut [T]) {
+    for (k, o) in out.iter_mut().enumerate() {
+        *o = T::read(&bytes[k * T::SIZE..]);
+    }
+}
+
+fn write_limbs<T: Limbs>(limbs: &[T], out: &mut [u8]) {
+    for (k, v) in limbs.iter().enumerate() {
+        v.write(&mut out[k * T::SIZE..]);
+    }
+}
+
+trait Limbs: Copy {
+    const SIZE: usize;
+    fn read(b: &[u8]) -> Self;
+    fn write(self, b: &mut [u8]);
+}
+
+impl Limbs for u32 {
+    const SIZE: usize = 4;
+    fn read(b: &[u8]) -> u32 {
+        u32::from_le_bytes(b[..4].try_into().unwrap())
+    }
+    fn write(self, b: &mut [u8]) {
+        b[..4].copy_from_slice(&self.to_le_bytes());
+    }
+}
+
+impl Limbs for u64 {
+    const SIZE: usize = 8;
+    fn read(b: &[u8]) -> u64 {
+        u64::from_le_bytes(b[..8].try_into().unwrap())
+    }
+    fn write(self, b: &mut [u8]) {
+        b[..8].copy_from_slice(&self.to_le_bytes());
+    }
+}
+
+/// The JIT for `ptx`, with or without memory checks.
+pub fn jit(ptx: &str, checked: bool) -> Jit {
+    let module = Module::parse(ptx).expect("benchmark PTX parses");
+    Jit::with_options(
+        module,
+        JitOptions {
+            checked,
+            ..JitOptions::default()
+        },
+    )
+    .expect("compiles")
+}
+
+/// `examples/saxpy.ptx`, which `saxpy_launch` runs.
+pub const SAXPY_PTX: &str = include_str!("../../examples/saxpy.ptx");
+
+/// Launches saxpy (`y = 2x + y`, n elements, 256 threads a block) on `e`.
+pub fn saxpy_launch(e: &dyn Engine, x: &mut [u8], y: &mut [u8], n: usize) {
+    e.launch(
+        "saxpy",
+        Dim3::x((n as u32).div_ceil(256)),
+        Dim3::x(256),
+        &mut [
+            Arg::Scalar(Value::f32(2.0)),
+            Arg::Buffer(x),
+            Arg::Buffer(y),
+            Arg::Scalar(Value::u32(n as u32)),
+        ],
+    )
+    .expect("saxpy runs");
+}
+
+/// Launches the workload's `.entry` over `count` operand pairs, 128 threads a block.
+pub fn launch(
+    e: &dyn Engine,
+    w: &Workload,
+    a: &mut [u8],
+    b: &mut [u8],
+    out: &mut [u8],
+    count: usize,
+) {
+    let block = 128u32;
+    let grid = (count as u32).div_ceil(block);
+    e.launch(
+        &format!("{}_k", w.name),
+        Dim3::x(grid),
+        Dim3::x(block),
+        &mut [
+            Arg::Buffer(a),
+            Arg::Buffer(b),
+            Arg::Buffer(out),
+            Arg::Scalar(Value::u32(count as u32)),
+        ],
+    )
+    .expect("the workload runs");
+}
+
+/// `y = fma(a, x, y)` compiled for the host's FMA unit when it has one, as the JIT's code
+/// is: built for baseline x86-64, `mul_add` would be a libm call per element.
+pub fn saxpy_native(a: f32, x: &[f32], y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU running this has the features the function is compiled for.
+        unsafe { saxpy_avx2_fma(a, x, y) };
+        return;
+    }
+    for (y, x) in y.iter_mut().zip(x) {
+        *y = a.mul_add(*x, *y);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn saxpy_avx2_fma(a: f32, x: &[f32], y: &mut [f32]) {
+    for (y, x) in y.iter_mut().zip(x) {
+        *y = a.mul_add(*x, *y);
     }
 }

@@ -165,9 +165,9 @@ pub struct Lower<'a, 'f> {
     checks: memory::CheckPlan,
     refs: HashMap<&'static str, FuncRef>,
     callees: HashMap<u32, FuncRef>,
-    /// Narrow integer values whose zero extension to i64 is already in a register (carry
-    /// sums, 32-bit loads, high halves of products): the carry arithmetic works one width
-    /// up, and asking for the extension again would cost a `movl` each time (see
+    /// Narrow integer values whose zero extension to i64 is already in a register (the
+    /// limbs of 32-bit carry sums, 32-bit loads): the carry arithmetic works one width up,
+    /// and asking for the extension again would cost a `movl` each time (see
     /// [`Lower::uextend`]).
     zext: HashMap<Value, Value>,
 }
@@ -671,8 +671,8 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// `v` zero-extended to `to`, reusing an extension made earlier. Cranelift's x64
     /// backend knows that 32-bit ALU results are zero-extended, but not an `ireduce` of a
     /// 64-bit sum nor a 32-bit load, so without this every carry-chain step would extend
-    /// its accumulator limb again.
-    /// A constant extends to a constant (`mul.wide.u32 %off, %i, 32` keeps its immediate).
+    /// its accumulator limb again. A constant extends to a constant (`mul.wide.u32 %off, %i,
+    /// 32` keeps its immediate).
     pub(super) fn uextend(&mut self, to: ir::Type, v: Value) -> Value {
         if let Some(&w) = self.zext.get(&v)
             && self.b.func.dfg.value_type(w) == to

@@ -343,6 +343,28 @@ modifier_enum! {
     }
 }
 
+impl IntBinOp {
+    /// The type `b` is read at: a shift amount is `.u32` whatever the type (9.7.8.8–9).
+    pub fn b_type(self, ty: Type) -> Type {
+        if matches!(self, IntBinOp::Shl | IntBinOp::Shr) {
+            Type::U32
+        } else {
+            ty
+        }
+    }
+}
+
+impl IntUnOp {
+    /// The type of the result: `popc` and `clz` count into a `.u32` (9.7.1.13–14).
+    pub fn result_type(self, ty: Type) -> Type {
+        if matches!(self, IntUnOp::Popc | IntUnOp::Clz) {
+            Type::U32
+        } else {
+            ty
+        }
+    }
+}
+
 /// Carry-flag use of the extended-precision forms (PTX ISA 9.7.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Carry {

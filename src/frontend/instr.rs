@@ -804,11 +804,7 @@ fn int_bin(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         "cannot be combined with a carry",
     )?;
     cx.count(ops, 3)?;
-    let bty = if matches!(op, IntBinOp::Shl | IntBinOp::Shr) {
-        U32
-    } else {
-        ty
-    };
+    let bty = op.b_type(ty);
     Ok(Inst::IntBin {
         op,
         ty,
@@ -834,11 +830,7 @@ fn int_un(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     };
     let ty = cx.one_type(allowed)?;
     cx.count(ops, 2)?;
-    let dty = if matches!(op, IntUnOp::Popc | IntUnOp::Clz) {
-        U32
-    } else {
-        ty
-    };
+    let dty = op.result_type(ty);
     Ok(Inst::IntUn {
         op,
         ty,
@@ -865,11 +857,7 @@ fn mul(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let ty = cx.one_type(INT_TYPES)?;
     let mode = mul_mode(cx, ty)?;
     cx.count(ops, 3)?;
-    let dty = if mode == MulMode::Wide {
-        ty.widened()
-    } else {
-        ty
-    };
+    let dty = mode.result_type(ty);
     Ok(Inst::Mul {
         mode,
         ty,
@@ -899,11 +887,7 @@ fn mad(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         return err(cx.head, "the carry forms of mad take .lo or .hi");
     }
     cx.count(ops, 4)?;
-    let dty = if mode == MulMode::Wide {
-        ty.widened()
-    } else {
-        ty
-    };
+    let dty = mode.result_type(ty);
     Ok(Inst::Mad {
         mode,
         ty,

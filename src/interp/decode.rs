@@ -401,11 +401,7 @@ impl<'f> Layout<'f> {
                 a,
                 b,
             } => {
-                let bty = if matches!(op, IntBinOp::Shl | IntBinOp::Shr) {
-                    U32
-                } else {
-                    *ty
-                };
+                let bty = op.b_type(*ty);
                 let kind = Kind::IntBin {
                     op: *op,
                     ty: *ty,
@@ -419,12 +415,8 @@ impl<'f> Layout<'f> {
                 )
             }
             IntUn { op, ty, d, a } => {
-                let dty = if matches!(op, IntUnOp::Popc | IntUnOp::Clz) {
-                    U32
-                } else {
-                    *ty
-                };
                 let kind = Kind::IntUn { op: *op, ty: *ty };
+                let dty = op.result_type(*ty);
                 (kind, [self.src(a, *ty), z, z, z], [self.dst(d, dty), none])
             }
             Mul { mode, ty, d, a, b } => (

@@ -19,9 +19,8 @@ impl Lower<'_, '_> {
                 a,
                 b,
             } => {
-                let shift = matches!(op, IntBinOp::Shl | IntBinOp::Shr);
                 let x = self.get(a, *ty);
-                let y = self.get(b, if shift { Type::U32 } else { *ty });
+                let y = self.get(b, op.b_type(*ty));
                 let v = match op {
                     IntBinOp::Add | IntBinOp::Sub => self.add_sub(*op, *sat, *carry, x, y),
                     IntBinOp::Min => {
@@ -67,12 +66,7 @@ impl Lower<'_, '_> {
                     }
                     IntUnOp::Brev => self.b.ins().bitrev(x),
                 };
-                let dty = if matches!(op, IntUnOp::Popc | IntUnOp::Clz) {
-                    Type::U32
-                } else {
-                    *ty
-                };
-                self.set(d, dty, v);
+                self.set(d, op.result_type(*ty), v);
             }
             Inst::Mul { mode, ty, d, a, b } => {
                 let (x, y) = (self.get(a, *ty), self.get(b, *ty));

@@ -308,7 +308,8 @@ fn emit_shows_the_compiled_code_and_stats_the_times() {
 fn unchecked_drops_the_checks_from_the_code() {
     let f = write_tmp("scale_unchecked.ptx", KERNEL);
     let mut args = scale_args(&f);
-    args.extend(["--emit", "clif", "--unchecked"]);
+    // Without lanes: the thread loop would call the kernel's lanes function.
+    args.extend(["--emit", "clif", "--unchecked", "--no-lanes"]);
     let o = ptxjit(&args, None);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(!o.stdout.contains("call fn"), "{}", o.stdout);

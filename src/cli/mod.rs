@@ -10,7 +10,7 @@ pub mod values;
 use crate::ast::{FuncKind, Module};
 use crate::engine::{Arg, Dim3, Engine, RunError, Value};
 use crate::interp::Interpreter;
-use crate::jit::{Emit, Jit, JitOptions};
+use crate::jit::{Emit, Jit, JitOptions, LANES};
 use std::io::{BufRead, Write};
 use std::time::Instant;
 use values::{Spec, format_buffer, parse_spec, parse_value};
@@ -30,6 +30,8 @@ ENGINE OPTIONS:
   --emit clif|asm       JIT: print the Cranelift IR or the x86-64 code of each function
   --egraph              JIT: also run Cranelift's e-graph optimizer (off by default: it
                         lengthens live ranges in unrolled code; see README, Benchmarks)
+  --no-lanes            JIT: run kernels one thread at a time (by default a kernel that
+                        allows it runs four threads at a time in SIMD lanes; --stats says)
   --stats               print compile time, run time and threads/s to stderr
   --verify              run the interpreter beside the JIT; exit 1 on any difference
 
@@ -121,6 +123,7 @@ struct EngineOpts {
     checked: bool,
     emit: Emit,
     egraph: bool,
+    lanes: bool,
     stats: bool,
     /// Run the interpreter beside the JIT and fail on any difference.
     verify: bool,
@@ -133,6 +136,7 @@ impl Default for EngineOpts {
             checked: true,
             emit: Emit::None,
             egraph: false,
+            lanes: true,
             stats: false,
             verify: false,
         }
@@ -175,6 +179,10 @@ impl EngineOpts {
                 self.egraph = true;
                 Ok(1)
             }
+            "--no-lanes" => {
+                self.lanes = false;
+                Ok(1)
+            }
             "--stats" => {
                 self.stats = true;
                 Ok(1)
@@ -206,9 +214,9 @@ impl EngineOpts {
         err: &mut dyn Write,
     ) -> Result<Box<dyn Engine>, Exit> {
         if self.kind == EngineKind::Interp {
-            if self.emit != Emit::None || !self.checked || self.egraph {
+            if self.emit != Emit::None || !self.checked || self.egraph || !self.lanes {
                 return Err(bad(
-                    "error: --emit, --unchecked and --egraph apply to the JIT engine",
+                    "error: --emit, --unchecked, --egraph and --no-lanes apply to the JIT engine",
                 ));
             }
             return Ok(Box::new(Interpreter::new(module)));
@@ -219,6 +227,7 @@ impl EngineOpts {
                 checked: self.checked,
                 emit: self.emit,
                 egraph: self.egraph,
+                lanes: self.lanes,
                 ..JitOptions::default()
             },
         )?;
@@ -235,6 +244,12 @@ impl EngineOpts {
                 s.instructions,
                 s.millis * 1e3 / s.instructions.max(1) as f64
             );
+            for (name, why) in jit.lanes_report() {
+                let _ = match why {
+                    None => writeln!(err, "kernel {name}: SIMD lanes, {LANES} threads at a time"),
+                    Some(why) => writeln!(err, "kernel {name}: one thread at a time ({why})"),
+                };
+            }
         }
         Ok(Box::new(jit))
     }

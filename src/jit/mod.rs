@@ -15,18 +15,21 @@ pub mod layout;
 mod lower;
 pub mod runtime;
 
+pub use lower::LANES;
+
 use crate::ast::{FuncId, FuncKind, Module, Space};
 use crate::engine::{
     Arg, Dim3, Engine, Fault, RunError, Value, arg_bytes, check_arity, check_buffer_param,
     check_dims, check_scalar_rets, find_function,
 };
 use crate::memcheck::AreaMap;
+use cranelift_codegen::ir;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module as _};
 use layout::FrameLayout;
-use lower::{HELPERS, Lower, Shared, internal_signature, signature};
+use lower::{HELPERS, Lower, Refused, Shared, internal_signature, lanes_signature, signature};
 use rayon::prelude::*;
 use runtime::{AreaName, JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
 use std::collections::HashMap;
@@ -62,6 +65,9 @@ pub struct JitOptions {
     /// → 5,954 stack accesses, 3.2× faster without it), and no loop kernel measured here gains
     /// from it (README, "Benchmarks").
     pub egraph: bool,
+    /// Run kernels that allow it four threads at a time in SIMD lanes (the default is on;
+    /// see `lower/lanes.rs`).
+    pub lanes: bool,
 }
 
 impl Default for JitOptions {
@@ -72,6 +78,7 @@ impl Default for JitOptions {
             verify: cfg!(debug_assertions),
             hardware_rounding: true,
             egraph: false,
+            lanes: true,
         }
     }
 }
@@ -106,6 +113,8 @@ pub struct Jit {
     pub stats: CompileStats,
     /// Whether calls and launches need the big-stack threads.
     big_stack: bool,
+    /// Each kernel's name and, when it runs on the thread loop only, why.
+    lanes_report: Vec<(String, Option<String>)>,
 }
 
 /// Stack the generated code may use on an ordinary thread (rayon's workers and the main
@@ -273,6 +282,51 @@ impl Jit {
             checked: options.checked,
             hw_arith: options.hardware_rounding,
             hw_fma: options.hardware_rounding && hwfloat::has_fma(),
+            lanes: &vec![None; module.functions.len()],
+        };
+        // Kernels in lanes: lowered first, to learn which ones can be.
+        let mut lanes_code: Vec<Option<ir::Function>> = vec![None; module.functions.len()];
+        let mut lanes_report = Vec::new();
+        for (i, f) in module.functions.iter().enumerate() {
+            if f.kind != FuncKind::Entry || f.body.is_none() {
+                continue;
+            }
+            let why = if options.lanes {
+                let mut func = ir::Function::with_name_signature(
+                    ir::UserFuncName::default(),
+                    lanes_signature(cc),
+                );
+                let mut fc = FunctionBuilderContext::new();
+                let b = FunctionBuilder::new(&mut func, &mut fc);
+                match Lower::lanes_function(b, &shared, &mut jm, FuncId(i as u32)) {
+                    Ok(()) => {
+                        lanes_code[i] = Some(func);
+                        None
+                    }
+                    Err(Refused(why)) => Some(why),
+                }
+            } else {
+                Some("lanes are off".to_string())
+            };
+            lanes_report.push((f.name.clone(), why));
+        }
+        let mut lanes_ids = Vec::new();
+        for (i, code) in lanes_code.iter().enumerate() {
+            lanes_ids.push(match code {
+                Some(_) => Some(
+                    jm.declare_function(
+                        &format!("ptx{i}.{}.lanes", module.functions[i].name),
+                        Linkage::Local,
+                        &lanes_signature(cc),
+                    )
+                    .map_err(compile_error)?,
+                ),
+                None => None,
+            });
+        }
+        let shared = Shared {
+            lanes: &lanes_ids,
+            ..shared
         };
         let mut listing = Vec::new();
         let mut fctx = FunctionBuilderContext::new();
@@ -300,6 +354,24 @@ impl Jit {
             jm.clear_context(&mut ctx);
             // clear_context also resets the listing flag.
             ctx.set_disasm(options.emit == Emit::Asm);
+            if let (Some(id), Some(code)) = (lanes_ids[i], lanes_code[i].take()) {
+                let name = format!("{}.lanes", f.name);
+                ctx.func = code;
+                if options.emit == Emit::Clif {
+                    listing.push((name.clone(), ctx.func.display().to_string()));
+                }
+                jm.define_function(id, &mut ctx)
+                    .map_err(|e| compile_error(format!("`{name}`: {e:?}")))?;
+                if options.emit == Emit::Asm {
+                    let text = ctx
+                        .compiled_code()
+                        .and_then(|c| c.vcode.clone())
+                        .unwrap_or_default();
+                    listing.push((name, text));
+                }
+                jm.clear_context(&mut ctx);
+                ctx.set_disasm(options.emit == Emit::Asm);
+            }
         }
         let host_ids = host::define_wrappers(
             &mut jm,
@@ -339,6 +411,7 @@ impl Jit {
             listing,
             stats,
             big_stack: stack_needed > SMALL_STACK,
+            lanes_report,
         })
     }
 
@@ -349,6 +422,12 @@ impl Jit {
         } else {
             f()
         }
+    }
+
+    /// Each kernel's name and, when it runs on the thread loop only, why (else it runs four
+    /// threads at a time in SIMD lanes where it can: see `lower/lanes.rs`).
+    pub fn lanes_report(&self) -> &[(String, Option<String>)] {
+        &self.lanes_report
     }
 
     pub fn module(&self) -> &Module {

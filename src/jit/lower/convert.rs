@@ -225,45 +225,13 @@ impl Lower<'_, '_> {
 
     /// The comparison of `setp` (tables 26–27) as an i8 0/1.
     fn compare(&mut self, cmp: CmpOp, ty: Type, ftz: bool, x: Value, y: Value) -> Value {
-        use CmpOp::*;
         if ty.is_float() {
             let x = self.flush_if(ftz, ty, x);
             let y = self.flush_if(ftz, ty, y);
-            let cc = match cmp {
-                Eq => FloatCC::Equal,
-                Ne => FloatCC::OrderedNotEqual,
-                Lt => FloatCC::LessThan,
-                Le => FloatCC::LessThanOrEqual,
-                Gt => FloatCC::GreaterThan,
-                Ge => FloatCC::GreaterThanOrEqual,
-                Equ => FloatCC::UnorderedOrEqual,
-                Neu => FloatCC::NotEqual,
-                Ltu => FloatCC::UnorderedOrLessThan,
-                Leu => FloatCC::UnorderedOrLessThanOrEqual,
-                Gtu => FloatCC::UnorderedOrGreaterThan,
-                Geu => FloatCC::UnorderedOrGreaterThanOrEqual,
-                Num => FloatCC::Ordered,
-                Nan => FloatCC::Unordered,
-                Lo | Ls | Hi | Hs => unreachable!("validated: integer-only comparison"),
-            };
-            return self.b.ins().fcmp(cc, x, y);
+            return self.b.ins().fcmp(float_cc(cmp), x, y);
         }
-        let signed = ty.is_signed();
-        let cc = match cmp {
-            Eq => IntCC::Equal,
-            Ne => IntCC::NotEqual,
-            Lt if signed => IntCC::SignedLessThan,
-            Le if signed => IntCC::SignedLessThanOrEqual,
-            Gt if signed => IntCC::SignedGreaterThan,
-            Ge if signed => IntCC::SignedGreaterThanOrEqual,
-            Lt | Lo => IntCC::UnsignedLessThan,
-            Le | Ls => IntCC::UnsignedLessThanOrEqual,
-            Gt | Hi => IntCC::UnsignedGreaterThan,
-            Ge | Hs => IntCC::UnsignedGreaterThanOrEqual,
-            _ => unreachable!("validated: float-only comparison"),
-        };
         // Predicates compare as their 0/1 values.
-        self.b.ins().icmp(cc, x, y)
+        self.b.ins().icmp(int_cc(cmp, ty.is_signed()), x, y)
     }
 
     fn bool_op(&mut self, op: BoolOp, a: Value, b: Value) -> Value {
@@ -272,5 +240,45 @@ impl Lower<'_, '_> {
             BoolOp::Or => self.b.ins().bor(a, b),
             BoolOp::Xor => self.b.ins().bxor(a, b),
         }
+    }
+}
+
+/// The condition of a float comparison of `setp` (table 27).
+pub(super) fn float_cc(cmp: CmpOp) -> FloatCC {
+    use CmpOp::*;
+    match cmp {
+        Eq => FloatCC::Equal,
+        Ne => FloatCC::OrderedNotEqual,
+        Lt => FloatCC::LessThan,
+        Le => FloatCC::LessThanOrEqual,
+        Gt => FloatCC::GreaterThan,
+        Ge => FloatCC::GreaterThanOrEqual,
+        Equ => FloatCC::UnorderedOrEqual,
+        Neu => FloatCC::NotEqual,
+        Ltu => FloatCC::UnorderedOrLessThan,
+        Leu => FloatCC::UnorderedOrLessThanOrEqual,
+        Gtu => FloatCC::UnorderedOrGreaterThan,
+        Geu => FloatCC::UnorderedOrGreaterThanOrEqual,
+        Num => FloatCC::Ordered,
+        Nan => FloatCC::Unordered,
+        Lo | Ls | Hi | Hs => unreachable!("validated: integer-only comparison"),
+    }
+}
+
+/// The condition of an integer comparison of `setp` (table 26).
+pub(super) fn int_cc(cmp: CmpOp, signed: bool) -> IntCC {
+    use CmpOp::*;
+    match cmp {
+        Eq => IntCC::Equal,
+        Ne => IntCC::NotEqual,
+        Lt if signed => IntCC::SignedLessThan,
+        Le if signed => IntCC::SignedLessThanOrEqual,
+        Gt if signed => IntCC::SignedGreaterThan,
+        Ge if signed => IntCC::SignedGreaterThanOrEqual,
+        Lt | Lo => IntCC::UnsignedLessThan,
+        Le | Ls => IntCC::UnsignedLessThanOrEqual,
+        Gt | Hi => IntCC::UnsignedGreaterThan,
+        Ge | Hs => IntCC::UnsignedGreaterThanOrEqual,
+        _ => unreachable!("validated: float-only comparison"),
     }
 }

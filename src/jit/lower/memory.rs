@@ -96,7 +96,7 @@ impl CheckPlan {
     }
 
     /// The recent-area slot of an access through `base`.
-    fn slot(&self, base: AddrBase) -> usize {
+    pub(super) fn slot(&self, base: AddrBase) -> usize {
         match base {
             AddrBase::Reg(r) => self.slots.get(&r).copied().unwrap_or(OTHER_SLOT),
             _ => OTHER_SLOT,
@@ -281,7 +281,7 @@ impl Lower<'_, '_> {
     /// Whether `[lo, end)` is non-empty, does not wrap, and lies inside the writable global
     /// area last checked in `slot` (PTX ISA 5.1's rules hold there: inside, writable), and
     /// `base` is a multiple of `align` (the access's own address, or a run's base register).
-    fn in_recent_area(
+    pub(super) fn in_recent_area(
         &mut self,
         lo: Value,
         end: Value,
@@ -345,7 +345,13 @@ impl Lower<'_, '_> {
 
     /// Whether an access is inside a variable, aligned, in its space and allowed, whatever
     /// the thread (module variables and frame variables are 16-byte aligned).
-    fn known_safe(&self, a: &Address, size: usize, space: Option<Space>, store: bool) -> bool {
+    pub(super) fn known_safe(
+        &self,
+        a: &Address,
+        size: usize,
+        space: Option<Space>,
+        store: bool,
+    ) -> bool {
         let AddrBase::Var(v) = a.base else {
             return false;
         };

@@ -8,8 +8,12 @@
 mod convert;
 mod float;
 mod int;
+mod lanes;
 mod memory;
 mod video;
+
+use convert::{float_cc, int_cc};
+pub use lanes::{LANES, Refused};
 
 use super::layout::FrameLayout;
 use super::runtime::{self, STATUS_EXIT, STATUS_FAULT, STATUS_OK, Site, ThreadCtx};
@@ -127,6 +131,17 @@ pub struct Shared<'a> {
     pub hw_arith: bool,
     /// Directed fma on the host's FMA unit (else soft-float).
     pub hw_fma: bool,
+    /// The lanes function of each kernel that has one (see [`lanes`]).
+    pub lanes: &'a [Option<cranelift_module::FuncId>],
+}
+
+/// The signature of a kernel's lanes function: `(ctx, x, y, z) -> x'`.
+pub fn lanes_signature(cc: CallConv) -> Signature {
+    signature(
+        cc,
+        &[types::I64, types::I32, types::I32, types::I32],
+        &[types::I32],
+    )
 }
 
 /// Special registers a kernel reads once per block.
@@ -190,6 +205,24 @@ impl<'a, 'f> Lower<'a, 'f> {
         jm: &'a mut JITModule,
         fid: FuncId,
     ) {
+        let (mut l, entry) = Lower::new(b, sh, jm, fid);
+        match l.f.kind {
+            FuncKind::Func => l.func_body(entry),
+            FuncKind::Entry => l.kernel_body(),
+        }
+        l.b.seal_all_blocks();
+        let cfg = l.jm.isa().frontend_config();
+        l.b.finalize(cfg);
+    }
+
+    /// The lowering state of function `fid`, positioned in its entry block (which has the
+    /// function's parameters; the first is the context).
+    fn new(
+        b: FunctionBuilder<'f>,
+        sh: &'a Shared<'a>,
+        jm: &'a mut JITModule,
+        fid: FuncId,
+    ) -> (Self, Block) {
         let f = sh.ptx.func(fid);
         let layout = &sh.layouts[fid.0 as usize];
         let mut b = b;
@@ -217,7 +250,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             b.ins().iconst(types::I64, 0)
         };
         let (fail, ret, exit) = (b.create_block(), b.create_block(), b.create_block());
-        let mut l = Lower {
+        let l = Lower {
             b,
             sh,
             jm,
@@ -245,13 +278,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             callees: HashMap::new(),
             zext: HashMap::new(),
         };
-        match f.kind {
-            FuncKind::Func => l.func_body(entry),
-            FuncKind::Entry => l.kernel_body(),
-        }
-        l.b.seal_all_blocks();
-        let cfg = l.jm.isa().frontend_config();
-        l.b.finalize(cfg);
+        (l, entry)
     }
 
     // ---- function shapes -----------------------------------------------------------------
@@ -313,9 +340,9 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
     }
 
-    /// An `.entry`: loops over the threads of the block (x fastest), running the body for
-    /// each with fresh registers, frame and CC.CF.
-    fn kernel_body(&mut self) {
+    /// Loads a kernel's launch dimensions and parameter block from the context and declares
+    /// the `%tid` variables, starting at 0.
+    fn kernel_dims(&mut self) {
         let ctx = self.ctx;
         let load3 = |l: &mut Self, off: usize| -> [Value; 3] {
             [0, 1, 2].map(|k| {
@@ -344,11 +371,60 @@ impl<'a, 'f> Lower<'a, 'f> {
             ctaid,
             nctaid,
         });
+    }
+
+    /// An `.entry`: loops over the threads of the block (x fastest), running the body for
+    /// each with fresh registers, frame and CC.CF. A kernel with a lanes function hands each
+    /// row to it first; the threads it hands back (a group it would not run, or fewer than
+    /// four at the row's end) run here, and then the row goes back to it.
+    fn kernel_body(&mut self) {
+        let ctx = self.ctx;
+        self.kernel_dims();
+        let (tid, ntid) = {
+            let d = self.dims.as_ref().expect("kernel_dims sets them");
+            (d.tid, d.ntid)
+        };
+        let zero = self.b.ins().iconst(types::I32, 0);
+        // Threads of the row below `until` run here before the lanes function is called again.
+        let until = self.b.declare_var(types::I32);
+        self.b.def_var(until, zero);
         self.enter_frame();
         let thread = self.b.create_block();
+        let carry = [(); 3].map(|_| self.b.create_block());
         self.b.ins().jump(thread, &[]);
 
         self.b.switch_to_block(thread);
+        if let Some(id) = self.sh.lanes[self.fid as usize] {
+            let (try_lanes, handed_back, scalar) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            let x = self.b.use_var(tid[0]);
+            let u = self.b.use_var(until);
+            let ready = self
+                .b
+                .ins()
+                .icmp(ir::condcodes::IntCC::UnsignedGreaterThanOrEqual, x, u);
+            self.b.ins().brif(ready, try_lanes, &[], scalar, &[]);
+            self.b.switch_to_block(try_lanes);
+            let f = self.jm.declare_func_in_func(id, self.b.func);
+            let (y, z) = (self.b.use_var(tid[1]), self.b.use_var(tid[2]));
+            let call = self.b.ins().call(f, &[ctx, x, y, z]);
+            let stopped = self.b.inst_results(call)[0];
+            let row_done = self.b.ins().icmp(
+                ir::condcodes::IntCC::UnsignedGreaterThanOrEqual,
+                stopped,
+                ntid[0],
+            );
+            self.b.ins().brif(row_done, carry[0], &[], handed_back, &[]);
+            self.b.switch_to_block(handed_back);
+            self.b.def_var(tid[0], stopped);
+            let next_try = self.b.ins().iadd_imm_s(stopped, LANES as i64);
+            self.b.def_var(until, next_try);
+            self.b.ins().jump(scalar, &[]);
+            self.b.switch_to_block(scalar);
+        }
         for (k, t) in tid.iter().enumerate() {
             let v = self.b.use_var(*t);
             self.b.ins().store(
@@ -368,7 +444,6 @@ impl<'a, 'f> Lower<'a, 'f> {
 
         // Next thread: x, then y, then z.
         self.b.switch_to_block(next);
-        let done = self.b.create_block();
         for k in 0..3 {
             let t = self.b.use_var(tid[k]);
             let t1 = self.b.ins().iadd_imm_s(t, 1);
@@ -376,16 +451,17 @@ impl<'a, 'f> Lower<'a, 'f> {
                 .b
                 .ins()
                 .icmp(ir::condcodes::IntCC::UnsignedLessThan, t1, ntid[k]);
-            let (go, carry) = (self.b.create_block(), self.b.create_block());
-            self.b.ins().brif(more, go, &[], carry, &[]);
+            let go = self.b.create_block();
+            self.b.ins().brif(more, go, &[], carry[k], &[]);
             self.b.switch_to_block(go);
             self.b.def_var(tid[k], t1);
             self.b.ins().jump(thread, &[]);
-            self.b.switch_to_block(carry);
+            self.b.switch_to_block(carry[k]);
             self.b.def_var(tid[k], zero);
+            if k == 0 {
+                self.b.def_var(until, zero);
+            }
         }
-        self.b.ins().jump(done, &[]);
-        self.b.switch_to_block(done);
         let ok = self.b.ins().iconst(types::I32, STATUS_OK as i64);
         self.b.ins().return_(&[ok]);
         let fail = self.fail;
@@ -517,26 +593,31 @@ impl<'a, 'f> Lower<'a, 'f> {
             .pack();
             self.at = i;
             self.start_check_run(i);
-            match ins.guard {
-                Some(g) => {
-                    let (run, skip) = (self.b.create_block(), self.b.create_block());
-                    let p = self.b.use_var(self.regs[g.reg.0 as usize]);
-                    if g.negated {
-                        self.b.ins().brif(p, skip, &[], run, &[]);
-                    } else {
-                        self.b.ins().brif(p, run, &[], skip, &[]);
-                    }
-                    self.b.switch_to_block(run);
-                    self.inst(&ins.inst, &labels);
-                    self.b.ins().jump(skip, &[]);
-                    self.b.switch_to_block(skip);
-                }
-                None => self.inst(&ins.inst, &labels),
-            }
+            self.guarded(ins, &labels);
         }
         if let Some(&blk) = at.get(&body.len()) {
             self.b.ins().jump(blk, &[]);
             self.b.switch_to_block(blk);
+        }
+    }
+
+    /// An instruction under its guard: a branch around it.
+    fn guarded(&mut self, ins: &ast::Instruction, labels: &[Block]) {
+        match ins.guard {
+            Some(g) => {
+                let (run, skip) = (self.b.create_block(), self.b.create_block());
+                let p = self.b.use_var(self.regs[g.reg.0 as usize]);
+                if g.negated {
+                    self.b.ins().brif(p, skip, &[], run, &[]);
+                } else {
+                    self.b.ins().brif(p, run, &[], skip, &[]);
+                }
+                self.b.switch_to_block(run);
+                self.inst(&ins.inst, labels);
+                self.b.ins().jump(skip, &[]);
+                self.b.switch_to_block(skip);
+            }
+            None => self.inst(&ins.inst, labels),
         }
     }
 

@@ -1,0 +1,1263 @@
+//! Kernels in SIMD lanes: four consecutive threads of a block row (`%tid.x` = x … x+3, the same
+//! `%tid.y`, `%tid.z`) run as one group, each per-thread 32-bit value in a lane of a 128-bit
+//! vector. The thread loop stays beside it: [`Lower::kernel_body`] hands each row to the lanes
+//! function, which returns where it stopped, and runs what is left one thread at a time.
+//!
+//! Each register has a shape, known while lowering:
+//! - *uniform*: the same in every lane (parameters, `%ctaid`, `%ntid`, constants, anything
+//!   computed only from those), held in the register's scalar variable. An instruction whose
+//!   sources are all uniform is lowered by the scalar lowering itself, whatever it is;
+//! - *affine*: lane k holds `base + k × stride` modulo the type's width, `base` in the scalar
+//!   variable, the stride a constant (`%tid.x` has stride 1; `mad.lo.s32 %r, %ctaid.x, %ntid.x,
+//!   %tid.x` too; `mul.wide.u32 %rd, %r, 4` has stride 4). Addresses are affine;
+//! - *varying*: anything else, in an `i32x4` (floats as their bits, predicates as lane masks).
+//!
+//! The lanes lowering takes straight-line kernels: the only branches leave the thread (`@%p bra
+//! L` where `L` is a `ret`/`exit` or the end), no calls, no `.local` or `.shared`; varying values
+//! of 32 bits; global accesses of 32 bits at consecutive addresses (stride = size), or loads
+//! from one address; and the varying operations written below. A kernel outside that keeps only
+//! the thread loop, with the reason in `Jit::lanes_report`.
+//!
+//! Results are those of the thread loop, which runs the threads of a block one after another.
+//! Nothing a group does before its first store is seen outside it, so until then the group can
+//! go back to the thread loop (*bail*), which runs its four threads one at a time. A load
+//! before the first store bails unless all four lanes are running, no affine value wrapped
+//! when widened, its range does not wrap around the address space and, in checked mode, it
+//! lies in the area its slot last checked. The first store (the *gate*) tests the same for
+//! every later access, whose addresses are known there (no access's address register is
+//! written after the gate), and that no two accesses of different lanes overlap where one is
+//! a store (in lock step a lane could read before an earlier thread's store). So faults and
+//! failed checks are reported by the thread loop, exactly as without lanes.
+
+use super::{Lower, flags, int_type};
+use super::{float_cc, int_cc};
+use crate::ast::{
+    AddrBase, BoolOp, FloatBinOp, FloatUnOp, FuncId, Guard, Inst, Instruction, IntBinOp, MulMode,
+    Operand, Precision, RegId, Rounding, Space, SpecialRegKind, Type, VideoSrc, VideoTail,
+};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{self, Block, ConstantData, InstBuilder, MemFlagsData, Value, types};
+use cranelift_frontend::{FunctionBuilder, Variable};
+use cranelift_jit::JITModule;
+use cranelift_module::Module as _;
+
+/// Threads in a group.
+pub const LANES: u32 = 4;
+/// The vector type of varying values.
+const V: ir::Type = types::I32X4;
+
+/// Why a kernel runs on the thread loop only.
+#[derive(Debug, Clone)]
+pub struct Refused(pub String);
+
+type Res<T> = Result<T, Refused>;
+
+fn refuse<T>(why: impl Into<String>) -> Res<T> {
+    Err(Refused(why.into()))
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Shape {
+    Uniform,
+    Affine(i64),
+    Varying,
+}
+
+/// A value of every lane.
+#[derive(Clone, Copy)]
+enum LaneVal {
+    /// A scalar of the PTX type's Cranelift type.
+    Uniform(Value),
+    /// Base (scalar integer) and stride, normalised to the type's width.
+    Affine(Value, i64),
+    /// An `i32x4`.
+    Varying(Value),
+}
+
+/// A global (or generic) access of the kernel.
+struct Access {
+    at: usize,
+    base: AddrBase,
+    offset: i64,
+    size: usize,
+    store: bool,
+    space: Option<Space>,
+}
+
+/// Whether a branch target is a thread's end: the body's end or an unguarded `ret`/`exit`.
+fn is_exit(body: &[Instruction], pos: usize) -> bool {
+    body.get(pos)
+        .is_none_or(|i| i.guard.is_none() && matches!(i.inst, Inst::Ret | Inst::Exit))
+}
+
+/// `s` as a stride of a `bits`-wide type: the signed value of its low bits.
+fn norm(s: i64, bits: u32) -> i64 {
+    if bits >= 64 {
+        s
+    } else {
+        (s << (64 - bits)) >> (64 - bits)
+    }
+}
+
+fn gated_space(space: Option<Space>) -> bool {
+    matches!(space, None | Some(Space::Global))
+}
+
+struct Lanes<'l, 'a, 'f> {
+    l: &'l mut Lower<'a, 'f>,
+    shape: Vec<Shape>,
+    /// The `i32x4` of each register while it is varying.
+    vregs: Vec<Variable>,
+    /// Lanes still running (all ones), once a per-thread exit has happened.
+    active: Variable,
+    /// Lanes may have left since the last test of `active`.
+    exits_unchecked: bool,
+    /// Set when an affine value wrapped as it was widened (the group then runs on the loop).
+    wrap: Option<Variable>,
+    /// Widenings happened since the last test of `wrap`.
+    wrap_unchecked: bool,
+    past_gate: bool,
+    accesses: Vec<Access>,
+    /// Each access's range, once known (see [`Lanes::range`]).
+    ranges: Vec<Option<(Value, Value, bool)>>,
+    /// The first store.
+    gate: Option<usize>,
+    /// Group finished; group handed back to the thread loop.
+    done: Block,
+    bail: Block,
+}
+
+impl<'a, 'f> Lower<'a, 'f> {
+    /// Lowers kernel `fid` as a lanes function `(ctx, x, y, z) -> x'`: it runs the groups of
+    /// row (y, z) from x on while four threads are left and returns where it stopped (a group
+    /// it handed back, or the first of fewer than four threads left, or `%ntid.x`).
+    pub fn lanes_function(
+        b: FunctionBuilder<'f>,
+        sh: &'a super::Shared<'a>,
+        jm: &'a mut JITModule,
+        fid: FuncId,
+    ) -> Result<(), Refused> {
+        let f = sh.ptx.func(fid);
+        let layout = &sh.layouts[fid.0 as usize];
+        if layout.frame_size > 0 || layout.call_buf > 0 {
+            return refuse("it has .local variables or calls");
+        }
+        let (mut l, entry) = Lower::new(b, sh, jm, fid);
+        let params = l.b.block_params(entry).to_vec();
+        let (x0, y, z) = (params[1], params[2], params[3]);
+        l.kernel_dims();
+        let dims = l.dims.as_ref().expect("kernel_dims sets them");
+        let (tid, ntid_x) = (dims.tid, dims.ntid[0]);
+        l.b.def_var(tid[1], y);
+        l.b.def_var(tid[2], z);
+        let head = l.b.create_block();
+        l.b.append_block_param(head, types::I32);
+        l.b.ins().jump(head, &[x0.into()]);
+
+        l.b.switch_to_block(head);
+        let x = l.b.block_params(head)[0];
+        let (group, stop) = (l.b.create_block(), l.b.create_block());
+        let room = l.b.ins().isub(ntid_x, x);
+        let fits =
+            l.b.ins()
+                .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, room, LANES as i64);
+        l.b.ins().brif(fits, group, &[], stop, &[]);
+        l.b.switch_to_block(stop);
+        l.b.ins().return_(&[x]);
+
+        l.b.switch_to_block(group);
+        l.b.def_var(tid[0], x);
+        let (done, bail) = (l.b.create_block(), l.b.create_block());
+        l.b.set_cold_block(bail);
+        let nregs = f.regs.len();
+        let vregs = (0..nregs).map(|_| l.b.declare_var(V)).collect();
+        let active = l.b.declare_var(V);
+        let mut lanes = Lanes {
+            l: &mut l,
+            shape: vec![Shape::Uniform; nregs],
+            vregs,
+            active,
+            exits_unchecked: false,
+            wrap: None,
+            wrap_unchecked: false,
+            past_gate: false,
+            accesses: Vec::new(),
+            ranges: Vec::new(),
+            gate: None,
+            done,
+            bail,
+        };
+        lanes.group()?;
+        l.b.switch_to_block(done);
+        let x = l.b.use_var(tid[0]);
+        let next = l.b.ins().iadd_imm_s(x, LANES as i64);
+        l.b.ins().jump(head, &[next.into()]);
+        l.b.switch_to_block(bail);
+        let x = l.b.use_var(tid[0]);
+        l.b.ins().return_(&[x]);
+        l.b.seal_all_blocks();
+        let cfg = l.jm.isa().frontend_config();
+        l.b.finalize(cfg);
+        Ok(())
+    }
+}
+
+impl<'f> Lanes<'_, '_, 'f> {
+    fn b(&mut self) -> &mut FunctionBuilder<'f> {
+        &mut self.l.b
+    }
+
+    /// The text of instruction `i`, for refusals.
+    fn text(&self, i: usize) -> String {
+        let ins = &self.l.f.body.as_ref().expect("kernels have bodies")[i];
+        let src = &self.l.sh.ptx.source.text;
+        let t = src.get(ins.span.start..ins.span.end).unwrap_or("?");
+        format!("line {}: `{}`", ins.line, t.trim())
+    }
+
+    /// One group: fresh registers, the instructions up to the first unconditional end.
+    fn group(&mut self) -> Res<()> {
+        self.l.start_thread_state();
+        let ones = self.splat(-1);
+        let active = self.active;
+        self.b().def_var(active, ones);
+        let body = self.l.f.body.as_ref().expect("kernels have bodies");
+        let end = self.scan(body)?;
+        for (i, ins) in body.iter().enumerate().take(end) {
+            self.l.at = i;
+            if self.gate == Some(i) {
+                self.gate()?;
+            }
+            self.inst(i, ins)
+                .map_err(|Refused(why)| Refused(format!("{}: {why}", self.text(i))))?;
+        }
+        let done = self.done;
+        self.b().ins().jump(done, &[]);
+        Ok(())
+    }
+
+    /// Where the group ends (the first unconditional `ret`, `exit` or `bra` to an end), and
+    /// the global accesses before it; checks that no access after the first store (the gate)
+    /// has its address register written between the gate and the access.
+    fn scan(&mut self, body: &[Instruction]) -> Res<usize> {
+        let labels = &self.l.f.labels;
+        let mut end = body.len();
+        for (i, ins) in body.iter().enumerate() {
+            let ends = match &ins.inst {
+                Inst::Ret | Inst::Exit => true,
+                Inst::Bra { target, .. } => is_exit(body, labels[target.0 as usize]),
+                _ => false,
+            };
+            if ends && ins.guard.is_none() {
+                end = i;
+                break;
+            }
+            if let Inst::Ld {
+                space,
+                ty,
+                addr,
+                vec,
+                ..
+            }
+            | Inst::St {
+                space,
+                ty,
+                addr,
+                vec,
+                ..
+            } = &ins.inst
+                && gated_space(*space)
+            {
+                self.accesses.push(Access {
+                    at: i,
+                    base: addr.base,
+                    offset: addr.offset,
+                    size: ty.bytes() * *vec as usize,
+                    store: matches!(ins.inst, Inst::St { .. }),
+                    space: *space,
+                });
+            }
+        }
+        self.ranges = vec![None; self.accesses.len()];
+        self.gate = self.accesses.iter().find(|a| a.store).map(|a| a.at);
+        if let Some(gate) = self.gate {
+            for a in &self.accesses {
+                if let AddrBase::Reg(r) = a.base
+                    && a.at > gate
+                    && body[gate..a.at].iter().any(|i| i.inst.writes(r))
+                {
+                    return refuse(format!(
+                        "{}: its address is computed after the kernel's first store",
+                        self.text(a.at)
+                    ));
+                }
+            }
+        }
+        Ok(end)
+    }
+
+    fn inst(&mut self, i: usize, ins: &Instruction) -> Res<()> {
+        match &ins.inst {
+            Inst::Ret | Inst::Exit => self.exit_if(ins.guard),
+            Inst::Bra { target, .. } => {
+                let body = self.l.f.body.as_ref().expect("kernels have bodies");
+                if !is_exit(body, self.l.f.labels[target.0 as usize]) {
+                    return refuse("a branch within the kernel (only branches to its end)");
+                }
+                self.exit_if(ins.guard)
+            }
+            Inst::Call { .. } => refuse("a call"),
+            Inst::Ld { space, .. } | Inst::St { space, .. } if gated_space(*space) => {
+                if ins.guard.is_some() {
+                    return refuse("a guarded memory access");
+                }
+                let k = self
+                    .accesses
+                    .iter()
+                    .position(|a| a.at == i)
+                    .expect("the scan lists every global access");
+                if self.ranges[k].is_none() {
+                    self.before_gate(k)?;
+                }
+                self.access(i, &ins.inst)
+            }
+            Inst::St { .. } => refuse("a store outside global memory"),
+            Inst::Ld {
+                space,
+                addr,
+                ty,
+                vec,
+                ..
+            } => {
+                let size = ty.bytes() * *vec as usize;
+                let safe = matches!(addr.base, AddrBase::Var(_))
+                    && (!self.l.sh.checked || self.l.known_safe(addr, size, *space, false));
+                if !safe {
+                    return refuse("a load outside global memory that may fault");
+                }
+                self.pure(ins)
+            }
+            _ => self.pure(ins),
+        }
+    }
+
+    /// An instruction without side effects: by the scalar lowering when everything it reads
+    /// is uniform, else in lanes.
+    fn pure(&mut self, ins: &Instruction) -> Res<()> {
+        let dests: Vec<RegId> = (0..self.shape.len() as u32)
+            .map(RegId)
+            .filter(|r| ins.inst.writes(*r))
+            .collect();
+        let guard_uniform = ins
+            .guard
+            .is_none_or(|g| self.shape[g.reg.0 as usize] == Shape::Uniform);
+        // A guarded write keeps the old value where the guard is false: uniform only if
+        // the old value is.
+        let dests_uniform = ins.guard.is_none()
+            || dests
+                .iter()
+                .all(|r| self.shape[r.0 as usize] == Shape::Uniform);
+        if guard_uniform && dests_uniform && self.reads_uniform(&ins.inst) {
+            self.l.guarded(ins, &[]);
+            for r in dests {
+                self.shape[r.0 as usize] = Shape::Uniform;
+            }
+            return Ok(());
+        }
+        let mask = match ins.guard {
+            Some(g) => Some(self.guard_mask(g)?),
+            None => None,
+        };
+        self.vector(&ins.inst, mask)
+    }
+
+    fn operand_shape(&self, op: &Operand) -> Shape {
+        match op {
+            Operand::Reg(r)
+            | Operand::NotPred(r)
+            | Operand::RegSel(r, _)
+            | Operand::NegReg(r, _) => self.shape[r.0 as usize],
+            Operand::Vector(parts) => {
+                if parts
+                    .iter()
+                    .flatten()
+                    .all(|r| self.shape[r.0 as usize] == Shape::Uniform)
+                {
+                    Shape::Uniform
+                } else {
+                    Shape::Varying
+                }
+            }
+            Operand::Special(s) => match s.kind {
+                SpecialRegKind::Tid if s.dim == 0 => Shape::Affine(1),
+                SpecialRegKind::Laneid | SpecialRegKind::Warpid => Shape::Varying,
+                _ => Shape::Uniform,
+            },
+            Operand::Imm(_) | Operand::Var(_) | Operand::Addr(_) | Operand::Sink => Shape::Uniform,
+        }
+    }
+
+    /// Whether everything an instruction reads is uniform (CC.CF always is: only the scalar
+    /// lowering writes it).
+    fn reads_uniform(&self, inst: &Inst) -> bool {
+        let u = |op: &Operand| self.operand_shape(op) == Shape::Uniform;
+        let reg = |r: &RegId| self.shape[r.0 as usize] == Shape::Uniform;
+        let video = |s: &VideoSrc| reg(&s.reg);
+        use Inst::*;
+        match inst {
+            Mov { a, .. } | Cvta { a, .. } | IntUn { a, .. } | Cvt { a, .. } => u(a),
+            FloatUn { a, .. } => u(a),
+            Ld { addr, .. } => match addr.base {
+                AddrBase::Reg(r) => reg(&r),
+                _ => true,
+            },
+            IntBin { a, b, .. } | Mul { a, b, .. } | FloatBin { a, b, .. } => u(a) && u(b),
+            Mad { a, b, c, .. }
+            | Shf { a, b, c, .. }
+            | Prmt { a, b, c, .. }
+            | Selp { a, b, c, .. }
+            | Slct { a, b, c, .. }
+            | Fma { a, b, c, .. } => u(a) && u(b) && u(c),
+            Bfe { a, pos, len, .. } => u(a) && u(pos) && u(len),
+            Bfi { a, b, pos, len, .. } => u(a) && u(b) && u(pos) && u(len),
+            Setp { a, b, c, .. } => u(a) && u(b) && c.as_ref().is_none_or(u),
+            // Sub-word destinations keep the other bytes of d: d is read too.
+            Video { d, a, b, tail, .. } | Vset { d, a, b, tail, .. } => {
+                reg(d) && video(a) && video(b) && tail_reg(*tail).as_ref().is_none_or(reg)
+            }
+            Vmad { d, a, b, c, .. } => reg(d) && video(a) && video(b) && reg(c),
+            St { .. } | Bra { .. } | Call { .. } | Ret | Exit => false,
+        }
+    }
+
+    // ---- exits and the gate --------------------------------------------------------------
+
+    /// `ret`/`exit`/`bra` to the end, under `guard`: a uniform guard leaves the group, a
+    /// varying one clears lanes (before the gate only: the gate then sends partial groups to
+    /// the thread loop). Unguarded, it ends the group (the caller stops there).
+    fn exit_if(&mut self, guard: Option<Guard>) -> Res<()> {
+        let Some(g) = guard else {
+            return Ok(());
+        };
+        if self.shape[g.reg.0 as usize] == Shape::Uniform {
+            let p = self.l.b.use_var(self.l.regs[g.reg.0 as usize]);
+            let (done, cont) = (self.done, self.b().create_block());
+            if g.negated {
+                self.b().ins().brif(p, cont, &[], done, &[]);
+            } else {
+                self.b().ins().brif(p, done, &[], cont, &[]);
+            }
+            self.b().switch_to_block(cont);
+            return Ok(());
+        }
+        if self.past_gate {
+            return refuse("a per-thread exit after the first memory access");
+        }
+        let leaving = self.guard_mask(g)?;
+        let var = self.active;
+        let active = self.b().use_var(var);
+        let staying = self.b().ins().band_not(active, leaving);
+        self.b().def_var(var, staying);
+        self.exits_unchecked = true;
+        Ok(())
+    }
+
+    /// Whether the group may touch memory: all four lanes running (none left: the group is
+    /// done) and no affine value wrapped; else back to the thread loop. Tests only what
+    /// changed since the last time.
+    fn ready(&mut self) {
+        if self.exits_unchecked {
+            let var = self.active;
+            let active = self.b().use_var(var);
+            let bits = self.b().ins().vhigh_bits(types::I32, active);
+            let (done, cont) = (self.done, self.b().create_block());
+            self.b().ins().brif(bits, cont, &[], done, &[]);
+            self.b().switch_to_block(cont);
+            let partial = self
+                .b()
+                .ins()
+                .icmp_imm_s(IntCC::NotEqual, bits, (1 << LANES) - 1);
+            self.bail_if(partial);
+            self.exits_unchecked = false;
+        }
+        if self.wrap_unchecked {
+            let w = self.wrap.expect("a widening declares the flag");
+            let wrapped = self.b().use_var(w);
+            self.bail_if(wrapped);
+            self.wrap_unchecked = false;
+        }
+    }
+
+    /// Access `k`'s bytes for every lane, `[lo, hi)`, and whether lane j's part is at
+    /// `lo + j × size` (else all lanes read one address).
+    fn range(&mut self, k: usize) -> Res<(Value, Value, bool)> {
+        let (base, offset, size, store) = {
+            let a = &self.accesses[k];
+            (a.base, a.offset, a.size, a.store)
+        };
+        let addr = self.address(base, offset)?;
+        let (lo, len, spread) = match addr {
+            LaneVal::Uniform(v) if !store => (v, size as i64, false),
+            LaneVal::Uniform(_) => {
+                return refuse("every thread stores to one address");
+            }
+            LaneVal::Affine(v, s) if s == size as i64 && size == 4 => {
+                (v, LANES as i64 * size as i64, true)
+            }
+            _ => {
+                return refuse(format!(
+                    "the threads' addresses are not consecutive {size}-byte elements"
+                ));
+            }
+        };
+        let hi = self.b().ins().iadd_imm_s(lo, len);
+        Ok((lo, hi, spread))
+    }
+
+    /// Whether access `k`'s range is bad: it wraps around the address space or, checked,
+    /// it does not lie in the area its slot last checked (for the thread loop to report).
+    fn range_bad(&mut self, k: usize, lo: Value, hi: Value) -> Value {
+        let mut bad = self.b().ins().icmp(IntCC::UnsignedLessThanOrEqual, hi, lo);
+        let (base, size, space, store, offset) = {
+            let a = &self.accesses[k];
+            (a.base, a.size, a.space, a.store, a.offset)
+        };
+        let addr = crate::ast::Address { base, offset };
+        if self.l.sh.checked && !self.l.known_safe(&addr, size, space, store) {
+            let slot = self.l.checks.slot(base);
+            let ok = self.l.in_recent_area(lo, hi, slot, lo, size as u64);
+            bad = self.b().ins().bor_not(bad, ok);
+        }
+        bad
+    }
+
+    /// A load before the first store: the group must be ready and the load's range good; the
+    /// range is kept for the gate.
+    fn before_gate(&mut self, k: usize) -> Res<()> {
+        self.ready();
+        let (lo, hi, spread) = self.range(k)?;
+        let bad = self.range_bad(k, lo, hi);
+        self.bail_if(bad);
+        self.ranges[k] = Some((lo, hi, spread));
+        Ok(())
+    }
+
+    /// Before the first store (the gate): the group must be ready, the ranges of the accesses
+    /// from here on good, and no two accesses of different lanes may overlap where one is a
+    /// store (the same elements lane for lane are fine): in lock step a lane could read
+    /// before an earlier thread's store, or store before a later thread's read. Else the
+    /// group goes back to the thread loop, which has nothing to undo.
+    fn gate(&mut self) -> Res<()> {
+        self.ready();
+        let mut bad = self.b().ins().iconst(types::I8, 0);
+        for k in 0..self.accesses.len() {
+            if self.ranges[k].is_some() {
+                continue;
+            }
+            let (lo, hi, spread) = self.range(k)?;
+            let b = self.range_bad(k, lo, hi);
+            bad = self.b().ins().bor(bad, b);
+            self.ranges[k] = Some((lo, hi, spread));
+        }
+        let ranges: Vec<(Value, Value, bool)> = self
+            .ranges
+            .iter()
+            .map(|r| r.expect("every range"))
+            .collect();
+        for (k, &(lo, hi, spread)) in ranges.iter().enumerate() {
+            for (j, &(lo2, hi2, spread2)) in ranges.iter().enumerate().take(k) {
+                let (a, c) = (&self.accesses[k], &self.accesses[j]);
+                if !(a.store || c.store) {
+                    continue;
+                }
+                let lane_for_lane = spread && spread2 && a.size == c.size;
+                let overlap = {
+                    let b = self.b();
+                    let x = b.ins().icmp(IntCC::UnsignedLessThan, lo, hi2);
+                    let y = b.ins().icmp(IntCC::UnsignedLessThan, lo2, hi);
+                    b.ins().band(x, y)
+                };
+                let conflict = if lane_for_lane {
+                    let same = self.b().ins().icmp(IntCC::Equal, lo, lo2);
+                    self.b().ins().band_not(overlap, same)
+                } else {
+                    overlap
+                };
+                bad = self.b().ins().bor(bad, conflict);
+            }
+        }
+        self.bail_if(bad);
+        self.past_gate = true;
+        Ok(())
+    }
+
+    fn bail_if(&mut self, cond: Value) {
+        let (bail, cont) = (self.bail, self.b().create_block());
+        self.b().ins().brif(cond, bail, &[], cont, &[]);
+        self.b().switch_to_block(cont);
+    }
+
+    /// An access's address, offset included.
+    fn address(&mut self, base: AddrBase, offset: i64) -> Res<LaneVal> {
+        let a = match base {
+            AddrBase::Reg(r) => self.read(&Operand::Reg(r), Type::U64)?,
+            AddrBase::Var(v) => LaneVal::Uniform(self.l.var_addr(v)),
+            AddrBase::None => LaneVal::Uniform(self.b().ins().iconst(types::I64, 0)),
+        };
+        Ok(match a {
+            LaneVal::Uniform(v) => LaneVal::Uniform(self.l.plus(v, offset)),
+            LaneVal::Affine(v, s) => LaneVal::Affine(self.l.plus(v, offset), s),
+            LaneVal::Varying(v) => LaneVal::Varying(v),
+        })
+    }
+
+    /// A global access after the gate: consecutive lanes as one vector access, a uniform
+    /// load as one scalar load.
+    fn access(&mut self, i: usize, inst: &Inst) -> Res<()> {
+        let (base, offset, size) = {
+            let a = self
+                .accesses
+                .iter()
+                .find(|a| a.at == i)
+                .expect("the scan lists every global access");
+            (a.base, a.offset, a.size)
+        };
+        let addr = self.address(base, offset)?;
+        match (inst, addr) {
+            (Inst::Ld { ty, d, .. }, LaneVal::Uniform(at)) => {
+                let v = self.l.load_value(super::clif(*ty), flags(), at, 0);
+                self.write(d, *ty, LaneVal::Uniform(v), None)
+            }
+            (Inst::Ld { ty, d, .. }, LaneVal::Affine(at, _)) if size == 4 => {
+                let v = self.b().ins().load(V, flags(), at, 0);
+                self.write(d, *ty, LaneVal::Varying(v), None)
+            }
+            (Inst::St { ty, a, .. }, LaneVal::Affine(at, _)) if size == 4 => {
+                let v = self.read(a, *ty)?;
+                let v = self.to_vec(v, *ty)?;
+                self.b().ins().store(flags(), v, at, 0);
+                Ok(())
+            }
+            _ => refuse("an access the gate did not check"),
+        }
+    }
+
+    // ---- values --------------------------------------------------------------------------
+
+    fn splat(&mut self, k: i64) -> Value {
+        let s = self.b().ins().iconst(types::I32, k);
+        self.b().ins().splat(V, s)
+    }
+
+    fn vconst(&mut self, lanes: [i32; LANES as usize]) -> Value {
+        let bytes: Vec<u8> = lanes.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let c = self
+            .b()
+            .func
+            .dfg
+            .constants
+            .insert(ConstantData::from(bytes));
+        self.b().ins().vconst(V, c)
+    }
+
+    fn as_f32x4(&mut self, v: Value) -> Value {
+        self.b().ins().bitcast(types::F32X4, MemFlagsData::new(), v)
+    }
+
+    fn as_i32x4(&mut self, v: Value) -> Value {
+        self.b().ins().bitcast(V, MemFlagsData::new(), v)
+    }
+
+    /// `base + k × stride` as a lane value of a `bits`-wide integer: uniform when the stride
+    /// is 0 modulo the width.
+    fn affine(&self, base: Value, stride: i64, bits: u32) -> LaneVal {
+        match norm(stride, bits) {
+            0 => LaneVal::Uniform(base),
+            s => LaneVal::Affine(base, s),
+        }
+    }
+
+    /// Every lane's value as an `i32x4` (32-bit types and predicates).
+    fn to_vec(&mut self, v: LaneVal, ty: Type) -> Res<Value> {
+        match v {
+            LaneVal::Varying(v) => Ok(v),
+            LaneVal::Uniform(s) if ty == Type::Pred => {
+                let w = self.b().ins().uextend(types::I32, s);
+                let m = self.b().ins().ineg(w);
+                Ok(self.b().ins().splat(V, m))
+            }
+            LaneVal::Uniform(s) if ty.bits() == 32 => {
+                let s = if ty.is_float() {
+                    self.l.bitcast(types::I32, s)
+                } else {
+                    s
+                };
+                Ok(self.b().ins().splat(V, s))
+            }
+            LaneVal::Affine(base, s) if ty.bits() == 32 => {
+                let steps = [0, 1, 2, 3].map(|k| (k * s) as i32);
+                let steps = self.vconst(steps);
+                let base = self.b().ins().splat(V, base);
+                Ok(self.b().ins().iadd(base, steps))
+            }
+            _ => refuse(format!("per-thread .{} values", ty.ptx())),
+        }
+    }
+
+    /// An affine value of type `from` as type `to` (the extension signed or not): a wider type
+    /// needs the lanes not to wrap, which the gate checks (so only before it).
+    fn affine_conv(
+        &mut self,
+        base: Value,
+        s: i64,
+        from: Type,
+        to: Type,
+        signed: bool,
+    ) -> Res<LaneVal> {
+        if !from.is_int() || !to.is_int() {
+            return refuse("an integer sequence used as another type");
+        }
+        let (fb, tb) = (from.bits(), to.bits());
+        if tb == fb {
+            return Ok(self.affine(base, s, tb));
+        }
+        if tb < fb {
+            let v = self.b().ins().ireduce(int_type(tb), base);
+            return Ok(self.affine(v, s, tb));
+        }
+        if self.past_gate {
+            return refuse("a widening of per-thread values after the first memory access");
+        }
+        let s = norm(s, fb);
+        let wide = if signed {
+            self.b().ins().sextend(int_type(tb), base)
+        } else {
+            self.l.uextend(int_type(tb), base)
+        };
+        let last = self.b().ins().iadd_imm_s(wide, (LANES as i64 - 1) * s);
+        let (lo, hi) = if signed {
+            (-(1i64 << (fb - 1)), (1i64 << (fb - 1)) - 1)
+        } else {
+            (0, (1i64 << fb) - 1)
+        };
+        let wrapped = if s > 0 {
+            self.b()
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThan, last, hi)
+        } else {
+            self.b().ins().icmp_imm_s(IntCC::SignedLessThan, last, lo)
+        };
+        let w = match self.wrap {
+            Some(w) => w,
+            None => {
+                let w = self.b().declare_var(types::I8);
+                let zero = self.b().ins().iconst(types::I8, 0);
+                // Defined at the group's start: the first widening comes after it.
+                self.b().def_var(w, zero);
+                self.wrap = Some(w);
+                w
+            }
+        };
+        let before = self.b().use_var(w);
+        let now = self.b().ins().bor(before, wrapped);
+        self.b().def_var(w, now);
+        self.wrap_unchecked = true;
+        Ok(self.affine(wide, s, tb))
+    }
+
+    /// Reads a source as type `ty`, with the scalar lowering's rules (a narrower register
+    /// zero-extended, a wider one truncated).
+    fn read(&mut self, op: &Operand, ty: Type) -> Res<LaneVal> {
+        match op {
+            Operand::Reg(r) => {
+                let rty = self.l.f.reg(*r).ty;
+                match self.shape[r.0 as usize] {
+                    Shape::Uniform => Ok(LaneVal::Uniform(self.l.get(op, ty))),
+                    Shape::Affine(s) => {
+                        let base = self.l.b.use_var(self.l.regs[r.0 as usize]);
+                        self.affine_conv(base, s, rty, ty, false)
+                    }
+                    Shape::Varying => {
+                        if !same_lanes(rty, ty) {
+                            return refuse(format!(
+                                "a per-thread .{} register read as .{}",
+                                rty.ptx(),
+                                ty.ptx()
+                            ));
+                        }
+                        Ok(LaneVal::Varying(self.l.b.use_var(self.vregs[r.0 as usize])))
+                    }
+                }
+            }
+            Operand::NotPred(r) if self.shape[r.0 as usize] == Shape::Varying => {
+                let v = self.l.b.use_var(self.vregs[r.0 as usize]);
+                Ok(LaneVal::Varying(self.b().ins().bnot(v)))
+            }
+            Operand::Special(s) if s.kind == SpecialRegKind::Tid && s.dim == 0 => {
+                let tid = self.l.dims.as_ref().expect("a kernel").tid[0];
+                let x = self.l.b.use_var(tid);
+                self.affine_conv(x, 1, Type::U32, ty, false)
+            }
+            _ if self.operand_shape(op) == Shape::Uniform => {
+                Ok(LaneVal::Uniform(self.l.get(op, ty)))
+            }
+            _ => refuse("a per-thread operand of this kind"),
+        }
+    }
+
+    fn current(&mut self, r: RegId) -> LaneVal {
+        let k = r.0 as usize;
+        match self.shape[k] {
+            Shape::Uniform => LaneVal::Uniform(self.l.b.use_var(self.l.regs[k])),
+            Shape::Affine(s) => LaneVal::Affine(self.l.b.use_var(self.l.regs[k]), s),
+            Shape::Varying => LaneVal::Varying(self.l.b.use_var(self.vregs[k])),
+        }
+    }
+
+    /// Writes a destination of instruction type `ty` (the scalar lowering's extension rules);
+    /// under a guard mask, lanes where it is false keep their value.
+    fn write(&mut self, d: &Operand, ty: Type, v: LaneVal, mask: Option<Value>) -> Res<()> {
+        let r = match d {
+            Operand::Reg(r) => *r,
+            Operand::Sink => return Ok(()),
+            _ => return refuse("a vector destination"),
+        };
+        let rty = self.l.f.reg(r).ty;
+        let v = match v {
+            LaneVal::Uniform(s) => LaneVal::Uniform(self.l.conv(s, ty, rty, ty.is_signed())),
+            LaneVal::Affine(base, s) if rty.is_int() => {
+                self.affine_conv(base, s, ty, rty, ty.is_signed())?
+            }
+            LaneVal::Affine(..) if same_lanes(ty, rty) => LaneVal::Varying(self.to_vec(v, ty)?),
+            LaneVal::Varying(x) if same_lanes(ty, rty) => LaneVal::Varying(x),
+            _ => {
+                return refuse(format!(
+                    "per-thread .{} values written to a .{} register",
+                    ty.ptx(),
+                    rty.ptx()
+                ));
+            }
+        };
+        let v = match mask {
+            None => v,
+            Some(m) => {
+                let old = self.current(r);
+                let old = self.to_vec(old, rty)?;
+                let new = self.to_vec(v, rty)?;
+                LaneVal::Varying(self.b().ins().bitselect(m, new, old))
+            }
+        };
+        let k = r.0 as usize;
+        match v {
+            LaneVal::Uniform(s) => {
+                self.l.b.def_var(self.l.regs[k], s);
+                self.shape[k] = Shape::Uniform;
+            }
+            LaneVal::Affine(base, s) => {
+                self.l.b.def_var(self.l.regs[k], base);
+                self.shape[k] = Shape::Affine(s);
+            }
+            LaneVal::Varying(x) => {
+                self.l.b.def_var(self.vregs[k], x);
+                self.shape[k] = Shape::Varying;
+            }
+        }
+        Ok(())
+    }
+
+    /// A guard as a lane mask.
+    fn guard_mask(&mut self, g: Guard) -> Res<Value> {
+        let p = self.read(&Operand::Reg(g.reg), Type::Pred)?;
+        let m = self.to_vec(p, Type::Pred)?;
+        Ok(if g.negated { self.b().ins().bnot(m) } else { m })
+    }
+
+    // ---- operations in lanes --------------------------------------------------------------
+
+    fn vector(&mut self, inst: &Inst, mask: Option<Value>) -> Res<()> {
+        match inst {
+            Inst::Mov { ty, d, a } | Inst::Cvta { ty, d, a, .. }
+                if !matches!(d, Operand::Vector(_)) && !matches!(a, Operand::Vector(_)) =>
+            {
+                let v = self.read(a, *ty)?;
+                self.write(d, *ty, v, mask)
+            }
+            Inst::IntBin {
+                op,
+                ty,
+                sat: false,
+                carry,
+                d,
+                a,
+                b,
+            } if !carry.carry_in && !carry.carry_out => {
+                let v = self.int_bin(*op, *ty, a, b)?;
+                self.write(d, *ty, v, mask)
+            }
+            Inst::Mul { mode, ty, d, a, b } => {
+                let v = self.mul(*mode, *ty, a, b)?;
+                self.write(d, mode.result_type(*ty), v, mask)
+            }
+            Inst::Mad {
+                mode,
+                ty,
+                sat: false,
+                carry,
+                d,
+                a,
+                b,
+                c,
+            } if !carry.carry_in && !carry.carry_out => {
+                let rty = mode.result_type(*ty);
+                let p = self.mul(*mode, *ty, a, b)?;
+                let c = self.read(c, rty)?;
+                let v = self.add_sub(IntBinOp::Add, rty, p, c)?;
+                self.write(d, rty, v, mask)
+            }
+            // Integer conversions: extension by the source type's signedness.
+            Inst::Cvt {
+                dty,
+                aty,
+                rnd: None,
+                ftz: false,
+                sat: false,
+                d,
+                a,
+            } if dty.is_int() && aty.is_int() => {
+                let v = match self.read(a, *aty)? {
+                    LaneVal::Affine(base, s) => {
+                        self.affine_conv(base, s, *aty, *dty, aty.is_signed())?
+                    }
+                    LaneVal::Varying(v) if same_lanes(*aty, *dty) => LaneVal::Varying(v),
+                    LaneVal::Uniform(v) => {
+                        LaneVal::Uniform(self.l.conv(v, *aty, *dty, aty.is_signed()))
+                    }
+                    _ => return refuse(format!("a per-thread cvt.{}.{}", dty.ptx(), aty.ptx())),
+                };
+                self.write(d, *dty, v, mask)
+            }
+            Inst::Setp {
+                cmp,
+                combine,
+                ftz,
+                ty,
+                p,
+                q,
+                a,
+                b,
+                c,
+            } if ty.bits() == 32 => {
+                let x = self.read(a, *ty)?;
+                let x = self.to_vec(x, *ty)?;
+                let y = self.read(b, *ty)?;
+                let y = self.to_vec(y, *ty)?;
+                let t = if ty.is_float() {
+                    let x = self.flush(*ftz, x);
+                    let y = self.flush(*ftz, y);
+                    let (x, y) = (self.as_f32x4(x), self.as_f32x4(y));
+                    self.fcmp(float_cc(*cmp), x, y)
+                } else {
+                    self.b().ins().icmp(int_cc(*cmp, ty.is_signed()), x, y)
+                };
+                let not_t = self.b().ins().bnot(t);
+                let (pv, qv) = match (combine, c) {
+                    (Some(op), Some(c)) => {
+                        let c = self.read(c, Type::Pred)?;
+                        let c = self.to_vec(c, Type::Pred)?;
+                        (self.bool_op(*op, t, c), self.bool_op(*op, not_t, c))
+                    }
+                    _ => (t, not_t),
+                };
+                self.write(p, Type::Pred, LaneVal::Varying(pv), mask)?;
+                self.write(q, Type::Pred, LaneVal::Varying(qv), mask)
+            }
+            Inst::Selp { ty, d, a, b, c } if ty.bits() == 32 => {
+                let x = self.read(a, *ty)?;
+                let x = self.to_vec(x, *ty)?;
+                let y = self.read(b, *ty)?;
+                let y = self.to_vec(y, *ty)?;
+                let c = self.read(c, Type::Pred)?;
+                let c = self.to_vec(c, Type::Pred)?;
+                let v = self.b().ins().bitselect(c, x, y);
+                self.write(d, *ty, LaneVal::Varying(v), mask)
+            }
+            Inst::FloatBin {
+                op: op @ (FloatBinOp::Add | FloatBinOp::Sub | FloatBinOp::Mul),
+                ty: Type::F32,
+                prec: Precision::Ieee(Rounding::Rn),
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+            } => {
+                let [x, y] = self.f32_sources([a, b], *ftz)?;
+                let r = match op {
+                    FloatBinOp::Add => self.b().ins().fadd(x, y),
+                    FloatBinOp::Sub => self.b().ins().fsub(x, y),
+                    _ => self.b().ins().fmul(x, y),
+                };
+                let r = self.finish(r, *ftz, *sat);
+                self.write(d, Type::F32, LaneVal::Varying(r), mask)
+            }
+            Inst::Fma {
+                ty: Type::F32,
+                rnd: Rounding::Rn,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let [x, y, z] = self.f32_sources([a, b, c], *ftz)?;
+                let r = self.b().ins().fma(x, y, z);
+                let r = self.finish(r, *ftz, *sat);
+                self.write(d, Type::F32, LaneVal::Varying(r), mask)
+            }
+            Inst::FloatUn {
+                op: op @ (FloatUnOp::Neg | FloatUnOp::Abs),
+                ty: Type::F32,
+                ftz,
+                d,
+                a,
+                ..
+            } => {
+                // Sign-bit operations, then .ftz on the result (as the scalar lowering).
+                let x = self.read(a, Type::F32)?;
+                let x = self.to_vec(x, Type::F32)?;
+                let sign = self.splat(i32::MIN as i64);
+                let r = if *op == FloatUnOp::Neg {
+                    self.b().ins().bxor(x, sign)
+                } else {
+                    self.b().ins().band_not(x, sign)
+                };
+                let r = self.flush(*ftz, r);
+                self.write(d, Type::F32, LaneVal::Varying(r), mask)
+            }
+            _ => refuse("an operation the lanes lowering does not have on per-thread values"),
+        }
+    }
+
+    fn int_bin(&mut self, op: IntBinOp, ty: Type, a: &Operand, b: &Operand) -> Res<LaneVal> {
+        let x = self.read(a, ty)?;
+        if matches!(op, IntBinOp::Shl | IntBinOp::Shr) {
+            let Operand::Imm(k) = b else {
+                return refuse("a shift by a register");
+            };
+            return self.shift(op, ty, x, k.bits_for(Type::U32));
+        }
+        let y = self.read(b, ty)?;
+        if matches!(op, IntBinOp::Add | IntBinOp::Sub) {
+            return self.add_sub(op, ty, x, y);
+        }
+        if !(ty.bits() == 32 || ty == Type::Pred) {
+            return refuse(format!("per-thread .{} values", ty.ptx()));
+        }
+        let (x, y) = (self.to_vec(x, ty)?, self.to_vec(y, ty)?);
+        let signed = ty.is_signed();
+        let ins = self.b().ins();
+        let v = match op {
+            IntBinOp::And => ins.band(x, y),
+            IntBinOp::Or => ins.bor(x, y),
+            IntBinOp::Xor => ins.bxor(x, y),
+            IntBinOp::Min if signed => ins.smin(x, y),
+            IntBinOp::Min => ins.umin(x, y),
+            IntBinOp::Max if signed => ins.smax(x, y),
+            IntBinOp::Max => ins.umax(x, y),
+            _ => return refuse("division on per-thread values"),
+        };
+        Ok(LaneVal::Varying(v))
+    }
+
+    /// `shl`/`shr` by a constant: PTX clamps amounts above the width (9.7.8.8–9).
+    fn shift(&mut self, op: IntBinOp, ty: Type, x: LaneVal, k: u64) -> Res<LaneVal> {
+        let bits = ty.bits() as u64;
+        if op == IntBinOp::Shl
+            && let LaneVal::Affine(base, s) = x
+            && k < bits
+        {
+            let v = self.b().ins().ishl_imm_s(base, k as i64);
+            return Ok(self.affine(v, s.wrapping_shl(k as u32), ty.bits()));
+        }
+        if bits != 32 {
+            return refuse(format!("per-thread .{} shifts", ty.ptx()));
+        }
+        let v = self.to_vec(x, ty)?;
+        let ins = self.b().ins();
+        let r = match (op, k >= bits) {
+            (IntBinOp::Shl, false) => ins.ishl_imm_s(v, k as i64),
+            (IntBinOp::Shr, false) if ty.is_signed() => ins.sshr_imm_s(v, k as i64),
+            (IntBinOp::Shr, false) => ins.ushr_imm_s(v, k as i64),
+            (IntBinOp::Shr, true) if ty.is_signed() => ins.sshr_imm_s(v, 31),
+            _ => return Ok(LaneVal::Varying(self.splat(0))),
+        };
+        Ok(LaneVal::Varying(r))
+    }
+
+    fn add_sub(&mut self, op: IntBinOp, ty: Type, x: LaneVal, y: LaneVal) -> Res<LaneVal> {
+        let sub = op == IntBinOp::Sub;
+        let parts = |v: LaneVal| match v {
+            LaneVal::Uniform(b) => Some((b, 0)),
+            LaneVal::Affine(b, s) => Some((b, s)),
+            LaneVal::Varying(_) => None,
+        };
+        if let (Some((b1, s1)), Some((b2, s2))) = (parts(x), parts(y)) {
+            let (base, s) = if sub {
+                (self.b().ins().isub(b1, b2), s1.wrapping_sub(s2))
+            } else {
+                (self.b().ins().iadd(b1, b2), s1.wrapping_add(s2))
+            };
+            return Ok(self.affine(base, s, ty.bits()));
+        }
+        if ty.bits() != 32 {
+            return refuse(format!("per-thread .{} values", ty.ptx()));
+        }
+        let (x, y) = (self.to_vec(x, ty)?, self.to_vec(y, ty)?);
+        let v = if sub {
+            self.b().ins().isub(x, y)
+        } else {
+            self.b().ins().iadd(x, y)
+        };
+        Ok(LaneVal::Varying(v))
+    }
+
+    /// `mul.lo` and `mul.wide` (a sequence times a constant stays a sequence).
+    fn mul(&mut self, mode: MulMode, ty: Type, a: &Operand, b: &Operand) -> Res<LaneVal> {
+        let x = self.read(a, ty)?;
+        let y = self.read(b, ty)?;
+        let constant = |l: &Self, v: LaneVal| match v {
+            LaneVal::Uniform(c) => l.l.const_of(c),
+            _ => None,
+        };
+        let (seq, k) = match (x, y) {
+            (LaneVal::Affine(..), _) if constant(self, y).is_some() => (x, constant(self, y)),
+            (_, LaneVal::Affine(..)) if constant(self, x).is_some() => (y, constant(self, x)),
+            _ => (x, None),
+        };
+        match mode {
+            MulMode::Lo => {
+                if let (LaneVal::Affine(base, s), Some(k)) = (seq, k) {
+                    let v = self.b().ins().imul_imm_s(base, k);
+                    return Ok(self.affine(v, s.wrapping_mul(k), ty.bits()));
+                }
+                if let (LaneVal::Uniform(p), LaneVal::Uniform(q)) = (x, y) {
+                    return Ok(LaneVal::Uniform(self.b().ins().imul(p, q)));
+                }
+                if ty.bits() != 32 {
+                    return refuse(format!("per-thread .{} products", ty.ptx()));
+                }
+                let (x, y) = (self.to_vec(x, ty)?, self.to_vec(y, ty)?);
+                Ok(LaneVal::Varying(self.b().ins().imul(x, y)))
+            }
+            MulMode::Wide => {
+                let wide = ty.widened();
+                let signed = ty.is_signed();
+                if let (LaneVal::Affine(base, s), Some(k)) = (seq, k) {
+                    let w = self.affine_conv(base, s, ty, wide, signed)?;
+                    // The constant as the wide type: sign- or zero-extended from `ty`.
+                    let bits = ty.bits();
+                    let k = if signed {
+                        norm(k, bits)
+                    } else {
+                        k & ((1i64 << bits) - 1)
+                    };
+                    return Ok(match w {
+                        LaneVal::Affine(b, s) => {
+                            let v = self.b().ins().imul_imm_s(b, k);
+                            self.affine(v, s.wrapping_mul(k), wide.bits())
+                        }
+                        other => other,
+                    });
+                }
+                refuse("a per-thread mul.wide other than a sequence times a constant")
+            }
+            MulMode::Hi => refuse("a per-thread mul.hi"),
+        }
+    }
+
+    fn bool_op(&mut self, op: BoolOp, a: Value, b: Value) -> Value {
+        match op {
+            BoolOp::And => self.b().ins().band(a, b),
+            BoolOp::Or => self.b().ins().bor(a, b),
+            BoolOp::Xor => self.b().ins().bxor(a, b),
+        }
+    }
+
+    /// A float comparison of `f32x4`s as a lane mask; x64 has no vector `one` and `ueq`.
+    fn fcmp(&mut self, cc: FloatCC, x: Value, y: Value) -> Value {
+        let ins = |l: &mut Self, cc| l.b().ins().fcmp(cc, x, y);
+        match cc {
+            FloatCC::OrderedNotEqual => {
+                let o = ins(self, FloatCC::Ordered);
+                let ne = ins(self, FloatCC::NotEqual);
+                self.b().ins().band(o, ne)
+            }
+            FloatCC::UnorderedOrEqual => {
+                let u = ins(self, FloatCC::Unordered);
+                let eq = ins(self, FloatCC::Equal);
+                self.b().ins().bor(u, eq)
+            }
+            cc => ins(self, cc),
+        }
+    }
+
+    /// f32 sources as `f32x4`, flushed with `.ftz`.
+    fn f32_sources<const N: usize>(&mut self, ops: [&Operand; N], ftz: bool) -> Res<[Value; N]> {
+        let mut out = [None; N];
+        for (o, op) in out.iter_mut().zip(ops) {
+            let v = self.read(op, Type::F32)?;
+            let v = self.to_vec(v, Type::F32)?;
+            let v = self.flush(ftz, v);
+            *o = Some(self.as_f32x4(v));
+        }
+        Ok(out.map(|v| v.expect("every source read")))
+    }
+
+    /// `.ftz` on f32 bits: a subnormal becomes a zero of its sign.
+    fn flush(&mut self, ftz: bool, v: Value) -> Value {
+        if !ftz {
+            return v;
+        }
+        let exp_mask = self.splat(0x7f80_0000);
+        let exp = self.b().ins().band(v, exp_mask);
+        let zero = self.splat(0);
+        let tiny = self.b().ins().icmp(IntCC::Equal, exp, zero);
+        let sign = self.splat(i32::MIN as i64);
+        let signs = self.b().ins().band(v, sign);
+        self.b().ins().bitselect(tiny, signs, v)
+    }
+
+    /// The scalar lowering's tail on an `f32x4` result: canonical NaN, `.ftz`, `.sat`; bits out.
+    fn finish(&mut self, r: Value, ftz: bool, sat: bool) -> Value {
+        let nan = self.b().ins().fcmp(FloatCC::Unordered, r, r);
+        let canonical = self.splat(crate::softfloat::Fmt::F32.canonical_nan() as i64);
+        let bits = self.as_i32x4(r);
+        let v = self.b().ins().bitselect(nan, canonical, bits);
+        let v = self.flush(ftz, v);
+        if !sat {
+            return v;
+        }
+        // [0.0, 1.0]; NaN and -0.0 become +0.0.
+        let one = self.splat(1.0f32.to_bits() as i64);
+        let zero = self.splat(0);
+        let (f, fone, fzero) = (self.as_f32x4(v), self.as_f32x4(one), self.as_f32x4(zero));
+        let ge1 = self.b().ins().fcmp(FloatCC::GreaterThanOrEqual, f, fone);
+        let s = self.b().ins().bitselect(ge1, one, v);
+        let gt0 = self.b().ins().fcmp(FloatCC::GreaterThan, f, fzero);
+        self.b().ins().bitselect(gt0, s, zero)
+    }
+}
+
+/// Whether values of type `a` and `b` share the lanes representation (32-bit, or predicates).
+fn same_lanes(a: Type, b: Type) -> bool {
+    (a.bits() == 32 && b.bits() == 32) || (a == Type::Pred && b == Type::Pred)
+}
+
+/// The register a video instruction's tail reads (`c`), if any.
+fn tail_reg(t: VideoTail) -> Option<RegId> {
+    match t {
+        VideoTail::None => None,
+        VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) => Some(c),
+    }
+}

@@ -526,7 +526,8 @@ impl<'f> Lanes<'_, '_, 'f> {
         if self.l.sh.checked && !self.l.known_safe(&addr, size, space, store) {
             let slot = self.l.checks.slot(base);
             let ok = self.l.in_recent_area(lo, hi, slot, lo, size as u64);
-            bad = self.b().ins().bor_not(bad, ok);
+            let outside = self.b().ins().bxor_imm_s(ok, 1);
+            bad = self.b().ins().bor(bad, outside);
         }
         bad
     }

@@ -41,10 +41,14 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::Module as _;
 
-/// Threads in a group.
-pub const LANES: u32 = 4;
+/// Vectors a varying value takes.
+const PARTS: usize = 4;
+/// Threads in a group: four lanes of each of the [`PARTS`] vectors.
+pub const LANES: u32 = 4 * PARTS as u32;
 /// The vector type of varying values.
 const V: ir::Type = types::I32X4;
+/// A varying value: lanes 4p … 4p+3 in part p.
+type Vecs = [Value; PARTS];
 
 /// Why a kernel runs on the thread loop only.
 #[derive(Debug, Clone)]
@@ -70,8 +74,8 @@ enum LaneVal {
     Uniform(Value),
     /// Base (scalar integer) and stride, normalised to the type's width.
     Affine(Value, i64),
-    /// An `i32x4`.
-    Varying(Value),
+    /// `i32x4`s.
+    Varying(Vecs),
 }
 
 /// A global (or generic) access of the kernel.
@@ -106,10 +110,10 @@ fn gated_space(space: Option<Space>) -> bool {
 struct Lanes<'l, 'a, 'f> {
     l: &'l mut Lower<'a, 'f>,
     shape: Vec<Shape>,
-    /// The `i32x4` of each register while it is varying.
-    vregs: Vec<Variable>,
+    /// The vectors of each register while it is varying.
+    vregs: Vec<[Variable; PARTS]>,
     /// Lanes still running (all ones), once a per-thread exit has happened.
-    active: Variable,
+    active: [Variable; PARTS],
     /// Lanes may have left since the last test of `active`.
     exits_unchecked: bool,
     /// Set when an affine value wrapped as it was widened (the group then runs on the loop).
@@ -170,8 +174,10 @@ impl<'a, 'f> Lower<'a, 'f> {
         let (done, bail) = (l.b.create_block(), l.b.create_block());
         l.b.set_cold_block(bail);
         let nregs = f.regs.len();
-        let vregs = (0..nregs).map(|_| l.b.declare_var(V)).collect();
-        let active = l.b.declare_var(V);
+        let vregs = (0..nregs)
+            .map(|_| [(); PARTS].map(|_| l.b.declare_var(V)))
+            .collect();
+        let active = [(); PARTS].map(|_| l.b.declare_var(V));
         let mut lanes = Lanes {
             l: &mut l,
             shape: vec![Shape::Uniform; nregs],
@@ -219,8 +225,9 @@ impl<'f> Lanes<'_, '_, 'f> {
     fn group(&mut self) -> Res<()> {
         self.l.start_thread_state();
         let ones = self.splat(-1);
-        let active = self.active;
-        self.b().def_var(active, ones);
+        for v in self.active {
+            self.b().def_var(v, ones);
+        }
         let body = self.l.f.body.as_ref().expect("kernels have bodies");
         let end = self.scan(body)?;
         for (i, ins) in body.iter().enumerate().take(end) {
@@ -454,29 +461,32 @@ impl<'f> Lanes<'_, '_, 'f> {
             return refuse("a per-thread exit after the first memory access");
         }
         let leaving = self.guard_mask(g)?;
-        let var = self.active;
-        let active = self.b().use_var(var);
-        let staying = self.b().ins().band_not(active, leaving);
-        self.b().def_var(var, staying);
+        for (var, leaving) in self.active.into_iter().zip(leaving) {
+            let active = self.b().use_var(var);
+            let staying = self.b().ins().band_not(active, leaving);
+            self.b().def_var(var, staying);
+        }
         self.exits_unchecked = true;
         Ok(())
     }
 
-    /// Whether the group may touch memory: all four lanes running (none left: the group is
+    /// Whether the group may touch memory: all its lanes running (none left: the group is
     /// done) and no affine value wrapped; else back to the thread loop. Tests only what
     /// changed since the last time.
     fn ready(&mut self) {
         if self.exits_unchecked {
-            let var = self.active;
-            let active = self.b().use_var(var);
-            let bits = self.b().ins().vhigh_bits(types::I32, active);
+            let parts = self.active.map(|v| self.l.b.use_var(v));
+            let (mut all, mut any) = (parts[0], parts[0]);
+            for p in &parts[1..] {
+                all = self.b().ins().band(all, *p);
+                any = self.b().ins().bor(any, *p);
+            }
+            let any = self.b().ins().vhigh_bits(types::I32, any);
             let (done, cont) = (self.done, self.b().create_block());
-            self.b().ins().brif(bits, cont, &[], done, &[]);
+            self.b().ins().brif(any, cont, &[], done, &[]);
             self.b().switch_to_block(cont);
-            let partial = self
-                .b()
-                .ins()
-                .icmp_imm_s(IntCC::NotEqual, bits, (1 << LANES) - 1);
+            let all = self.b().ins().vhigh_bits(types::I32, all);
+            let partial = self.b().ins().icmp_imm_s(IntCC::NotEqual, all, 0xf);
             self.bail_if(partial);
             self.exits_unchecked = false;
         }
@@ -630,13 +640,18 @@ impl<'f> Lanes<'_, '_, 'f> {
                 self.write(d, *ty, LaneVal::Uniform(v), None)
             }
             (Inst::Ld { ty, d, .. }, LaneVal::Affine(at, _)) if size == 4 => {
-                let v = self.b().ins().load(V, flags(), at, 0);
+                let mut v = [at; PARTS];
+                for (p, v) in v.iter_mut().enumerate() {
+                    *v = self.b().ins().load(V, flags(), at, 16 * p as i32);
+                }
                 self.write(d, *ty, LaneVal::Varying(v), None)
             }
             (Inst::St { ty, a, .. }, LaneVal::Affine(at, _)) if size == 4 => {
                 let v = self.read(a, *ty)?;
                 let v = self.to_vec(v, *ty)?;
-                self.b().ins().store(flags(), v, at, 0);
+                for (p, v) in v.into_iter().enumerate() {
+                    self.b().ins().store(flags(), v, at, 16 * p as i32);
+                }
                 Ok(())
             }
             _ => refuse("an access the gate did not check"),
@@ -650,7 +665,7 @@ impl<'f> Lanes<'_, '_, 'f> {
         self.b().ins().splat(V, s)
     }
 
-    fn vconst(&mut self, lanes: [i32; LANES as usize]) -> Value {
+    fn vconst(&mut self, lanes: [i32; 4]) -> Value {
         let bytes: Vec<u8> = lanes.iter().flat_map(|v| v.to_le_bytes()).collect();
         let c = self
             .b()
@@ -669,6 +684,21 @@ impl<'f> Lanes<'_, '_, 'f> {
         self.b().ins().bitcast(V, MemFlagsData::new(), v)
     }
 
+    /// `f` on each part.
+    fn map(&mut self, x: Vecs, f: impl Fn(&mut FunctionBuilder<'f>, Value) -> Value) -> Vecs {
+        x.map(|v| f(&mut self.l.b, v))
+    }
+
+    /// `f` on each pair of parts.
+    fn map2(
+        &mut self,
+        x: Vecs,
+        y: Vecs,
+        f: impl Fn(&mut FunctionBuilder<'f>, Value, Value) -> Value,
+    ) -> Vecs {
+        std::array::from_fn(|p| f(&mut self.l.b, x[p], y[p]))
+    }
+
     /// `base + k × stride` as a lane value of a `bits`-wide integer: uniform when the stride
     /// is 0 modulo the width.
     fn affine(&self, base: Value, stride: i64, bits: u32) -> LaneVal {
@@ -678,14 +708,14 @@ impl<'f> Lanes<'_, '_, 'f> {
         }
     }
 
-    /// Every lane's value as an `i32x4` (32-bit types and predicates).
-    fn to_vec(&mut self, v: LaneVal, ty: Type) -> Res<Value> {
+    /// Every lane's value as vectors (32-bit types and predicates).
+    fn to_vec(&mut self, v: LaneVal, ty: Type) -> Res<Vecs> {
         match v {
             LaneVal::Varying(v) => Ok(v),
             LaneVal::Uniform(s) if ty == Type::Pred => {
                 let w = self.b().ins().uextend(types::I32, s);
                 let m = self.b().ins().ineg(w);
-                Ok(self.b().ins().splat(V, m))
+                Ok([self.b().ins().splat(V, m); PARTS])
             }
             LaneVal::Uniform(s) if ty.bits() == 32 => {
                 let s = if ty.is_float() {
@@ -693,13 +723,17 @@ impl<'f> Lanes<'_, '_, 'f> {
                 } else {
                     s
                 };
-                Ok(self.b().ins().splat(V, s))
+                Ok([self.b().ins().splat(V, s); PARTS])
             }
             LaneVal::Affine(base, s) if ty.bits() == 32 => {
-                let steps = [0, 1, 2, 3].map(|k| (k * s) as i32);
-                let steps = self.vconst(steps);
                 let base = self.b().ins().splat(V, base);
-                Ok(self.b().ins().iadd(base, steps))
+                let mut out = [base; PARTS];
+                for (p, o) in out.iter_mut().enumerate() {
+                    let steps = [0, 1, 2, 3].map(|k| ((4 * p as i64 + k) * s) as i32);
+                    let steps = self.vconst(steps);
+                    *o = self.b().ins().iadd(base, steps);
+                }
+                Ok(out)
             }
             _ => refuse(format!("per-thread .{} values", ty.ptx())),
         }
@@ -786,13 +820,15 @@ impl<'f> Lanes<'_, '_, 'f> {
                                 ty.ptx()
                             ));
                         }
-                        Ok(LaneVal::Varying(self.l.b.use_var(self.vregs[r.0 as usize])))
+                        let vars = self.vregs[r.0 as usize];
+                        Ok(LaneVal::Varying(vars.map(|v| self.l.b.use_var(v))))
                     }
                 }
             }
             Operand::NotPred(r) if self.shape[r.0 as usize] == Shape::Varying => {
-                let v = self.l.b.use_var(self.vregs[r.0 as usize]);
-                Ok(LaneVal::Varying(self.b().ins().bnot(v)))
+                let vars = self.vregs[r.0 as usize];
+                let v = vars.map(|v| self.l.b.use_var(v));
+                Ok(LaneVal::Varying(self.map(v, |b, v| b.ins().bnot(v))))
             }
             Operand::Special(s) if s.kind == SpecialRegKind::Tid && s.dim == 0 => {
                 let tid = self.l.dims.as_ref().expect("a kernel").tid[0];
@@ -811,13 +847,13 @@ impl<'f> Lanes<'_, '_, 'f> {
         match self.shape[k] {
             Shape::Uniform => LaneVal::Uniform(self.l.b.use_var(self.l.regs[k])),
             Shape::Affine(s) => LaneVal::Affine(self.l.b.use_var(self.l.regs[k]), s),
-            Shape::Varying => LaneVal::Varying(self.l.b.use_var(self.vregs[k])),
+            Shape::Varying => LaneVal::Varying(self.vregs[k].map(|v| self.l.b.use_var(v))),
         }
     }
 
     /// Writes a destination of instruction type `ty` (the scalar lowering's extension rules);
     /// under a guard mask, lanes where it is false keep their value.
-    fn write(&mut self, d: &Operand, ty: Type, v: LaneVal, mask: Option<Value>) -> Res<()> {
+    fn write(&mut self, d: &Operand, ty: Type, v: LaneVal, mask: Option<Vecs>) -> Res<()> {
         let r = match d {
             Operand::Reg(r) => *r,
             Operand::Sink => return Ok(()),
@@ -845,7 +881,9 @@ impl<'f> Lanes<'_, '_, 'f> {
                 let old = self.current(r);
                 let old = self.to_vec(old, rty)?;
                 let new = self.to_vec(v, rty)?;
-                LaneVal::Varying(self.b().ins().bitselect(m, new, old))
+                LaneVal::Varying(std::array::from_fn(|p| {
+                    self.l.b.ins().bitselect(m[p], new[p], old[p])
+                }))
             }
         };
         let k = r.0 as usize;
@@ -859,7 +897,9 @@ impl<'f> Lanes<'_, '_, 'f> {
                 self.shape[k] = Shape::Affine(s);
             }
             LaneVal::Varying(x) => {
-                self.l.b.def_var(self.vregs[k], x);
+                for (var, x) in self.vregs[k].into_iter().zip(x) {
+                    self.l.b.def_var(var, x);
+                }
                 self.shape[k] = Shape::Varying;
             }
         }
@@ -867,15 +907,19 @@ impl<'f> Lanes<'_, '_, 'f> {
     }
 
     /// A guard as a lane mask.
-    fn guard_mask(&mut self, g: Guard) -> Res<Value> {
+    fn guard_mask(&mut self, g: Guard) -> Res<Vecs> {
         let p = self.read(&Operand::Reg(g.reg), Type::Pred)?;
         let m = self.to_vec(p, Type::Pred)?;
-        Ok(if g.negated { self.b().ins().bnot(m) } else { m })
+        Ok(if g.negated {
+            self.map(m, |b, v| b.ins().bnot(v))
+        } else {
+            m
+        })
     }
 
     // ---- operations in lanes --------------------------------------------------------------
 
-    fn vector(&mut self, inst: &Inst, mask: Option<Value>) -> Res<()> {
+    fn vector(&mut self, inst: &Inst, mask: Option<Vecs>) -> Res<()> {
         match inst {
             Inst::Mov { ty, d, a } | Inst::Cvta { ty, d, a, .. }
                 if !matches!(d, Operand::Vector(_)) && !matches!(a, Operand::Vector(_)) =>
@@ -952,23 +996,30 @@ impl<'f> Lanes<'_, '_, 'f> {
                 let x = self.to_vec(x, *ty)?;
                 let y = self.read(b, *ty)?;
                 let y = self.to_vec(y, *ty)?;
-                let t = if ty.is_float() {
-                    let x = self.flush(*ftz, x);
-                    let y = self.flush(*ftz, y);
-                    let (x, y) = (self.as_f32x4(x), self.as_f32x4(y));
-                    self.fcmp(float_cc(*cmp), x, y)
-                } else {
-                    self.b().ins().icmp(int_cc(*cmp, ty.is_signed()), x, y)
-                };
-                let not_t = self.b().ins().bnot(t);
-                let (pv, qv) = match (combine, c) {
+                let c = match (combine, c) {
                     (Some(op), Some(c)) => {
                         let c = self.read(c, Type::Pred)?;
-                        let c = self.to_vec(c, Type::Pred)?;
-                        (self.bool_op(*op, t, c), self.bool_op(*op, not_t, c))
+                        Some((*op, self.to_vec(c, Type::Pred)?))
                     }
-                    _ => (t, not_t),
+                    _ => None,
                 };
+                let (mut pv, mut qv) = (x, x);
+                for k in 0..PARTS {
+                    let t = if ty.is_float() {
+                        let x = self.flush(*ftz, x[k]);
+                        let y = self.flush(*ftz, y[k]);
+                        let (x, y) = (self.as_f32x4(x), self.as_f32x4(y));
+                        self.fcmp(float_cc(*cmp), x, y)
+                    } else {
+                        let cc = int_cc(*cmp, ty.is_signed());
+                        self.b().ins().icmp(cc, x[k], y[k])
+                    };
+                    let not_t = self.b().ins().bnot(t);
+                    (pv[k], qv[k]) = match c {
+                        Some((op, c)) => (self.bool_op(op, t, c[k]), self.bool_op(op, not_t, c[k])),
+                        None => (t, not_t),
+                    };
+                }
                 self.write(p, Type::Pred, LaneVal::Varying(pv), mask)?;
                 self.write(q, Type::Pred, LaneVal::Varying(qv), mask)
             }
@@ -979,7 +1030,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                 let y = self.to_vec(y, *ty)?;
                 let c = self.read(c, Type::Pred)?;
                 let c = self.to_vec(c, Type::Pred)?;
-                let v = self.b().ins().bitselect(c, x, y);
+                let v = std::array::from_fn(|p| self.l.b.ins().bitselect(c[p], x[p], y[p]));
                 self.write(d, *ty, LaneVal::Varying(v), mask)
             }
             Inst::FloatBin {
@@ -993,12 +1044,15 @@ impl<'f> Lanes<'_, '_, 'f> {
                 b,
             } => {
                 let [x, y] = self.f32_sources([a, b], *ftz)?;
-                let r = match op {
-                    FloatBinOp::Add => self.b().ins().fadd(x, y),
-                    FloatBinOp::Sub => self.b().ins().fsub(x, y),
-                    _ => self.b().ins().fmul(x, y),
-                };
-                let r = self.finish(r, *ftz, *sat);
+                let mut r = x;
+                for p in 0..PARTS {
+                    let v = match op {
+                        FloatBinOp::Add => self.b().ins().fadd(x[p], y[p]),
+                        FloatBinOp::Sub => self.b().ins().fsub(x[p], y[p]),
+                        _ => self.b().ins().fmul(x[p], y[p]),
+                    };
+                    r[p] = self.finish(v, *ftz, *sat);
+                }
                 self.write(d, Type::F32, LaneVal::Varying(r), mask)
             }
             Inst::Fma {
@@ -1012,8 +1066,11 @@ impl<'f> Lanes<'_, '_, 'f> {
                 c,
             } => {
                 let [x, y, z] = self.f32_sources([a, b, c], *ftz)?;
-                let r = self.b().ins().fma(x, y, z);
-                let r = self.finish(r, *ftz, *sat);
+                let mut r = x;
+                for p in 0..PARTS {
+                    let v = self.b().ins().fma(x[p], y[p], z[p]);
+                    r[p] = self.finish(v, *ftz, *sat);
+                }
                 self.write(d, Type::F32, LaneVal::Varying(r), mask)
             }
             Inst::FloatUn {
@@ -1028,12 +1085,15 @@ impl<'f> Lanes<'_, '_, 'f> {
                 let x = self.read(a, Type::F32)?;
                 let x = self.to_vec(x, Type::F32)?;
                 let sign = self.splat(i32::MIN as i64);
-                let r = if *op == FloatUnOp::Neg {
-                    self.b().ins().bxor(x, sign)
-                } else {
-                    self.b().ins().band_not(x, sign)
-                };
-                let r = self.flush(*ftz, r);
+                let mut r = x;
+                for p in 0..PARTS {
+                    let v = if *op == FloatUnOp::Neg {
+                        self.b().ins().bxor(x[p], sign)
+                    } else {
+                        self.b().ins().band_not(x[p], sign)
+                    };
+                    r[p] = self.flush(*ftz, v);
+                }
                 self.write(d, Type::F32, LaneVal::Varying(r), mask)
             }
             _ => refuse("an operation the lanes lowering does not have on per-thread values"),
@@ -1057,15 +1117,14 @@ impl<'f> Lanes<'_, '_, 'f> {
         }
         let (x, y) = (self.to_vec(x, ty)?, self.to_vec(y, ty)?);
         let signed = ty.is_signed();
-        let ins = self.b().ins();
         let v = match op {
-            IntBinOp::And => ins.band(x, y),
-            IntBinOp::Or => ins.bor(x, y),
-            IntBinOp::Xor => ins.bxor(x, y),
-            IntBinOp::Min if signed => ins.smin(x, y),
-            IntBinOp::Min => ins.umin(x, y),
-            IntBinOp::Max if signed => ins.smax(x, y),
-            IntBinOp::Max => ins.umax(x, y),
+            IntBinOp::And => self.map2(x, y, |b, x, y| b.ins().band(x, y)),
+            IntBinOp::Or => self.map2(x, y, |b, x, y| b.ins().bor(x, y)),
+            IntBinOp::Xor => self.map2(x, y, |b, x, y| b.ins().bxor(x, y)),
+            IntBinOp::Min if signed => self.map2(x, y, |b, x, y| b.ins().smin(x, y)),
+            IntBinOp::Min => self.map2(x, y, |b, x, y| b.ins().umin(x, y)),
+            IntBinOp::Max if signed => self.map2(x, y, |b, x, y| b.ins().smax(x, y)),
+            IntBinOp::Max => self.map2(x, y, |b, x, y| b.ins().umax(x, y)),
             _ => return refuse("division on per-thread values"),
         };
         Ok(LaneVal::Varying(v))
@@ -1085,13 +1144,17 @@ impl<'f> Lanes<'_, '_, 'f> {
             return refuse(format!("per-thread .{} shifts", ty.ptx()));
         }
         let v = self.to_vec(x, ty)?;
-        let ins = self.b().ins();
-        let r = match (op, k >= bits) {
-            (IntBinOp::Shl, false) => ins.ishl_imm_s(v, k as i64),
-            (IntBinOp::Shr, false) if ty.is_signed() => ins.sshr_imm_s(v, k as i64),
-            (IntBinOp::Shr, false) => ins.ushr_imm_s(v, k as i64),
-            (IntBinOp::Shr, true) if ty.is_signed() => ins.sshr_imm_s(v, 31),
-            _ => return Ok(LaneVal::Varying(self.splat(0))),
+        let k = k.min(bits) as i64;
+        let r = match (op, k == 32) {
+            (IntBinOp::Shl, false) => self.map(v, |b, v| b.ins().ishl_imm_s(v, k)),
+            (IntBinOp::Shr, false) if ty.is_signed() => {
+                self.map(v, |b, v| b.ins().sshr_imm_s(v, k))
+            }
+            (IntBinOp::Shr, false) => self.map(v, |b, v| b.ins().ushr_imm_s(v, k)),
+            (IntBinOp::Shr, true) if ty.is_signed() => {
+                self.map(v, |b, v| b.ins().sshr_imm_s(v, 31))
+            }
+            _ => [self.splat(0); PARTS],
         };
         Ok(LaneVal::Varying(r))
     }
@@ -1116,9 +1179,9 @@ impl<'f> Lanes<'_, '_, 'f> {
         }
         let (x, y) = (self.to_vec(x, ty)?, self.to_vec(y, ty)?);
         let v = if sub {
-            self.b().ins().isub(x, y)
+            self.map2(x, y, |b, x, y| b.ins().isub(x, y))
         } else {
-            self.b().ins().iadd(x, y)
+            self.map2(x, y, |b, x, y| b.ins().iadd(x, y))
         };
         Ok(LaneVal::Varying(v))
     }
@@ -1149,7 +1212,9 @@ impl<'f> Lanes<'_, '_, 'f> {
                     return refuse(format!("per-thread .{} products", ty.ptx()));
                 }
                 let (x, y) = (self.to_vec(x, ty)?, self.to_vec(y, ty)?);
-                Ok(LaneVal::Varying(self.b().ins().imul(x, y)))
+                Ok(LaneVal::Varying(
+                    self.map2(x, y, |b, x, y| b.ins().imul(x, y)),
+                ))
             }
             MulMode::Wide => {
                 let wide = ty.widened();
@@ -1203,14 +1268,17 @@ impl<'f> Lanes<'_, '_, 'f> {
         }
     }
 
-    /// f32 sources as `f32x4`, flushed with `.ftz`.
-    fn f32_sources<const N: usize>(&mut self, ops: [&Operand; N], ftz: bool) -> Res<[Value; N]> {
+    /// f32 sources as `f32x4`s, flushed with `.ftz`.
+    fn f32_sources<const N: usize>(&mut self, ops: [&Operand; N], ftz: bool) -> Res<[Vecs; N]> {
         let mut out = [None; N];
         for (o, op) in out.iter_mut().zip(ops) {
             let v = self.read(op, Type::F32)?;
-            let v = self.to_vec(v, Type::F32)?;
-            let v = self.flush(ftz, v);
-            *o = Some(self.as_f32x4(v));
+            let mut v = self.to_vec(v, Type::F32)?;
+            for x in v.iter_mut() {
+                let f = self.flush(ftz, *x);
+                *x = self.as_f32x4(f);
+            }
+            *o = Some(v);
         }
         Ok(out.map(|v| v.expect("every source read")))
     }

@@ -32,14 +32,15 @@
 use super::{Lower, flags, int_type};
 use super::{float_cc, int_cc};
 use crate::ast::{
-    AddrBase, BoolOp, FloatBinOp, FloatUnOp, FuncId, Guard, Inst, Instruction, IntBinOp, MulMode,
-    Operand, Precision, RegId, Rounding, Space, SpecialRegKind, Type, VideoSrc, VideoTail,
+    AddrBase, BoolOp, CmpOp, FloatBinOp, FloatUnOp, FuncId, Guard, Inst, Instruction, IntBinOp,
+    MulMode, Operand, Precision, RegId, Rounding, Space, SpecialRegKind, Type, VideoSrc, VideoTail,
 };
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{self, Block, ConstantData, InstBuilder, MemFlagsData, Value, types};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::Module as _;
+use std::collections::HashMap;
 
 /// Vectors a varying value takes.
 const PARTS: usize = 4;
@@ -78,6 +79,21 @@ enum LaneVal {
     Varying(Vecs),
 }
 
+/// `setp` of an integer sequence against a uniform value with an ordering comparison: the
+/// lanes agree when its first and last lane do (the sequence does not wrap), which an exit
+/// can test on two scalars instead of the group's vectors.
+#[derive(Clone, Copy)]
+struct SeqCmp {
+    cc: IntCC,
+    /// First lane (i32), stride, the uniform side (i32), whether the sequence is the right
+    /// operand, and whether the predicate is the comparison's negation (`setp`'s q).
+    base: Value,
+    stride: i64,
+    other: Value,
+    swapped: bool,
+    negated: bool,
+}
+
 /// A global (or generic) access of the kernel.
 struct Access {
     at: usize,
@@ -112,10 +128,10 @@ struct Lanes<'l, 'a, 'f> {
     shape: Vec<Shape>,
     /// The vectors of each register while it is varying.
     vregs: Vec<[Variable; PARTS]>,
-    /// Lanes still running (all ones), once a per-thread exit has happened.
-    active: [Variable; PARTS],
-    /// Lanes may have left since the last test of `active`.
-    exits_unchecked: bool,
+    /// Splats of constants made in this group (they dominate the rest of it).
+    splats: HashMap<i64, Value>,
+    /// Predicates set by comparing a sequence with a uniform value (see [`SeqCmp`]).
+    seq_cmps: HashMap<RegId, SeqCmp>,
     /// Set when an affine value wrapped as it was widened (the group then runs on the loop).
     wrap: Option<Variable>,
     /// Widenings happened since the last test of `wrap`.
@@ -177,13 +193,12 @@ impl<'a, 'f> Lower<'a, 'f> {
         let vregs = (0..nregs)
             .map(|_| [(); PARTS].map(|_| l.b.declare_var(V)))
             .collect();
-        let active = [(); PARTS].map(|_| l.b.declare_var(V));
         let mut lanes = Lanes {
             l: &mut l,
             shape: vec![Shape::Uniform; nregs],
             vregs,
-            active,
-            exits_unchecked: false,
+            splats: HashMap::new(),
+            seq_cmps: HashMap::new(),
             wrap: None,
             wrap_unchecked: false,
             past_gate: false,
@@ -224,10 +239,6 @@ impl<'f> Lanes<'_, '_, 'f> {
     /// One group: fresh registers, the instructions up to the first unconditional end.
     fn group(&mut self) -> Res<()> {
         self.l.start_thread_state();
-        let ones = self.splat(-1);
-        for v in self.active {
-            self.b().def_var(v, ones);
-        }
         let body = self.l.f.body.as_ref().expect("kernels have bodies");
         let end = self.scan(body)?;
         for (i, ins) in body.iter().enumerate().take(end) {
@@ -368,6 +379,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             self.l.guarded(ins, &[]);
             for r in dests {
                 self.shape[r.0 as usize] = Shape::Uniform;
+                self.seq_cmps.remove(&r);
             }
             return Ok(());
         }
@@ -439,57 +451,106 @@ impl<'f> Lanes<'_, '_, 'f> {
 
     // ---- exits and the gate --------------------------------------------------------------
 
-    /// `ret`/`exit`/`bra` to the end, under `guard`: a uniform guard leaves the group, a
-    /// varying one clears lanes (before the gate only: the gate then sends partial groups to
-    /// the thread loop). Unguarded, it ends the group (the caller stops there).
+    /// `ret`/`exit`/`bra` to the end, under `guard`: the group is done if the guard holds in
+    /// every lane, goes on if in none; else, before the first store, it goes back to the
+    /// thread loop (the group's lanes are always all running). Unguarded, it ends the group
+    /// (the caller stops there).
     fn exit_if(&mut self, guard: Option<Guard>) -> Res<()> {
         let Some(g) = guard else {
             return Ok(());
         };
-        if self.shape[g.reg.0 as usize] == Shape::Uniform {
-            let p = self.l.b.use_var(self.l.regs[g.reg.0 as usize]);
-            let (done, cont) = (self.done, self.b().create_block());
-            if g.negated {
-                self.b().ins().brif(p, cont, &[], done, &[]);
-            } else {
-                self.b().ins().brif(p, done, &[], cont, &[]);
+        let leave = match self.shape[g.reg.0 as usize] {
+            Shape::Uniform => {
+                let p = self.l.b.use_var(self.l.regs[g.reg.0 as usize]);
+                if g.negated {
+                    self.b().ins().bxor_imm_s(p, 1)
+                } else {
+                    p
+                }
             }
-            self.b().switch_to_block(cont);
-            return Ok(());
-        }
-        if self.past_gate {
-            return refuse("a per-thread exit after the first memory access");
-        }
-        let leaving = self.guard_mask(g)?;
-        for (var, leaving) in self.active.into_iter().zip(leaving) {
-            let active = self.b().use_var(var);
-            let staying = self.b().ins().band_not(active, leaving);
-            self.b().def_var(var, staying);
-        }
-        self.exits_unchecked = true;
+            _ if self.past_gate => {
+                return refuse("a per-thread exit after the first store");
+            }
+            _ => match self.seq_cmps.get(&g.reg).copied() {
+                Some(c) => self.seq_exit(c, g.negated),
+                None => {
+                    let m = self.guard_mask(g)?;
+                    let (mut all, mut any) = (m[0], m[0]);
+                    for p in &m[1..] {
+                        all = self.b().ins().band(all, *p);
+                        any = self.b().ins().bor(any, *p);
+                    }
+                    let any = self.b().ins().vhigh_bits(types::I32, any);
+                    let all = self.b().ins().vhigh_bits(types::I32, all);
+                    let some = self.b().ins().icmp_imm_s(IntCC::NotEqual, any, 0);
+                    let every = self.b().ins().icmp_imm_s(IntCC::Equal, all, 0xf);
+                    let mixed = self.b().ins().bxor(some, every);
+                    self.bail_if(mixed);
+                    every
+                }
+            },
+        };
+        let (done, cont) = (self.done, self.b().create_block());
+        self.b().ins().brif(leave, done, &[], cont, &[]);
+        self.b().switch_to_block(cont);
         Ok(())
     }
 
-    /// Whether the group may touch memory: all its lanes running (none left: the group is
-    /// done) and no affine value wrapped; else back to the thread loop. Tests only what
-    /// changed since the last time.
-    fn ready(&mut self) {
-        if self.exits_unchecked {
-            let parts = self.active.map(|v| self.l.b.use_var(v));
-            let (mut all, mut any) = (parts[0], parts[0]);
-            for p in &parts[1..] {
-                all = self.b().ins().band(all, *p);
-                any = self.b().ins().bor(any, *p);
+    /// An exit whose guard is a [`SeqCmp`]: the first lane's answer if the last lane's is the
+    /// same and the sequence does not wrap (in the comparison's signedness), else back to the
+    /// thread loop.
+    fn seq_exit(&mut self, c: SeqCmp, negated: bool) -> Value {
+        let span = (LANES as i64 - 1) * c.stride;
+        let signed = matches!(
+            c.cc,
+            IntCC::SignedLessThan
+                | IntCC::SignedLessThanOrEqual
+                | IntCC::SignedGreaterThan
+                | IntCC::SignedGreaterThanOrEqual
+        );
+        let wide = if signed {
+            self.b().ins().sextend(types::I64, c.base)
+        } else {
+            self.l.uextend(types::I64, c.base)
+        };
+        let last_wide = self.b().ins().iadd_imm_s(wide, span);
+        let (lo, hi) = if signed {
+            (i32::MIN as i64, i32::MAX as i64)
+        } else {
+            (0, u32::MAX as i64)
+        };
+        let wraps = if span > 0 {
+            self.b()
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThan, last_wide, hi)
+        } else {
+            self.b()
+                .ins()
+                .icmp_imm_s(IntCC::SignedLessThan, last_wide, lo)
+        };
+        let last = self.b().ins().iadd_imm_s(c.base, span);
+        let test = |l: &mut Self, x: Value| {
+            if c.swapped {
+                l.b().ins().icmp(c.cc, c.other, x)
+            } else {
+                l.b().ins().icmp(c.cc, x, c.other)
             }
-            let any = self.b().ins().vhigh_bits(types::I32, any);
-            let (done, cont) = (self.done, self.b().create_block());
-            self.b().ins().brif(any, cont, &[], done, &[]);
-            self.b().switch_to_block(cont);
-            let all = self.b().ins().vhigh_bits(types::I32, all);
-            let partial = self.b().ins().icmp_imm_s(IntCC::NotEqual, all, 0xf);
-            self.bail_if(partial);
-            self.exits_unchecked = false;
+        };
+        let first = test(self, c.base);
+        let last = test(self, last);
+        let differ = self.b().ins().bxor(first, last);
+        let unsure = self.b().ins().bor(differ, wraps);
+        self.bail_if(unsure);
+        if c.negated ^ negated {
+            self.b().ins().bxor_imm_s(first, 1)
+        } else {
+            first
         }
+    }
+
+    /// Whether the group may touch memory: no affine value wrapped since the last test (else
+    /// back to the thread loop).
+    fn ready(&mut self) {
         if self.wrap_unchecked {
             let w = self.wrap.expect("a widening declares the flag");
             let wrapped = self.b().use_var(w);
@@ -524,22 +585,29 @@ impl<'f> Lanes<'_, '_, 'f> {
         Ok((lo, hi, spread))
     }
 
-    /// Whether access `k`'s range is bad: it wraps around the address space or, checked,
-    /// it does not lie in the area its slot last checked (for the thread loop to report).
-    fn range_bad(&mut self, k: usize, lo: Value, hi: Value) -> Value {
-        let mut bad = self.b().ins().icmp(IntCC::UnsignedLessThanOrEqual, hi, lo);
+    /// Checked: whether access `k`'s range is not in the area its slot last checked (for the
+    /// thread loop to report). Unchecked, ranges are trusted (one wrapping around the address
+    /// space would fault in the thread loop too).
+    fn range_bad(&mut self, k: usize, lo: Value, hi: Value) -> Option<Value> {
         let (base, size, space, store, offset) = {
             let a = &self.accesses[k];
             (a.base, a.size, a.space, a.store, a.offset)
         };
         let addr = crate::ast::Address { base, offset };
-        if self.l.sh.checked && !self.l.known_safe(&addr, size, space, store) {
-            let slot = self.l.checks.slot(base);
-            let ok = self.l.in_recent_area(lo, hi, slot, lo, size as u64);
-            let outside = self.b().ins().bxor_imm_s(ok, 1);
-            bad = self.b().ins().bor(bad, outside);
+        if !self.l.sh.checked || self.l.known_safe(&addr, size, space, store) {
+            return None;
         }
-        bad
+        let slot = self.l.checks.slot(base);
+        let ok = self.l.in_recent_area(lo, hi, slot, lo, size as u64);
+        Some(self.b().ins().bxor_imm_s(ok, 1))
+    }
+
+    /// `a | b` of optional i8 conditions.
+    fn either(&mut self, a: Option<Value>, b: Option<Value>) -> Option<Value> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(self.b().ins().bor(a, b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// A load before the first store: the group must be ready and the load's range good; the
@@ -547,8 +615,9 @@ impl<'f> Lanes<'_, '_, 'f> {
     fn before_gate(&mut self, k: usize) -> Res<()> {
         self.ready();
         let (lo, hi, spread) = self.range(k)?;
-        let bad = self.range_bad(k, lo, hi);
-        self.bail_if(bad);
+        if let Some(bad) = self.range_bad(k, lo, hi) {
+            self.bail_if(bad);
+        }
         self.ranges[k] = Some((lo, hi, spread));
         Ok(())
     }
@@ -560,14 +629,14 @@ impl<'f> Lanes<'_, '_, 'f> {
     /// group goes back to the thread loop, which has nothing to undo.
     fn gate(&mut self) -> Res<()> {
         self.ready();
-        let mut bad = self.b().ins().iconst(types::I8, 0);
+        let mut bad = None;
         for k in 0..self.accesses.len() {
             if self.ranges[k].is_some() {
                 continue;
             }
             let (lo, hi, spread) = self.range(k)?;
             let b = self.range_bad(k, lo, hi);
-            bad = self.b().ins().bor(bad, b);
+            bad = self.either(bad, b);
             self.ranges[k] = Some((lo, hi, spread));
         }
         let ranges: Vec<(Value, Value, bool)> = self
@@ -582,6 +651,10 @@ impl<'f> Lanes<'_, '_, 'f> {
                     continue;
                 }
                 let lane_for_lane = spread && spread2 && a.size == c.size;
+                if lane_for_lane && lo == lo2 {
+                    // The same elements, lane for lane, whatever the addresses.
+                    continue;
+                }
                 let overlap = {
                     let b = self.b();
                     let x = b.ins().icmp(IntCC::UnsignedLessThan, lo, hi2);
@@ -594,10 +667,12 @@ impl<'f> Lanes<'_, '_, 'f> {
                 } else {
                     overlap
                 };
-                bad = self.b().ins().bor(bad, conflict);
+                bad = self.either(bad, Some(conflict));
             }
         }
-        self.bail_if(bad);
+        if let Some(bad) = bad {
+            self.bail_if(bad);
+        }
         self.past_gate = true;
         Ok(())
     }
@@ -660,9 +735,15 @@ impl<'f> Lanes<'_, '_, 'f> {
 
     // ---- values --------------------------------------------------------------------------
 
+    /// A constant in every lane (made once a group).
     fn splat(&mut self, k: i64) -> Value {
+        if let Some(v) = self.splats.get(&k) {
+            return *v;
+        }
         let s = self.b().ins().iconst(types::I32, k);
-        self.b().ins().splat(V, s)
+        let v = self.b().ins().splat(V, s);
+        self.splats.insert(k, v);
+        v
     }
 
     fn vconst(&mut self, lanes: [i32; 4]) -> Value {
@@ -859,6 +940,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             Operand::Sink => return Ok(()),
             _ => return refuse("a vector destination"),
         };
+        self.seq_cmps.remove(&r);
         let rty = self.l.f.reg(r).ty;
         let v = match v {
             LaneVal::Uniform(s) => LaneVal::Uniform(self.l.conv(s, ty, rty, ty.is_signed())),
@@ -992,10 +1074,18 @@ impl<'f> Lanes<'_, '_, 'f> {
                 b,
                 c,
             } if ty.bits() == 32 => {
-                let x = self.read(a, *ty)?;
-                let x = self.to_vec(x, *ty)?;
-                let y = self.read(b, *ty)?;
-                let y = self.to_vec(y, *ty)?;
+                let (xv, yv) = (self.read(a, *ty)?, self.read(b, *ty)?);
+                let x = self.to_vec(xv, *ty)?;
+                let y = self.to_vec(yv, *ty)?;
+                let seq = match (xv, yv) {
+                    (LaneVal::Affine(base, stride), LaneVal::Uniform(other)) => {
+                        Some((base, stride, other, false))
+                    }
+                    (LaneVal::Uniform(other), LaneVal::Affine(base, stride)) => {
+                        Some((base, stride, other, true))
+                    }
+                    _ => None,
+                };
                 let c = match (combine, c) {
                     (Some(op), Some(c)) => {
                         let c = self.read(c, Type::Pred)?;
@@ -1021,7 +1111,27 @@ impl<'f> Lanes<'_, '_, 'f> {
                     };
                 }
                 self.write(p, Type::Pred, LaneVal::Varying(pv), mask)?;
-                self.write(q, Type::Pred, LaneVal::Varying(qv), mask)
+                self.write(q, Type::Pred, LaneVal::Varying(qv), mask)?;
+                let ordering = !matches!(cmp, CmpOp::Eq | CmpOp::Ne);
+                if let (Some((base, stride, other, swapped)), true, None, None) =
+                    (seq, ordering && ty.is_int(), c, mask)
+                {
+                    let cc = int_cc(*cmp, ty.is_signed());
+                    for (d, negated) in [(p, false), (q, true)] {
+                        if let Operand::Reg(r) = d {
+                            let c = SeqCmp {
+                                cc,
+                                base,
+                                stride,
+                                other,
+                                swapped,
+                                negated,
+                            };
+                            self.seq_cmps.insert(*r, c);
+                        }
+                    }
+                }
+                Ok(())
             }
             Inst::Selp { ty, d, a, b, c } if ty.bits() == 32 => {
                 let x = self.read(a, *ty)?;

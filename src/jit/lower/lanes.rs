@@ -43,7 +43,7 @@ use cranelift_module::Module as _;
 use std::collections::HashMap;
 
 /// Vectors a varying value takes.
-const PARTS: usize = 4;
+const PARTS: usize = 8;
 /// Threads in a group: four lanes of each of the [`PARTS`] vectors.
 pub const LANES: u32 = 4 * PARTS as u32;
 /// The vector type of varying values.

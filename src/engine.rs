@@ -179,6 +179,10 @@ pub trait Engine {
         block: Dim3,
         args: &mut [Arg],
     ) -> Result<(), RunError>;
+    /// How many threads the launches so far ran in SIMD lanes, for engines that have them.
+    fn lane_threads(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Checks a scalar argument against a parameter and gives its bytes (what every engine

@@ -31,7 +31,8 @@ ENGINE OPTIONS:
   --egraph              JIT: also run Cranelift's e-graph optimizer (off by default: it
                         lengthens live ranges in unrolled code; see README, Benchmarks)
   --no-lanes            JIT: run kernels one thread at a time (by default a kernel that
-                        allows it runs four threads at a time in SIMD lanes; --stats says)
+                        allows it runs a warp, 32 threads, at a time in SIMD lanes;
+                        --stats says which do)
   --stats               print compile time, run time and threads/s to stderr
   --verify              run the interpreter beside the JIT; exit 1 on any difference
 
@@ -520,6 +521,9 @@ fn launch(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(
                 secs * 1e3,
                 threads as f64 / secs.max(1e-9)
             );
+            if let Some(n) = engine.lane_threads() {
+                let _ = writeln!(err, "run: {n} of {threads} threads in SIMD lanes");
+            }
         }
     }
     for (k, ty, bytes) in &buffers {

@@ -33,6 +33,7 @@ use lower::{HELPERS, Lower, Refused, Shared, internal_signature, lanes_signature
 use rayon::prelude::*;
 use runtime::{AreaName, JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// What to print of the compiled code.
@@ -115,6 +116,8 @@ pub struct Jit {
     big_stack: bool,
     /// Each kernel's name and, when it runs on the thread loop only, why.
     lanes_report: Vec<(String, Option<String>)>,
+    /// Threads run in lanes by all launches so far.
+    lane_threads: std::sync::atomic::AtomicU64,
 }
 
 /// Stack the generated code may use on an ordinary thread (rayon's workers and the main
@@ -412,6 +415,7 @@ impl Jit {
             stats,
             big_stack: stack_needed > SMALL_STACK,
             lanes_report,
+            lane_threads: Default::default(),
         })
     }
 
@@ -428,6 +432,13 @@ impl Jit {
     /// threads at a time in SIMD lanes where it can: see `lower/lanes.rs`).
     pub fn lanes_report(&self) -> &[(String, Option<String>)] {
         &self.lanes_report
+    }
+
+    /// How many threads all launches so far have run in SIMD lanes (the rest ran on the
+    /// thread loop: blocks' last threads short of a group, groups whose threads would not all
+    /// agree on an exit, whose accesses overlap or, checked, fail the inline area test).
+    pub fn lane_threads(&self) -> u64 {
+        self.lane_threads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn module(&self) -> &Module {
@@ -546,6 +557,10 @@ impl Engine for Jit {
             .collect())
     }
 
+    fn lane_threads(&self) -> Option<u64> {
+        Some(Jit::lane_threads(self))
+    }
+
     fn launch(
         &self,
         name: &str,
@@ -602,6 +617,7 @@ impl Engine for Jit {
         let entry = self.internal[id.0 as usize].expect("find_function checks the body");
         let info: &ModuleInfo = &self.info;
         let shared_ref = &shared;
+        let lanes_ref = &self.lane_threads;
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling (as the interpreter).
         let fault = self.on_stack(|| {
@@ -623,6 +639,10 @@ impl Engine for Jit {
                             let f: BlockFunc = std::mem::transmute(entry);
                             f(ctx)
                         };
+                        if ctx.lane_threads > 0 {
+                            lanes_ref.fetch_add(ctx.lane_threads, Ordering::Relaxed);
+                            ctx.lane_threads = 0;
+                        }
                         (status == STATUS_FAULT).then(|| {
                             let f = ctx
                                 .fault

@@ -147,6 +147,9 @@ pub struct ThreadCtx {
     /// through without calling `rt_check` (the check would find the same area and allow
     /// them).
     pub hits: [[u64; 2]; HIT_AREAS],
+    /// Threads a kernel's lanes function has run (see `lower/lanes.rs`); the launch adds
+    /// them up.
+    pub lane_threads: u64,
     /// Areas shared by the launch (buffers, module variables, kernel parameters). Points to a
     /// map that outlives every use of this context (the launch or call owns both).
     pub shared: *const AreaMap<JitArea>,
@@ -167,6 +170,7 @@ impl ThreadCtx {
             params: 0,
             depth: 0,
             hits: [[0; 2]; HIT_AREAS],
+            lane_threads: 0,
             shared,
             info,
             own: Vec::new(),
@@ -187,6 +191,7 @@ impl ThreadCtx {
             params,
             depth,
             hits,
+            lane_threads,
             shared: shared_at,
             info: info_at,
             own,
@@ -199,6 +204,7 @@ impl ThreadCtx {
         *params = 0;
         *depth = 0;
         *hits = [[0; 2]; HIT_AREAS];
+        *lane_threads = 0;
         *shared_at = shared;
         *info_at = info;
         own.clear();

@@ -22,6 +22,17 @@ pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
         ),
         ("jit", jit(false)),
         ("jit-egraph", jit(true)),
+        (
+            "jit-no-lanes",
+            Box::new(jit_with(
+                ptx,
+                JitOptions {
+                    verify: true,
+                    lanes: false,
+                    ..JitOptions::default()
+                },
+            )) as Box<dyn Engine>,
+        ),
     ]
 }
 

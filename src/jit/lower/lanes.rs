@@ -210,6 +210,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         };
         lanes.group()?;
         l.b.switch_to_block(done);
+        let ctx = l.ctx;
+        let at = std::mem::offset_of!(super::ThreadCtx, lane_threads) as i32;
+        let count = l.b.ins().load(types::I64, super::trusted(), ctx, at);
+        let count = l.b.ins().iadd_imm_s(count, LANES as i64);
+        l.b.ins().store(super::trusted(), count, ctx, at);
         let x = l.b.use_var(tid[0]);
         let next = l.b.ins().iadd_imm_s(x, LANES as i64);
         l.b.ins().jump(head, &[next.into()]);
@@ -723,7 +728,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             }
             (Inst::St { ty, a, .. }, LaneVal::Affine(at, _)) if size == 4 => {
                 let v = self.read(a, *ty)?;
-                let v = self.to_vec(v, *ty)?;
+                let v = self.lanes_of(v, *ty)?;
                 for (p, v) in v.into_iter().enumerate() {
                     self.b().ins().store(flags(), v, at, 16 * p as i32);
                 }
@@ -790,7 +795,7 @@ impl<'f> Lanes<'_, '_, 'f> {
     }
 
     /// Every lane's value as vectors (32-bit types and predicates).
-    fn to_vec(&mut self, v: LaneVal, ty: Type) -> Res<Vecs> {
+    fn lanes_of(&mut self, v: LaneVal, ty: Type) -> Res<Vecs> {
         match v {
             LaneVal::Varying(v) => Ok(v),
             LaneVal::Uniform(s) if ty == Type::Pred => {
@@ -947,7 +952,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             LaneVal::Affine(base, s) if rty.is_int() => {
                 self.affine_conv(base, s, ty, rty, ty.is_signed())?
             }
-            LaneVal::Affine(..) if same_lanes(ty, rty) => LaneVal::Varying(self.to_vec(v, ty)?),
+            LaneVal::Affine(..) if same_lanes(ty, rty) => LaneVal::Varying(self.lanes_of(v, ty)?),
             LaneVal::Varying(x) if same_lanes(ty, rty) => LaneVal::Varying(x),
             _ => {
                 return refuse(format!(
@@ -961,8 +966,8 @@ impl<'f> Lanes<'_, '_, 'f> {
             None => v,
             Some(m) => {
                 let old = self.current(r);
-                let old = self.to_vec(old, rty)?;
-                let new = self.to_vec(v, rty)?;
+                let old = self.lanes_of(old, rty)?;
+                let new = self.lanes_of(v, rty)?;
                 LaneVal::Varying(std::array::from_fn(|p| {
                     self.l.b.ins().bitselect(m[p], new[p], old[p])
                 }))
@@ -991,7 +996,7 @@ impl<'f> Lanes<'_, '_, 'f> {
     /// A guard as a lane mask.
     fn guard_mask(&mut self, g: Guard) -> Res<Vecs> {
         let p = self.read(&Operand::Reg(g.reg), Type::Pred)?;
-        let m = self.to_vec(p, Type::Pred)?;
+        let m = self.lanes_of(p, Type::Pred)?;
         Ok(if g.negated {
             self.map(m, |b, v| b.ins().bnot(v))
         } else {
@@ -1075,8 +1080,8 @@ impl<'f> Lanes<'_, '_, 'f> {
                 c,
             } if ty.bits() == 32 => {
                 let (xv, yv) = (self.read(a, *ty)?, self.read(b, *ty)?);
-                let x = self.to_vec(xv, *ty)?;
-                let y = self.to_vec(yv, *ty)?;
+                let x = self.lanes_of(xv, *ty)?;
+                let y = self.lanes_of(yv, *ty)?;
                 let seq = match (xv, yv) {
                     (LaneVal::Affine(base, stride), LaneVal::Uniform(other)) => {
                         Some((base, stride, other, false))
@@ -1089,7 +1094,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                 let c = match (combine, c) {
                     (Some(op), Some(c)) => {
                         let c = self.read(c, Type::Pred)?;
-                        Some((*op, self.to_vec(c, Type::Pred)?))
+                        Some((*op, self.lanes_of(c, Type::Pred)?))
                     }
                     _ => None,
                 };
@@ -1135,11 +1140,11 @@ impl<'f> Lanes<'_, '_, 'f> {
             }
             Inst::Selp { ty, d, a, b, c } if ty.bits() == 32 => {
                 let x = self.read(a, *ty)?;
-                let x = self.to_vec(x, *ty)?;
+                let x = self.lanes_of(x, *ty)?;
                 let y = self.read(b, *ty)?;
-                let y = self.to_vec(y, *ty)?;
+                let y = self.lanes_of(y, *ty)?;
                 let c = self.read(c, Type::Pred)?;
-                let c = self.to_vec(c, Type::Pred)?;
+                let c = self.lanes_of(c, Type::Pred)?;
                 let v = std::array::from_fn(|p| self.l.b.ins().bitselect(c[p], x[p], y[p]));
                 self.write(d, *ty, LaneVal::Varying(v), mask)
             }
@@ -1193,7 +1198,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             } => {
                 // Sign-bit operations, then .ftz on the result (as the scalar lowering).
                 let x = self.read(a, Type::F32)?;
-                let x = self.to_vec(x, Type::F32)?;
+                let x = self.lanes_of(x, Type::F32)?;
                 let sign = self.splat(i32::MIN as i64);
                 let mut r = x;
                 for p in 0..PARTS {
@@ -1225,7 +1230,7 @@ impl<'f> Lanes<'_, '_, 'f> {
         if !(ty.bits() == 32 || ty == Type::Pred) {
             return refuse(format!("per-thread .{} values", ty.ptx()));
         }
-        let (x, y) = (self.to_vec(x, ty)?, self.to_vec(y, ty)?);
+        let (x, y) = (self.lanes_of(x, ty)?, self.lanes_of(y, ty)?);
         let signed = ty.is_signed();
         let v = match op {
             IntBinOp::And => self.map2(x, y, |b, x, y| b.ins().band(x, y)),
@@ -1253,7 +1258,7 @@ impl<'f> Lanes<'_, '_, 'f> {
         if bits != 32 {
             return refuse(format!("per-thread .{} shifts", ty.ptx()));
         }
-        let v = self.to_vec(x, ty)?;
+        let v = self.lanes_of(x, ty)?;
         let k = k.min(bits) as i64;
         let r = match (op, k == 32) {
             (IntBinOp::Shl, false) => self.map(v, |b, v| b.ins().ishl_imm_s(v, k)),
@@ -1287,7 +1292,7 @@ impl<'f> Lanes<'_, '_, 'f> {
         if ty.bits() != 32 {
             return refuse(format!("per-thread .{} values", ty.ptx()));
         }
-        let (x, y) = (self.to_vec(x, ty)?, self.to_vec(y, ty)?);
+        let (x, y) = (self.lanes_of(x, ty)?, self.lanes_of(y, ty)?);
         let v = if sub {
             self.map2(x, y, |b, x, y| b.ins().isub(x, y))
         } else {
@@ -1321,7 +1326,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                 if ty.bits() != 32 {
                     return refuse(format!("per-thread .{} products", ty.ptx()));
                 }
-                let (x, y) = (self.to_vec(x, ty)?, self.to_vec(y, ty)?);
+                let (x, y) = (self.lanes_of(x, ty)?, self.lanes_of(y, ty)?);
                 Ok(LaneVal::Varying(
                     self.map2(x, y, |b, x, y| b.ins().imul(x, y)),
                 ))
@@ -1383,7 +1388,7 @@ impl<'f> Lanes<'_, '_, 'f> {
         let mut out = [None; N];
         for (o, op) in out.iter_mut().zip(ops) {
             let v = self.read(op, Type::F32)?;
-            let mut v = self.to_vec(v, Type::F32)?;
+            let mut v = self.lanes_of(v, Type::F32)?;
             for x in v.iter_mut() {
                 let f = self.flush(ftz, *x);
                 *x = self.as_f32x4(f);

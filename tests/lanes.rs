@@ -1,0 +1,631 @@
+//! Kernels in SIMD lanes (`src/jit/lower/lanes.rs`). Results are checked against references
+//! written here — Rust's IEEE-754 f32 arithmetic (`mul_add` is the single-rounding fma) with
+//! the manual's `.ftz`, `.sat` and canonical-NaN rules spelled out, wrapping integer
+//! arithmetic, and the one-thread-after-another order of a block written out — and against
+//! the interpreter and the JIT without lanes. Each test also checks that the lanes ran (or,
+//! where they must not, that they did not).
+
+mod common;
+
+use common::{Rng, jit_with};
+use ptxjit::{Arg, Dim3, Engine, Interpreter, Jit, JitOptions, Module, RunError, Value};
+
+const SAXPY: &str = include_str!("../examples/saxpy.ptx");
+
+fn jit(ptx: &str, checked: bool, lanes: bool) -> Jit {
+    jit_with(
+        ptx,
+        JitOptions {
+            checked,
+            lanes,
+            verify: true,
+            ..JitOptions::default()
+        },
+    )
+}
+
+fn bytes_u32(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// f32 bit patterns that reach the corners: zeros, subnormals, the smallest normals, values
+/// around 1, huge values, infinities, NaNs; else random bits.
+fn edgy_f32(r: &mut Rng) -> u32 {
+    const EDGES: [u32; 16] = [
+        0x0000_0000,
+        0x8000_0000,
+        0x0000_0001,
+        0x807f_ffff,
+        0x0080_0000,
+        0x8080_0000,
+        0x3f80_0000,
+        0x3f7f_ffff,
+        0x3f80_0001,
+        0xbf80_0000,
+        0x7f7f_ffff,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0xffc0_1234,
+        0x3e80_0000,
+    ];
+    match r.below(4) {
+        0 => EDGES[r.below(EDGES.len() as u64) as usize],
+        1 => (r.below(2000) as f32 / 100.0 - 10.0).to_bits(),
+        _ => r.next_u64() as u32,
+    }
+}
+
+/// PTX's NaN result: the canonical NaN.
+fn canon(v: f32) -> u32 {
+    if v.is_nan() { 0x7fff_ffff } else { v.to_bits() }
+}
+
+/// `.ftz`: a subnormal becomes a zero of its sign.
+fn ftz(bits: u32) -> u32 {
+    if bits & 0x7f80_0000 == 0 {
+        bits & 0x8000_0000
+    } else {
+        bits
+    }
+}
+
+/// `.sat`: [0.0, 1.0], NaN and -0.0 to +0.0.
+fn sat(bits: u32) -> u32 {
+    let v = f32::from_bits(bits);
+    if v >= 1.0 {
+        1.0f32.to_bits()
+    } else if v > 0.0 {
+        bits
+    } else {
+        0
+    }
+}
+
+/// Threads of a 1-D launch the lanes must have run: every whole warp-sized group of a block
+/// whose threads all pass the `i < n` guard, or all fail it (they leave at once).
+fn whole_groups(n: u32, block: u32, grid: u32) -> u64 {
+    let lanes = ptxjit::jit::LANES;
+    let mut count = 0;
+    for b in 0..grid {
+        let mut x = 0;
+        while x + lanes <= block {
+            let start = b * block + x;
+            if start + lanes <= n || start >= n {
+                count += lanes as u64;
+            }
+            x += lanes;
+        }
+    }
+    count
+}
+
+fn saxpy(
+    e: &dyn Engine,
+    a: f32,
+    x: &[u32],
+    y: &mut [u8],
+    n: u32,
+    block: u32,
+) -> Result<(), RunError> {
+    let mut xb = bytes_u32(x);
+    e.launch(
+        "saxpy",
+        Dim3::x(n.div_ceil(block)),
+        Dim3::x(block),
+        &mut [
+            Arg::Scalar(Value::f32(a)),
+            Arg::Buffer(&mut xb),
+            Arg::Buffer(y),
+            Arg::Scalar(Value::u32(n)),
+        ],
+    )
+}
+
+#[test]
+fn saxpy_in_lanes_matches_fma_for_every_size_and_block() {
+    let mut r = Rng::new(11);
+    let engines = [jit(SAXPY, true, true), jit(SAXPY, false, true)];
+    assert_eq!(engines[0].lanes_report()[0].1, None, "saxpy runs in lanes");
+    for n in [1u32, 31, 32, 33, 95, 1000, 4096] {
+        for block in [32u32, 33, 64, 100, 256, 1024] {
+            let x: Vec<u32> = (0..n).map(|_| edgy_f32(&mut r)).collect();
+            let y: Vec<u32> = (0..n).map(|_| edgy_f32(&mut r)).collect();
+            let a = f32::from_bits(edgy_f32(&mut r));
+            let want: Vec<u32> = x
+                .iter()
+                .zip(&y)
+                .map(|(xi, yi)| canon(a.mul_add(f32::from_bits(*xi), f32::from_bits(*yi))))
+                .collect();
+            for (k, e) in engines.iter().enumerate() {
+                let before = e.lane_threads();
+                let mut yb = bytes_u32(&y);
+                saxpy(e, a, &x, &mut yb, n, block).expect("saxpy runs");
+                assert_eq!(u32s(&yb), want, "n {n} block {block} checked {}", k == 0);
+                let ran = e.lane_threads() - before;
+                let whole = whole_groups(n, block, n.div_ceil(block));
+                if k == 1 {
+                    assert_eq!(ran, whole, "unchecked: n {n} block {block}");
+                } else {
+                    // Checked, a worker's first group finds no recent area and goes to the
+                    // thread loop (which fills it).
+                    assert!(ran <= whole, "checked: n {n} block {block}");
+                }
+            }
+        }
+    }
+    // Checked mode does run in lanes once the areas are known.
+    let n = 1 << 16;
+    let x = vec![1.0f32.to_bits(); n as usize];
+    let mut yb = bytes_u32(&vec![2.0f32.to_bits(); n as usize]);
+    let before = engines[0].lane_threads();
+    saxpy(&engines[0], 3.0, &x, &mut yb, n, 256).expect("saxpy runs");
+    assert!(engines[0].lane_threads() - before > n as u64 / 2);
+    assert!(u32s(&yb).iter().all(|v| *v == 5.0f32.to_bits()));
+}
+
+/// Loads x, y, z at i and writes seven results, out[k·n + i], addresses computed before the
+/// first store.
+const FLOAT_OPS: &str = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry fops(.param .u64 px, .param .u64 py, .param .u64 pz, .param .u64 pout, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .f32 %f<16>;
+  .reg .b64 %rd<24>;
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  setp.ge.u32 %p1, %r5, %r1;
+  @%p1 bra DONE;
+  ld.param.u64 %rd1, [px];
+  ld.param.u64 %rd2, [py];
+  ld.param.u64 %rd3, [pz];
+  ld.param.u64 %rd4, [pout];
+  mul.wide.u32 %rd5, %r5, 4;
+  mul.wide.u32 %rd6, %r1, 4;
+  add.s64 %rd7, %rd1, %rd5;
+  add.s64 %rd8, %rd2, %rd5;
+  add.s64 %rd9, %rd3, %rd5;
+  add.s64 %rd10, %rd4, %rd5;
+  add.s64 %rd11, %rd10, %rd6;
+  add.s64 %rd12, %rd11, %rd6;
+  add.s64 %rd13, %rd12, %rd6;
+  add.s64 %rd14, %rd13, %rd6;
+  add.s64 %rd15, %rd14, %rd6;
+  add.s64 %rd16, %rd15, %rd6;
+  ld.global.f32 %f1, [%rd7];
+  ld.global.f32 %f2, [%rd8];
+  ld.global.f32 %f3, [%rd9];
+  fma.rn.ftz.sat.f32 %f4, %f1, %f2, %f3;
+  add.ftz.f32 %f5, %f1, %f2;
+  sub.rn.sat.f32 %f6, %f1, %f3;
+  mul.rn.f32 %f7, %f2, %f3;
+  neg.ftz.f32 %f8, %f1;
+  abs.f32 %f9, %f2;
+  fma.rn.f32 %f10, %f1, %f2, %f3;
+  st.global.f32 [%rd10], %f4;
+  st.global.f32 [%rd11], %f5;
+  st.global.f32 [%rd12], %f6;
+  st.global.f32 [%rd13], %f7;
+  st.global.f32 [%rd14], %f8;
+  st.global.f32 [%rd15], %f9;
+  st.global.f32 [%rd16], %f10;
+DONE:
+  ret;
+}
+"#;
+
+#[test]
+fn float_operations_in_lanes_follow_ftz_sat_and_nan_rules() {
+    let mut r = Rng::new(12);
+    let n = 1000u32;
+    let (x, y, z): (Vec<u32>, Vec<u32>, Vec<u32>) = (
+        (0..n).map(|_| edgy_f32(&mut r)).collect(),
+        (0..n).map(|_| edgy_f32(&mut r)).collect(),
+        (0..n).map(|_| edgy_f32(&mut r)).collect(),
+    );
+    let f = f32::from_bits;
+    let mut want = vec![0u32; 7 * n as usize];
+    for i in 0..n as usize {
+        let (a, b, c) = (x[i], y[i], z[i]);
+        let (fa, fb, fc) = (f(ftz(a)), f(ftz(b)), f(ftz(c)));
+        let rows = [
+            sat(ftz(canon(fa.mul_add(fb, fc)))),
+            ftz(canon(fa + fb)),
+            sat(canon(f(a) - f(c))),
+            canon(f(b) * f(c)),
+            ftz(a ^ 0x8000_0000),
+            b & 0x7fff_ffff,
+            canon(f(a).mul_add(f(b), f(c))),
+        ];
+        for (k, v) in rows.into_iter().enumerate() {
+            want[k * n as usize + i] = v;
+        }
+    }
+    let module = Module::parse(FLOAT_OPS).expect("parses");
+    let engines: Vec<(&str, Box<dyn Engine>)> = vec![
+        ("interp", Box::new(Interpreter::new(module))),
+        ("jit", Box::new(jit(FLOAT_OPS, true, true))),
+        ("jit-unchecked", Box::new(jit(FLOAT_OPS, false, true))),
+        ("jit-no-lanes", Box::new(jit(FLOAT_OPS, true, false))),
+    ];
+    for (name, e) in &engines {
+        let (mut xb, mut yb, mut zb) = (bytes_u32(&x), bytes_u32(&y), bytes_u32(&z));
+        let mut out = vec![0u8; 7 * 4 * n as usize];
+        e.launch(
+            "fops",
+            Dim3::x(n.div_ceil(128)),
+            Dim3::x(128),
+            &mut [
+                Arg::Buffer(&mut xb),
+                Arg::Buffer(&mut yb),
+                Arg::Buffer(&mut zb),
+                Arg::Buffer(&mut out),
+                Arg::Scalar(Value::u32(n)),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let got = u32s(&out);
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                g,
+                w,
+                "{name}: result {} of element {}: {:#010x} vs {:#010x}",
+                k / n as usize,
+                k % n as usize,
+                g,
+                w
+            );
+        }
+        if *name == "jit-unchecked" {
+            assert_eq!(e.lane_threads(), Some(whole_groups(n, 128, 8)));
+        }
+    }
+}
+
+/// Integer operations on per-thread values, with a guarded write, a combined setp and selp:
+/// out[k·n + i] for k = 0..12.
+const INT_OPS: &str = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry iops(.param .u64 pa, .param .u64 pb, .param .u64 pout, .param .u32 n)
+{
+  .reg .pred %p<6>;
+  .reg .b32 %r<32>;
+  .reg .b64 %rd<24>;
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r3, %r2, %r4;
+  setp.lt.u32 %p1, %r5, %r1;
+  @!%p1 ret;
+  ld.param.u64 %rd1, [pa];
+  ld.param.u64 %rd2, [pb];
+  ld.param.u64 %rd3, [pout];
+  cvt.u64.u32 %rd4, %r5;
+  shl.b64 %rd5, %rd4, 2;
+  cvt.u64.u32 %rd6, %r1;
+  shl.b64 %rd6, %rd6, 2;
+  add.s64 %rd7, %rd1, %rd5;
+  add.s64 %rd8, %rd2, %rd5;
+  add.s64 %rd10, %rd3, %rd5;
+  add.s64 %rd11, %rd10, %rd6;
+  add.s64 %rd12, %rd11, %rd6;
+  add.s64 %rd13, %rd12, %rd6;
+  add.s64 %rd14, %rd13, %rd6;
+  add.s64 %rd15, %rd14, %rd6;
+  add.s64 %rd16, %rd15, %rd6;
+  add.s64 %rd17, %rd16, %rd6;
+  add.s64 %rd18, %rd17, %rd6;
+  add.s64 %rd19, %rd18, %rd6;
+  add.s64 %rd20, %rd19, %rd6;
+  add.s64 %rd21, %rd20, %rd6;
+  ld.global.u32 %r6, [%rd7];
+  ld.global.u32 %r7, [%rd8];
+  add.u32 %r8, %r6, %r7;
+  sub.u32 %r9, %r6, %r5;
+  mul.lo.u32 %r10, %r6, %r7;
+  min.s32 %r11, %r6, %r7;
+  max.u32 %r12, %r6, %r7;
+  xor.b32 %r13, %r6, %r7;
+  or.b32 %r14, %r6, 0x00f0;
+  and.b32 %r14, %r14, %r7;
+  shl.b32 %r15, %r6, 3;
+  shr.u32 %r16, %r7, 5;
+  shr.s32 %r17, %r6, 31;
+  shr.u32 %r18, %r6, 40;
+  setp.lt.s32 %p2, %r6, %r7;
+  selp.b32 %r19, %r6, %r7, %p2;
+  setp.gt.and.u32 %p3|%p4, %r6, 1000, %p2;
+  selp.u32 %r20, 1, 2, %p3;
+  selp.u32 %r21, 4, 8, %p4;
+  add.u32 %r20, %r20, %r21;
+  mov.u32 %r22, %r5;
+  @%p2 mad.lo.u32 %r22, %r6, 3, %r7;
+  st.global.u32 [%rd10], %r8;
+  st.global.u32 [%rd11], %r9;
+  st.global.u32 [%rd12], %r10;
+  st.global.u32 [%rd13], %r11;
+  st.global.u32 [%rd14], %r12;
+  st.global.u32 [%rd15], %r13;
+  st.global.u32 [%rd16], %r14;
+  st.global.u32 [%rd17], %r15;
+  st.global.u32 [%rd18], %r16;
+  st.global.u32 [%rd19], %r17;
+  st.global.u32 [%rd20], %r19;
+  st.global.u32 [%rd21], %r20;
+  add.s64 %rd22, %rd21, %rd6;
+  ret;
+}
+"#;
+
+#[test]
+fn integer_operations_in_lanes_match_wrapping_arithmetic() {
+    let mut r = Rng::new(13);
+    let n = 777u32;
+    let a: Vec<u32> = (0..n).map(|_| r.next_u64() as u32 >> r.below(32)).collect();
+    let b: Vec<u32> = (0..n).map(|_| r.next_u64() as u32 >> r.below(32)).collect();
+    let rows = 12usize;
+    let mut want = vec![0u32; rows * n as usize];
+    for i in 0..n as usize {
+        let (x, y) = (a[i], b[i]);
+        let lt = (x as i32) < (y as i32);
+        let p3 = x > 1000 && lt;
+        let p4 = x <= 1000 && lt;
+        let v = [
+            x.wrapping_add(y),
+            x.wrapping_sub(i as u32),
+            x.wrapping_mul(y),
+            (x as i32).min(y as i32) as u32,
+            x.max(y),
+            x ^ y,
+            (x | 0xf0) & y,
+            x << 3,
+            y >> 5,
+            ((x as i32) >> 31) as u32,
+            if lt { x } else { y },
+            (if p3 { 1 } else { 2 }) + (if p4 { 4 } else { 8 }),
+        ];
+        for (k, v) in v.into_iter().enumerate() {
+            want[k * n as usize + i] = v;
+        }
+        // The guarded mad (%r22) is not stored: it only has to lower.
+    }
+    let module = Module::parse(INT_OPS).expect("parses");
+    let engines: Vec<(&str, Box<dyn Engine>)> = vec![
+        ("interp", Box::new(Interpreter::new(module))),
+        ("jit", Box::new(jit(INT_OPS, true, true))),
+        ("jit-unchecked", Box::new(jit(INT_OPS, false, true))),
+    ];
+    for (name, e) in &engines {
+        let (mut ab, mut bb) = (bytes_u32(&a), bytes_u32(&b));
+        let mut out = vec![0u8; rows * 4 * n as usize];
+        e.launch(
+            "iops",
+            Dim3::x(n.div_ceil(64)),
+            Dim3::x(64),
+            &mut [
+                Arg::Buffer(&mut ab),
+                Arg::Buffer(&mut bb),
+                Arg::Buffer(&mut out),
+                Arg::Scalar(Value::u32(n)),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let got = u32s(&out);
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                g,
+                w,
+                "{name}: row {} element {}",
+                k / n as usize,
+                k % n as usize
+            );
+        }
+        if *name == "jit-unchecked" {
+            assert_eq!(e.lane_threads(), Some(whole_groups(n, 64, n.div_ceil(64))));
+        }
+    }
+}
+
+/// `y[i + d] = y[i] + 1` for i + d < n, one block: with d = 1 each thread reads what the one
+/// before it wrote (the threads of a block run one after another), so lanes must not run it;
+/// with d = 64 no group reads what it writes, so they may.
+const SHIFTED: &str = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry shifted(.param .u64 py, .param .u32 n, .param .u32 d)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<8>;
+  ld.param.u32 %r1, [n];
+  ld.param.u32 %r2, [d];
+  mov.u32 %r4, %tid.x;
+  add.u32 %r5, %r4, %r2;
+  setp.ge.u32 %p1, %r5, %r1;
+  @%p1 bra END;
+  ld.param.u64 %rd1, [py];
+  mul.wide.u32 %rd2, %r4, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  mul.wide.u32 %rd4, %r5, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  ld.global.u32 %r6, [%rd3];
+  add.u32 %r7, %r6, 1;
+  st.global.u32 [%rd5], %r7;
+END:
+  exit;
+}
+"#;
+
+#[test]
+fn lanes_keep_the_order_of_threads_that_share_memory() {
+    for d in [1u32, 5, 31, 32, 33, 64, 100] {
+        let n = 1024u32;
+        let y0: Vec<u32> = (0..n).map(|i| i * 7 + 3).collect();
+        // The threads of the block one after another.
+        let mut want = y0.clone();
+        for i in 0..(n - d) as usize {
+            want[i + d as usize] = want[i].wrapping_add(1);
+        }
+        for (checked, lanes) in [(true, true), (false, true), (true, false)] {
+            let e = jit(SHIFTED, checked, lanes);
+            let mut yb = bytes_u32(&y0);
+            e.launch(
+                "shifted",
+                Dim3::x(1),
+                Dim3::x(n),
+                &mut [
+                    Arg::Buffer(&mut yb),
+                    Arg::Scalar(Value::u32(n)),
+                    Arg::Scalar(Value::u32(d)),
+                ],
+            )
+            .expect("runs");
+            assert_eq!(u32s(&yb), want, "d {d} checked {checked} lanes {lanes}");
+            if !checked && d < ptxjit::jit::LANES {
+                assert_eq!(e.lane_threads(), 0, "d {d}: the groups overlap");
+            }
+            if !checked && d >= ptxjit::jit::LANES {
+                assert!(e.lane_threads() > 0, "d {d}: the groups are apart");
+            }
+        }
+    }
+}
+
+/// A 2-D block: tid.y is the same in a group. out[y·w + x] = in[y·w + x] · (y + 1) + x.
+const TWO_D: &str = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry twod(.param .u64 pin, .param .u64 pout, .param .u32 w)
+{
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<8>;
+  ld.param.u32 %r1, [w];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %tid.y;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %ctaid.x;
+  mad.lo.u32 %r6, %r5, %r4, %r2;
+  mad.lo.u32 %r7, %r3, %r1, %r6;
+  ld.param.u64 %rd1, [pin];
+  ld.param.u64 %rd2, [pout];
+  mul.wide.u32 %rd3, %r7, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  add.s64 %rd5, %rd2, %rd3;
+  ld.global.u32 %r8, [%rd4];
+  add.u32 %r9, %r3, 1;
+  mul.lo.u32 %r10, %r8, %r9;
+  add.u32 %r11, %r10, %r6;
+  st.global.u32 [%rd5], %r11;
+  ret;
+}
+"#;
+
+#[test]
+fn two_dimensional_blocks_run_in_lanes_row_by_row() {
+    let (bx, by, gx) = (96u32, 3u32, 2u32);
+    let w = bx * gx;
+    let input: Vec<u32> = (0..w * by).map(|i| i.wrapping_mul(2654435761)).collect();
+    let want: Vec<u32> = (0..w * by)
+        .map(|k| {
+            let (y, x) = (k / w, k % w);
+            input[k as usize].wrapping_mul(y + 1).wrapping_add(x)
+        })
+        .collect();
+    for checked in [true, false] {
+        let e = jit(TWO_D, checked, true);
+        let mut inb = bytes_u32(&input);
+        let mut out = vec![0u8; input.len() * 4];
+        e.launch(
+            "twod",
+            Dim3::x(gx),
+            Dim3::new(bx, by, 1),
+            &mut [
+                Arg::Buffer(&mut inb),
+                Arg::Buffer(&mut out),
+                Arg::Scalar(Value::u32(w)),
+            ],
+        )
+        .expect("runs");
+        assert_eq!(u32s(&out), want, "checked {checked}");
+        if !checked {
+            assert_eq!(e.lane_threads(), (gx * by * 96) as u64);
+        }
+    }
+}
+
+#[test]
+fn faults_are_reported_as_without_lanes() {
+    // n beyond the buffers: thread 1000 reads past x.
+    let n = 1024u32;
+    let x = vec![1.0f32.to_bits(); 1000];
+    let faults: Vec<_> = [
+        Box::new(Interpreter::new(Module::parse(SAXPY).unwrap())) as Box<dyn Engine>,
+        Box::new(jit(SAXPY, true, true)),
+        Box::new(jit(SAXPY, true, false)),
+    ]
+    .iter()
+    .map(|e| {
+        let mut yb = bytes_u32(&[0; 1000]);
+        match saxpy(&**e, 2.0, &x, &mut yb, n, 64) {
+            // The buffers are each engine's own: the message without the address.
+            Err(RunError::Fault(f, _)) => {
+                let words: Vec<String> = f
+                    .message
+                    .split_whitespace()
+                    .filter(|w| !w.starts_with("0x"))
+                    .map(String::from)
+                    .collect();
+                (words, f.ctaid, f.tid, f.line, f.address.is_some())
+            }
+            other => panic!("expected a fault, got {other:?}"),
+        }
+    })
+    .collect();
+    assert_eq!(faults[0].1, [15, 0, 0]);
+    assert_eq!(faults[0].2, [40, 0, 0]);
+    assert_eq!(faults[1], faults[0]);
+    assert_eq!(faults[2], faults[0]);
+}
+
+#[test]
+fn kernels_outside_the_lanes_say_why() {
+    let looping = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry spin(.param .u64 p)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  mov.u32 %r1, 0;
+LOOP:
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p1, %r1, 10;
+  @%p1 bra LOOP;
+  ret;
+}
+"#;
+    let e = jit(looping, true, true);
+    let why = e.lanes_report()[0].1.clone().expect("refused");
+    assert!(why.contains("bra LOOP") && why.contains("branch"), "{why}");
+    let e = jit(SAXPY, true, false);
+    assert_eq!(e.lanes_report()[0].1.as_deref(), Some("lanes are off"));
+}

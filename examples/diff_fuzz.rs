@@ -1,6 +1,7 @@
-//! Long differential runs: random PTX programs (src/generate.rs) on both engines until the
-//! time is up, on every core. Prints the count; on a disagreement prints the shrunk program
-//! and its input, and exits 1.
+//! Long differential runs: random PTX programs (src/generate) on both engines until the time
+//! is up, on every core, alternately of the two shapes the generator makes (per-thread slots,
+//! and element-wise arrays for the JIT's SIMD lanes). Prints the counts; on a disagreement
+//! prints the shrunk program and its input, and exits 1.
 //!
 //! cargo run --release --example diff_fuzz -- --seconds 3600 [--seed S] [--inputs 32]
 
@@ -8,7 +9,7 @@ mod common;
 
 use common::arg;
 use ptxjit::diff::check_program;
-use ptxjit::generate::{Rng, program};
+use ptxjit::generate::{Rng, array_program, program};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,29 +20,41 @@ fn main() {
     let inputs = arg("--inputs", 32) as usize;
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let programs = AtomicU64::new(0);
+    let (arrays, in_lanes) = (AtomicU64::new(0), AtomicU64::new(0));
     let failed = AtomicBool::new(false);
     let workers = rayon::current_num_threads() as u64;
     (0..workers).into_par_iter().for_each(|w| {
         let mut rng = Rng::new(seed.wrapping_mul(1_000_003).wrapping_add(w));
         while Instant::now() < deadline && !failed.load(Ordering::Relaxed) {
             let size = 10 + rng.below(60) as usize;
-            let p = program(&mut rng, size);
-            if let Some(d) = check_program(&p, &mut rng, inputs) {
+            let n = programs.fetch_add(1, Ordering::Relaxed);
+            let p = if n.is_multiple_of(2) {
+                program(&mut rng, size)
+            } else {
+                arrays.fetch_add(1, Ordering::Relaxed);
+                array_program(&mut rng, size)
+            };
+            let report = check_program(&p, &mut rng, inputs);
+            if report.lane_threads > 0 {
+                in_lanes.fetch_add(1, Ordering::Relaxed);
+            }
+            if let Some(d) = report.disagreement {
                 failed.store(true, Ordering::Relaxed);
                 eprintln!(
-                    "DISAGREEMENT: {}\n--- shrunk program:\n{}\n--- input bytes: {:02x?}",
+                    "DISAGREEMENT: {}\n--- shrunk program:\n{}\n--- inputs: {}",
                     d.difference,
                     d.program.ptx(),
-                    d.input
+                    ptxjit::diff::describe_inputs(&d.input)
                 );
             }
-            programs.fetch_add(1, Ordering::Relaxed);
         }
     });
     let n = programs.load(Ordering::Relaxed);
     println!(
-        "{n} programs x {inputs} inputs x {} threads in {seconds} s, {} mismatches (seed {seed})",
-        ptxjit::diff::GRID * ptxjit::diff::BLOCK,
+        "{n} programs x {inputs} inputs in {seconds} s ({} of them array programs, {} run partly \
+         in SIMD lanes), {} mismatches (seed {seed})",
+        arrays.load(Ordering::Relaxed),
+        in_lanes.load(Ordering::Relaxed),
         failed.load(Ordering::Relaxed) as u32
     );
     if failed.load(Ordering::Relaxed) {

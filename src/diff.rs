@@ -4,7 +4,7 @@
 
 use crate::ast::{Module, Type};
 use crate::engine::{Arg, Dim3, Engine, RunError, Value};
-use crate::generate::{self, Program, Rng};
+use crate::generate::{self, Layout, Program, Rng};
 use crate::interp::Interpreter;
 use crate::jit::{Jit, JitOptions};
 
@@ -185,78 +185,175 @@ pub const BLOCK: u32 = 4;
 #[derive(Clone, Debug)]
 pub struct Disagreement {
     pub program: Program,
-    pub input: Vec<u8>,
+    pub input: Vec<Input>,
     pub difference: String,
 }
 
-/// Runs a generated program on both engines over `inputs` random inputs; returns the first
-/// disagreement, shrunk to as few body lines as still disagree. A program that does not
-/// parse or compile is a disagreement too (the generator promises valid PTX). One program in
-/// four runs on the JIT with the e-graph optimizer on (`--egraph`).
-pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Option<Disagreement> {
-    let egraph = rng.below(4) == 0;
+/// Inputs for a report: scalars by value, buffers by size unless short.
+pub fn describe_inputs(inputs: &[Input]) -> String {
+    inputs
+        .iter()
+        .map(|i| match i {
+            Input::Scalar(v) => format!("{} {}", v.ty.ptx(), v),
+            Input::Buffer { bytes, .. } if bytes.len() <= 256 => format!("{bytes:02x?}"),
+            Input::Buffer { bytes, .. } => format!("a buffer of {} bytes", bytes.len()),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// What checking a program found.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub disagreement: Option<Disagreement>,
+    /// Threads the JIT ran in SIMD lanes over all inputs.
+    pub lane_threads: u64,
+}
+
+/// How the JIT runs one generated program.
+#[derive(Clone, Copy, Debug)]
+struct JitChoice {
+    egraph: bool,
+    checked: bool,
+}
+
+impl JitChoice {
+    fn describe(self) -> String {
+        let mut s = String::new();
+        if self.egraph {
+            s += "(JIT with --egraph) ";
+        }
+        if !self.checked {
+            s += "(JIT with --unchecked) ";
+        }
+        s
+    }
+}
+
+/// Runs a generated program on both engines over `inputs` random inputs and reports the
+/// first disagreement, shrunk to as few body lines as still disagree. A program that does
+/// not parse or compile is a disagreement too (the generator promises valid PTX). One
+/// program in four runs on the JIT with the e-graph optimizer on (`--egraph`); half the
+/// array programs, whose accesses all stay in their buffers, run unchecked.
+pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Report {
+    let choice = JitChoice {
+        egraph: rng.below(4) == 0,
+        checked: program.layout == Layout::Slots || rng.below(2) == 0,
+    };
     let built = Module::parse(&program.ptx())
         .map_err(|e| e.to_string())
-        .and_then(|m| engines(m, egraph).map_err(|e| e.to_string()));
+        .and_then(|m| build(m, choice).map_err(|e| e.to_string()));
     let (jit, interp) = match built {
         Ok(e) => e,
         Err(e) => {
-            return Some(Disagreement {
-                program: program.clone(),
-                input: Vec::new(),
-                difference: format!("the generated program is not valid:\n{e}"),
-            });
+            return Report {
+                disagreement: Some(Disagreement {
+                    program: program.clone(),
+                    input: Vec::new(),
+                    difference: format!("the generated program is not valid:\n{e}"),
+                }),
+                lane_threads: 0,
+            };
         }
     };
     for _ in 0..inputs {
-        let input = random_input(rng);
-        if let Some(difference) = differ(&jit, &interp, &input) {
-            let (program, difference) = shrink(program.clone(), &input, difference, egraph);
-            let difference = if egraph {
-                format!("(JIT with --egraph) {difference}")
-            } else {
-                difference
+        let input = random_inputs(program.layout, rng);
+        if let Some(difference) = differ(&jit, &interp, program.layout, &input) {
+            let (program, difference) = shrink(program.clone(), &input, difference, choice);
+            return Report {
+                disagreement: Some(Disagreement {
+                    program,
+                    input,
+                    difference: choice.describe() + &difference,
+                }),
+                lane_threads: jit.lane_threads(),
             };
-            return Some(Disagreement {
-                program,
-                input,
-                difference,
-            });
         }
     }
-    None
+    Report {
+        disagreement: None,
+        lane_threads: jit.lane_threads(),
+    }
 }
 
-/// One random input buffer for every thread of a generated program.
-pub fn random_input(rng: &mut Rng) -> Vec<u8> {
-    (0..GRID * BLOCK)
-        .flat_map(|_| generate::random_input(rng))
-        .collect()
+/// Both engines for a module, the JIT as chosen.
+fn build(module: Module, choice: JitChoice) -> Result<(Jit, Interpreter), RunError> {
+    let jit = Jit::with_options(
+        module.clone(),
+        JitOptions {
+            verify: true,
+            egraph: choice.egraph,
+            checked: choice.checked,
+            ..JitOptions::default()
+        },
+    )?;
+    Ok((jit, Interpreter::new(module)))
+}
+
+/// Random inputs of a generated program with the given layout: for [`Layout::Slots`] a
+/// buffer of every thread's input slots and a zeroed output buffer; for
+/// [`Layout::Arrays`] the input arrays, a zeroed output buffer and `n`, the threads that
+/// run (all of them, or a count next to a multiple of 32, or any).
+pub fn random_inputs(layout: Layout, rng: &mut Rng) -> Vec<Input> {
+    match layout {
+        Layout::Slots => vec![
+            Input::Buffer {
+                ty: Type::U8,
+                bytes: (0..GRID * BLOCK)
+                    .flat_map(|_| generate::random_input(rng))
+                    .collect(),
+            },
+            Input::Buffer {
+                ty: Type::B32,
+                bytes: vec![0; generate::OUT_BYTES * (GRID * BLOCK) as usize],
+            },
+        ],
+        Layout::Arrays => {
+            let threads = generate::ARRAY_GRID * generate::ARRAY_BLOCK;
+            let n = match rng.below(4) {
+                0 | 1 => threads,
+                2 => (32 * rng.below(10) as u32 + rng.below(3) as u32).saturating_sub(1),
+                _ => rng.below(threads as u64 + 1) as u32,
+            };
+            vec![
+                Input::Buffer {
+                    ty: Type::B32,
+                    bytes: generate::array_input(rng),
+                },
+                Input::Buffer {
+                    ty: Type::B32,
+                    bytes: vec![0; generate::ARRAY_BYTES],
+                },
+                Input::Scalar(Value::u32(n)),
+            ]
+        }
+    }
 }
 
 /// The difference between the engines on one input, or None (also None when the program
 /// does not parse: a shrinking step that broke it).
-fn program_difference(program: &Program, input: &[u8], egraph: bool) -> Option<String> {
+fn program_difference(program: &Program, input: &[Input], choice: JitChoice) -> Option<String> {
     let module = Module::parse(&program.ptx()).ok()?;
-    let (jit, interp) = engines(module, egraph).ok()?;
-    differ(&jit, &interp, input)
+    let (jit, interp) = build(module, choice).ok()?;
+    differ(&jit, &interp, program.layout, input)
 }
 
 /// Launches a generated program's kernel on both engines and compares the outputs.
-fn differ(jit: &Jit, interp: &Interpreter, input: &[u8]) -> Option<String> {
-    let inputs = [
-        Input::Buffer {
-            ty: Type::U8,
-            bytes: input.to_vec(),
-        },
-        Input::Buffer {
-            ty: Type::B32,
-            bytes: vec![0; generate::OUT_BYTES * (GRID * BLOCK) as usize],
-        },
-    ];
-    let run = |e: &dyn Engine| launch(e, "k", Dim3::x(GRID), Dim3::x(BLOCK), &inputs);
+fn differ(jit: &Jit, interp: &Interpreter, layout: Layout, inputs: &[Input]) -> Option<String> {
+    let (grid, block) = match layout {
+        Layout::Slots => (GRID, BLOCK),
+        Layout::Arrays => (generate::ARRAY_GRID, generate::ARRAY_BLOCK),
+    };
+    let types: Vec<Type> = inputs
+        .iter()
+        .map(|i| match i {
+            Input::Buffer { ty, .. } => *ty,
+            Input::Scalar(v) => v.ty,
+        })
+        .collect();
+    let run = |e: &dyn Engine| launch(e, "k", Dim3::x(grid), Dim3::x(block), inputs);
     match (run(jit), run(interp)) {
-        (Ok(a), Ok(b)) => first_difference(&a, &b, &[Type::U8, Type::B32]),
+        (Ok(a), Ok(b)) => first_difference(&a, &b, &types),
         (a, b) => Some(format!("jit: {a:?}\ninterp: {b:?}")),
     }
 }
@@ -264,14 +361,14 @@ fn differ(jit: &Jit, interp: &Interpreter, input: &[u8]) -> Option<String> {
 /// Deletes body lines one at a time while the engines still disagree.
 fn shrink(
     mut program: Program,
-    input: &[u8],
+    input: &[Input],
     mut difference: String,
-    egraph: bool,
+    choice: JitChoice,
 ) -> (Program, String) {
     let mut i = 0;
     while i < program.body.len() {
         let smaller = program.without(i);
-        match program_difference(&smaller, input, egraph) {
+        match program_difference(&smaller, input, choice) {
             Some(d) => {
                 program = smaller;
                 difference = d;

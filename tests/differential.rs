@@ -4,7 +4,7 @@
 //! shrunk, with its input, and becomes a regression test below.
 
 use ptxjit::diff::check_program;
-use ptxjit::generate::{Rng, program};
+use ptxjit::generate::{Rng, array_program, program};
 
 #[test]
 fn random_programs_agree_on_both_engines() {
@@ -22,12 +22,12 @@ fn random_programs_agree_on_both_engines() {
         locals += body.contains("[loc+") as usize;
         video += body.contains("vmad") as usize;
         loops += body.contains("@%lp bra") as usize;
-        if let Some(d) = check_program(&p, &mut rng, 32) {
+        if let Some(d) = check_program(&p, &mut rng, 32).disagreement {
             panic!(
-                "program {n}: {}\n--- shrunk program:\n{}\n--- input bytes: {:02x?}",
+                "program {n}: {}\n--- shrunk program:\n{}\n--- inputs: {}",
                 d.difference,
                 d.program.ptx(),
-                d.input
+                ptxjit::diff::describe_inputs(&d.input)
             );
         }
     }
@@ -43,4 +43,37 @@ fn random_programs_agree_on_both_engines() {
             "only {n} of {programs} programs have {what}"
         );
     }
+}
+
+/// Element-wise programs for the JIT's SIMD lanes (`generate/arrays.rs`): groups that leave
+/// part way, stores onto other threads' elements and into the arrays being read, checked and
+/// unchecked. Most must run (at least partly) in lanes, or this would test the thread loop
+/// only.
+#[test]
+fn random_array_programs_agree_and_run_in_lanes() {
+    let programs: usize = std::env::var("PTXJIT_PROGRAMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000)
+        / 2;
+    let mut rng = Rng::new(8);
+    let mut in_lanes = 0;
+    for n in 0..programs {
+        let size = 5 + rng.below(30) as usize;
+        let p = array_program(&mut rng, size);
+        let report = check_program(&p, &mut rng, 8);
+        if let Some(d) = report.disagreement {
+            panic!(
+                "array program {n}: {}\n--- shrunk program:\n{}\n--- inputs: {}",
+                d.difference,
+                d.program.ptx(),
+                ptxjit::diff::describe_inputs(&d.input)
+            );
+        }
+        in_lanes += (report.lane_threads > 0) as usize;
+    }
+    assert!(
+        in_lanes > programs / 2,
+        "only {in_lanes} of {programs} array programs ran in lanes"
+    );
 }

@@ -7,6 +7,10 @@
 //! instructions, predication, forward branches and bounded loops. Programs are valid PTX by
 //! construction (the tests parse every one) and always terminate.
 
+mod arrays;
+
+pub use arrays::{ARRAY_BLOCK, ARRAY_BYTES, ARRAY_GRID, array_input, array_program};
+
 use crate::ast::Type;
 
 /// A small deterministic generator (xorshift64*).
@@ -237,9 +241,20 @@ pub fn random_input(rng: &mut Rng) -> Vec<u8> {
     bytes
 }
 
+/// How a generated program lays out its data, and so how it is launched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// `k(inp, out)`: each thread has its own slot of `inp` and of `out` ([`program`]).
+    Slots,
+    /// `k(inp, out, n)`: element-wise over arrays, for the JIT's SIMD lanes
+    /// ([`array_program`]).
+    Arrays,
+}
+
 /// A generated program: the PTX, and its body lines (what a shrinker may delete).
 #[derive(Clone, Debug)]
 pub struct Program {
+    pub layout: Layout,
     pub prologue: String,
     pub body: Vec<String>,
     pub epilogue: String,
@@ -271,6 +286,7 @@ pub fn program(rng: &mut Rng, size: usize) -> Program {
         g.item(true);
     }
     Program {
+        layout: Layout::Slots,
         prologue: HEADER.to_string() + &helper + &prologue(),
         body: g.out,
         epilogue: epilogue(),

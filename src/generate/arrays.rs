@@ -1,0 +1,300 @@
+//! Random element-wise kernels, for the JIT's SIMD lanes (`jit/lower/lanes.rs`). The
+//! programs of [`super::program`] use loops, `.local` memory and a slot of bytes per thread,
+//! which the lanes refuse; these keep to what the lanes take — thread i reads element i of
+//! each input array, straight-line code of 32-bit integer and f32 operations, per-thread
+//! guards and exits — and stress where lanes and the thread loop could part: groups whose
+//! threads disagree on an exit, stores that land on other threads' elements (`j = i + d`),
+//! stores into the arrays being read, and now and then an operation the lanes refuse.
+//!
+//! `k(.param .u64 inp, .param .u64 out, .param .u32 n)`: both buffers hold [`ARRAYS`] arrays
+//! of `STRIDE` u32 elements; thread i < n loads `%r0..` and `%f0..` from element i of the
+//! first ones, runs the body and stores every register to element j of `out` (or `inp`).
+
+use super::{HEADER, Layout, Program, Rng, edge_value};
+use crate::ast::Type;
+
+/// Blocks and threads a block of an array program's launch: one block, as threads storing
+/// onto other threads' elements would race across blocks (which run in parallel); 300
+/// threads are nine lane groups and twelve threads on the thread loop.
+pub const ARRAY_GRID: u32 = 1;
+pub const ARRAY_BLOCK: u32 = 300;
+const THREADS: u32 = ARRAY_GRID * ARRAY_BLOCK;
+/// Stores go up to this many elements past the thread's own.
+const PAD: u32 = 40;
+/// Elements of an array.
+const STRIDE: u32 = THREADS + PAD;
+const R: usize = 6;
+const F: usize = 4;
+const P: usize = 4;
+/// Arrays in each buffer: one per register (predicates stored as 0/1).
+const ARRAYS: usize = R + F + P;
+/// Bytes of each buffer.
+pub const ARRAY_BYTES: usize = ARRAYS * STRIDE as usize * 4;
+
+/// Inputs of an array program: `inp`'s register arrays edge-biased by type (the rest zero).
+pub fn array_input(rng: &mut Rng) -> Vec<u8> {
+    let mut bytes = vec![0u8; ARRAY_BYTES];
+    for k in 0..R + F {
+        let ty = if k < R { Type::B32 } else { Type::F32 };
+        for i in 0..THREADS as usize {
+            let at = (k * STRIDE as usize + i) * 4;
+            let v = edge_value(rng, ty) as u32;
+            bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    bytes
+}
+
+/// A random array program of about `size` body instructions.
+pub fn array_program(rng: &mut Rng, size: usize) -> Program {
+    let mut g = ArrayGen {
+        rng,
+        out: Vec::new(),
+    };
+    for _ in 0..size {
+        g.item();
+    }
+    let in_place = g.rng.chance(15);
+    let shift = match g.rng.below(10) {
+        0..=5 => 0,
+        6 | 7 => g.rng.below(PAD as u64 + 1) as u32,
+        _ => *g.rng.pick(&[1, 31, 32, 33]),
+    };
+    let prologue = prologue(g.rng);
+    let epilogue = epilogue(g.rng, in_place, shift);
+    Program {
+        layout: Layout::Arrays,
+        prologue,
+        body: g.out,
+        epilogue,
+    }
+}
+
+fn prologue(rng: &mut Rng) -> String {
+    let mut s =
+        format!("{HEADER}.visible .entry k(.param .u64 inp, .param .u64 out, .param .u32 n)\n{{\n");
+    s += &format!(
+        "  .reg .b32 %r<{R}>;\n  .reg .f32 %f<{F}>;\n  .reg .pred %p<{P}>;\n  \
+         .reg .b32 %i, %n, %t, %j;\n  .reg .b64 %in, %out, %w;\n"
+    );
+    s += "  ld.param.u32 %n, [n];\n  mov.u32 %t, %ctaid.x;\n  mov.u32 %i, %ntid.x;\n  \
+          mul.lo.u32 %i, %i, %t;\n  mov.u32 %t, %tid.x;\n  add.u32 %i, %i, %t;\n";
+    // Most programs leave past n; the others run every thread.
+    if rng.chance(85) {
+        s += "  setp.ge.u32 %p0, %i, %n;\n  @%p0 bra $END;\n";
+    }
+    s += "  ld.param.u64 %in, [inp];\n  mul.wide.u32 %w, %i, 4;\n  add.s64 %in, %in, %w;\n";
+    for k in 0..R + F {
+        let (ty, reg) = if k < R {
+            ("b32", format!("%r{k}"))
+        } else {
+            ("f32", format!("%f{}", k - R))
+        };
+        s += &format!("  ld.global.{ty} {reg}, [%in+{}];\n", k as u32 * STRIDE * 4);
+    }
+    s += "  setp.lt.u32 %p1, %r0, %r3;\n  setp.ne.u32 %p2, %r1, %r4;\n  \
+          setp.gtu.f32 %p3, %f0, %f1;\n";
+    s
+}
+
+fn epilogue(rng: &mut Rng, in_place: bool, shift: u32) -> String {
+    let buffer = if in_place { "inp" } else { "out" };
+    let mut s = format!(
+        "  ld.param.u64 %out, [{buffer}];\n  add.u32 %j, %i, {shift};\n  \
+         mul.wide.u32 %w, %j, 4;\n  add.s64 %out, %out, %w;\n"
+    );
+    let mut stores = Vec::new();
+    for k in 0..ARRAYS {
+        let at = k as u32 * STRIDE * 4;
+        stores.push(match k {
+            k if k < R => format!("  st.global.b32 [%out+{at}], %r{k};\n"),
+            k if k < R + F => format!("  st.global.f32 [%out+{at}], %f{};\n", k - R),
+            k => format!(
+                "  selp.u32 %t, 1, 0, %p{};\n  st.global.u32 [%out+{at}], %t;\n",
+                k - R - F
+            ),
+        });
+    }
+    // Stores in a random order now and then (the lanes check every pair).
+    if rng.chance(30) {
+        for i in (1..stores.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            stores.swap(i, j);
+        }
+    }
+    s += &stores.concat();
+    s + "$END:\n  ret;\n}\n"
+}
+
+struct ArrayGen<'r> {
+    rng: &'r mut Rng,
+    out: Vec<String>,
+}
+
+impl ArrayGen<'_> {
+    fn r(&mut self) -> String {
+        format!("%r{}", self.rng.below(R as u64))
+    }
+    fn f(&mut self) -> String {
+        format!("%f{}", self.rng.below(F as u64))
+    }
+    fn p(&mut self) -> String {
+        format!("%p{}", self.rng.below(P as u64))
+    }
+    /// A 32-bit source: a register, the thread's index, a uniform value or an immediate.
+    fn src(&mut self) -> String {
+        match self.rng.below(20) {
+            0..=1 => format!("{}", edge_value(self.rng, Type::U32) as u32),
+            2 => "%i".into(),
+            3 => "%n".into(),
+            _ => self.r(),
+        }
+    }
+    fn f_src(&mut self) -> String {
+        if self.rng.chance(10) {
+            format!("0f{:08X}", edge_value(self.rng, Type::F32) as u32)
+        } else {
+            self.f()
+        }
+    }
+    fn ftz(&mut self) -> &'static str {
+        if self.rng.chance(40) { ".ftz" } else { "" }
+    }
+    fn sat(&mut self) -> &'static str {
+        if self.rng.chance(30) { ".sat" } else { "" }
+    }
+    fn emit(&mut self, text: String) {
+        let g = if self.rng.chance(20) {
+            let p = self.p();
+            if self.rng.chance(50) {
+                format!("@!{p} ")
+            } else {
+                format!("@{p} ")
+            }
+        } else {
+            String::new()
+        };
+        self.out.push(format!("  {g}{text}\n"));
+    }
+
+    fn item(&mut self) {
+        let r = self.rng.below(200);
+        match r {
+            0..=29 => {
+                let op = *self.rng.pick(&[
+                    "add.u32", "sub.s32", "min.s32", "min.u32", "max.s32", "max.u32", "and.b32",
+                    "or.b32", "xor.b32",
+                ]);
+                let (d, a, b) = (self.r(), self.src(), self.src());
+                self.emit(format!("{op} {d}, {a}, {b};"));
+            }
+            30..=43 => {
+                let d = self.r();
+                let (a, b, c) = (self.src(), self.src(), self.src());
+                if self.rng.chance(50) {
+                    self.emit(format!("mul.lo.u32 {d}, {a}, {b};"));
+                } else {
+                    self.emit(format!("mad.lo.s32 {d}, {a}, {b}, {c};"));
+                }
+            }
+            44..=55 => {
+                let op = *self.rng.pick(&["shl.b32", "shr.u32", "shr.s32"]);
+                let (d, a) = (self.r(), self.src());
+                let k = self.rng.below(40);
+                self.emit(format!("{op} {d}, {a}, {k};"));
+            }
+            56..=71 => {
+                let ty = *self.rng.pick(&["u32", "s32"]);
+                let cmps: &[&str] = if ty == "u32" {
+                    &["eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"]
+                } else {
+                    &["eq", "ne", "lt", "le", "gt", "ge"]
+                };
+                let cmp = *self.rng.pick(cmps);
+                let (p, a, b) = (self.p(), self.src(), self.src());
+                if self.rng.chance(40) {
+                    let bop = *self.rng.pick(&["and", "or", "xor"]);
+                    let (q, c) = (self.p(), self.p());
+                    let c = if self.rng.chance(30) {
+                        format!("!{c}")
+                    } else {
+                        c
+                    };
+                    self.emit(format!("setp.{cmp}.{bop}.{ty} {p}|{q}, {a}, {b}, {c};"));
+                } else {
+                    self.emit(format!("setp.{cmp}.{ty} {p}, {a}, {b};"));
+                }
+            }
+            72..=83 => {
+                let cmp = *self.rng.pick(&[
+                    "eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu",
+                    "num", "nan",
+                ]);
+                let ftz = self.ftz();
+                let (p, a, b) = (self.p(), self.f_src(), self.f_src());
+                self.emit(format!("setp.{cmp}{ftz}.f32 {p}, {a}, {b};"));
+            }
+            84..=95 => {
+                let c = self.p();
+                if self.rng.chance(50) {
+                    let (d, a, b) = (self.r(), self.src(), self.src());
+                    self.emit(format!("selp.b32 {d}, {a}, {b}, {c};"));
+                } else {
+                    let (d, a, b) = (self.f(), self.f_src(), self.f_src());
+                    self.emit(format!("selp.f32 {d}, {a}, {b}, {c};"));
+                }
+            }
+            96..=127 => {
+                let op = *self.rng.pick(&["add", "sub", "mul"]);
+                let rn = if self.rng.chance(50) { ".rn" } else { "" };
+                let (ftz, sat) = (self.ftz(), self.sat());
+                let (d, a, b) = (self.f(), self.f_src(), self.f_src());
+                self.emit(format!("{op}{rn}{ftz}{sat}.f32 {d}, {a}, {b};"));
+            }
+            128..=145 => {
+                let (ftz, sat) = (self.ftz(), self.sat());
+                let op = if self.rng.chance(50) { "fma" } else { "mad" };
+                let (d, a, b, c) = (self.f(), self.f_src(), self.f_src(), self.f_src());
+                self.emit(format!("{op}.rn{ftz}{sat}.f32 {d}, {a}, {b}, {c};"));
+            }
+            146..=153 => {
+                let op = *self.rng.pick(&["neg", "abs"]);
+                let ftz = self.ftz();
+                let (d, a) = (self.f(), self.f());
+                self.emit(format!("{op}{ftz}.f32 {d}, {a};"));
+            }
+            154..=163 => {
+                if self.rng.chance(50) {
+                    let (d, a) = (self.f(), self.r());
+                    self.emit(format!("mov.b32 {d}, {a};"));
+                } else {
+                    let (d, a) = (self.r(), self.f());
+                    self.emit(format!("mov.b32 {d}, {a};"));
+                }
+            }
+            164..=175 => {
+                let d = self.r();
+                let s = *self
+                    .rng
+                    .pick(&["%tid.x", "%ctaid.x", "%ntid.x", "%nctaid.x"]);
+                self.emit(format!("mov.u32 {d}, {s};"));
+            }
+            176..=183 => {
+                // A per-thread exit: groups whose threads disagree go to the thread loop.
+                let p = self.p();
+                let neg = if self.rng.chance(50) { "!" } else { "" };
+                self.out.push(format!("  @{neg}{p} bra $END;\n"));
+            }
+            184..=185 => {
+                // Something the lanes refuse: the kernel runs on the thread loop.
+                let (d, a, b) = (self.r(), self.src(), self.src());
+                let op = *self.rng.pick(&["div.u32", "rem.s32", "mul.hi.u32"]);
+                self.emit(format!("{op} {d}, {a}, {b};"));
+            }
+            _ => {
+                let (d, a) = (self.r(), self.src());
+                self.emit(format!("mov.b32 {d}, {a};"));
+            }
+        }
+    }
+}

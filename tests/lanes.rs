@@ -34,6 +34,45 @@ fn u32s(b: &[u8]) -> Vec<u32> {
         .collect()
 }
 
+/// Launches `kernel(in_0, …, in_k, out, n)` over `n` threads, `block` a block, with `rows`
+/// output arrays of n elements; returns them (row r at r·n).
+fn run_rows(
+    e: &dyn Engine,
+    kernel: &str,
+    inputs: &[&[u32]],
+    rows: usize,
+    n: u32,
+    block: u32,
+) -> Result<Vec<u32>, RunError> {
+    let mut bufs: Vec<Vec<u8>> = inputs.iter().map(|v| bytes_u32(v)).collect();
+    let mut out = vec![0u8; rows * 4 * n as usize];
+    let mut args: Vec<Arg> = bufs.iter_mut().map(|b| Arg::Buffer(b)).collect();
+    args.push(Arg::Buffer(&mut out));
+    args.push(Arg::Scalar(Value::u32(n)));
+    e.launch(
+        kernel,
+        Dim3::x(n.div_ceil(block)),
+        Dim3::x(block),
+        &mut args,
+    )?;
+    drop(args);
+    Ok(u32s(&out))
+}
+
+/// Compares rows of n results bit for bit, naming the first difference.
+fn assert_rows(name: &str, got: &[u32], want: &[u32], n: u32) {
+    assert_eq!(got.len(), want.len());
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(
+            g,
+            w,
+            "{name}: row {} element {}: {g:#010x} vs {w:#010x}",
+            k / n as usize,
+            k % n as usize
+        );
+    }
+}
+
 /// f32 bit patterns that reach the corners: zeros, subnormals, the smallest normals, values
 /// around 1, huge values, infinities, NaNs; else random bits.
 fn edgy_f32(r: &mut Rng) -> u32 {
@@ -262,33 +301,9 @@ fn float_operations_in_lanes_follow_ftz_sat_and_nan_rules() {
         ("jit-no-lanes", Box::new(jit(FLOAT_OPS, true, false))),
     ];
     for (name, e) in &engines {
-        let (mut xb, mut yb, mut zb) = (bytes_u32(&x), bytes_u32(&y), bytes_u32(&z));
-        let mut out = vec![0u8; 7 * 4 * n as usize];
-        e.launch(
-            "fops",
-            Dim3::x(n.div_ceil(128)),
-            Dim3::x(128),
-            &mut [
-                Arg::Buffer(&mut xb),
-                Arg::Buffer(&mut yb),
-                Arg::Buffer(&mut zb),
-                Arg::Buffer(&mut out),
-                Arg::Scalar(Value::u32(n)),
-            ],
-        )
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let got = u32s(&out);
-        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(
-                g,
-                w,
-                "{name}: result {} of element {}: {:#010x} vs {:#010x}",
-                k / n as usize,
-                k % n as usize,
-                g,
-                w
-            );
-        }
+        let got = run_rows(&**e, "fops", &[&x, &y, &z], 7, n, 128)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_rows(name, &got, &want, n);
         if *name == "jit-unchecked" {
             assert_eq!(e.lane_threads(), Some(whole_groups(n, 128, 8)));
         }
@@ -412,30 +427,9 @@ fn integer_operations_in_lanes_match_wrapping_arithmetic() {
         ("jit-unchecked", Box::new(jit(INT_OPS, false, true))),
     ];
     for (name, e) in &engines {
-        let (mut ab, mut bb) = (bytes_u32(&a), bytes_u32(&b));
-        let mut out = vec![0u8; rows * 4 * n as usize];
-        e.launch(
-            "iops",
-            Dim3::x(n.div_ceil(64)),
-            Dim3::x(64),
-            &mut [
-                Arg::Buffer(&mut ab),
-                Arg::Buffer(&mut bb),
-                Arg::Buffer(&mut out),
-                Arg::Scalar(Value::u32(n)),
-            ],
-        )
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let got = u32s(&out);
-        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(
-                g,
-                w,
-                "{name}: row {} element {}",
-                k / n as usize,
-                k % n as usize
-            );
-        }
+        let got = run_rows(&**e, "iops", &[&a, &b], rows, n, 64)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_rows(name, &got, &want, n);
         if *name == "jit-unchecked" {
             assert_eq!(e.lane_threads(), Some(whole_groups(n, 64, n.div_ceil(64))));
         }

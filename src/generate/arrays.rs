@@ -10,7 +10,7 @@
 //! of `STRIDE` u32 elements; thread i < n loads `%r0..` and `%f0..` from element i of the
 //! first ones, runs the body and stores every register to element j of `out` (or `inp`).
 
-use super::{HEADER, Layout, Program, Rng, edge_value};
+use super::{HEADER, Layout, Program, Rng, edge_value, reg};
 use crate::ast::Type;
 
 /// Blocks and threads a block of an array program's launch: one block, as threads storing
@@ -133,13 +133,13 @@ struct ArrayGen<'r> {
 
 impl ArrayGen<'_> {
     fn r(&mut self) -> String {
-        format!("%r{}", self.rng.below(R as u64))
+        reg(self.rng, "r", R)
     }
     fn f(&mut self) -> String {
-        format!("%f{}", self.rng.below(F as u64))
+        reg(self.rng, "f", F)
     }
     fn p(&mut self) -> String {
-        format!("%p{}", self.rng.below(P as u64))
+        reg(self.rng, "p", P)
     }
     /// A 32-bit source: a register, the thread's index, a uniform value or an immediate.
     fn src(&mut self) -> String {

@@ -376,21 +376,26 @@ const RNDS: [&str; 4] = ["rn", "rz", "rm", "rp"];
 const IRNDS: [&str; 4] = ["rni", "rzi", "rmi", "rpi"];
 const SELS: [&str; 6] = ["b0", "b1", "b2", "b3", "h0", "h1"];
 
+/// One of the registers `%{class}0` … `%{class}{count - 1}`.
+fn reg(rng: &mut Rng, class: &str, count: usize) -> String {
+    format!("%{class}{}", rng.below(count as u64))
+}
+
 impl Gen<'_> {
     fn r(&mut self) -> String {
-        format!("%r{}", self.rng.below(R as u64))
+        reg(self.rng, "r", R)
     }
     fn rd(&mut self) -> String {
-        format!("%rd{}", self.rng.below(RD as u64))
+        reg(self.rng, "rd", RD)
     }
     fn f(&mut self) -> String {
-        format!("%f{}", self.rng.below(F as u64))
+        reg(self.rng, "f", F)
     }
     fn fd(&mut self) -> String {
-        format!("%fd{}", self.rng.below(FD as u64))
+        reg(self.rng, "fd", FD)
     }
     fn p(&mut self) -> String {
-        format!("%p{}", self.rng.below(P as u64))
+        reg(self.rng, "p", P)
     }
     /// A 32-bit source: a register, or now and then an immediate.
     fn r_or_imm(&mut self) -> String {

@@ -149,8 +149,8 @@ struct Lanes<'l, 'a, 'f> {
 
 impl<'a, 'f> Lower<'a, 'f> {
     /// Lowers kernel `fid` as a lanes function `(ctx, x, y, z) -> x'`: it runs the groups of
-    /// row (y, z) from x on while four threads are left and returns where it stopped (a group
-    /// it handed back, or the first of fewer than four threads left, or `%ntid.x`).
+    /// row (y, z) from x on while [`LANES`] threads are left and returns where it stopped (a
+    /// group it handed back, the first of fewer than [`LANES`] threads left, or `%ntid.x`).
     pub fn lanes_function(
         b: FunctionBuilder<'f>,
         sh: &'a super::Shared<'a>,

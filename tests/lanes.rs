@@ -189,17 +189,11 @@ fn saxpy_in_lanes_matches_fma_for_every_size_and_block() {
                 assert_eq!(u32s(&yb), want, "n {n} block {block} checked {}", k == 0);
                 let ran = e.lane_threads() - before;
                 let whole = whole_groups(n, block, n.div_ceil(block));
-                if k == 1 {
-                    assert_eq!(ran, whole, "unchecked: n {n} block {block}");
-                } else {
-                    // Checked, a worker's first group finds no recent area and goes to the
-                    // thread loop (which fills it).
-                    assert!(ran <= whole, "checked: n {n} block {block}");
-                }
+                assert_eq!(ran, whole, "n {n} block {block} checked {}", k == 0);
             }
         }
     }
-    // Checked mode does run in lanes once the areas are known.
+    // A longer launch, checked.
     let n = 1 << 16;
     let x = vec![1.0f32.to_bits(); n as usize];
     let mut yb = bytes_u32(&vec![2.0f32.to_bits(); n as usize]);
@@ -622,4 +616,93 @@ LOOP:
     assert!(why.contains("bra LOOP") && why.contains("branch"), "{why}");
     let e = jit(SAXPY, true, false);
     assert_eq!(e.lanes_report()[0].1.as_deref(), Some("lanes are off"));
+}
+
+/// An array of structures: thread i reads fields 0 and 1 of `s[i]` (12 bytes each), stores
+/// their sum in field 2 and then reads field 2 of `s[i+d]` into field 0 of `t[i]` (which the
+/// thread loop gives as not yet written: thread i+d runs later).
+const STRUCTS: &str = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry structs(.param .u64 ps, .param .u64 pt, .param .u32 n, .param .u32 d)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<12>;
+  ld.param.u32 %r1, [n];
+  ld.param.u32 %r9, [d];
+  mov.u32 %r2, %tid.x;
+  setp.ge.u32 %p1, %r2, %r1;
+  @%p1 bra END;
+  ld.param.u64 %rd1, [ps];
+  ld.param.u64 %rd2, [pt];
+  mul.wide.u32 %rd3, %r2, 12;
+  add.s64 %rd4, %rd1, %rd3;
+  add.s64 %rd5, %rd2, %rd3;
+  ld.global.u32 %r3, [%rd4];
+  ld.global.u32 %r4, [%rd4+4];
+  add.u32 %r5, %r3, %r4;
+  st.global.u32 [%rd4+8], %r5;
+  add.u32 %r6, %r2, %r9;
+  mul.wide.u32 %rd6, %r6, 12;
+  add.s64 %rd7, %rd1, %rd6;
+  ld.global.u32 %r7, [%rd7+8];
+  st.global.u32 [%rd5], %r7;
+END:
+  ret;
+}
+"#;
+
+#[test]
+fn arrays_of_structures_run_lane_by_lane_in_thread_order() {
+    let n = 256u32;
+    for d in [1u32, 40] {
+        let s0: Vec<u32> = (0..3 * (n + 64))
+            .map(|i| i.wrapping_mul(0x9e37_79b9))
+            .collect();
+        // The threads one after another.
+        let mut s = s0.clone();
+        let mut t = vec![0u32; 3 * n as usize];
+        for i in 0..n as usize {
+            s[3 * i + 2] = s[3 * i].wrapping_add(s[3 * i + 1]);
+            t[3 * i] = s[3 * (i + d as usize) + 2];
+        }
+        for (checked, lanes) in [(true, true), (false, true), (true, false)] {
+            let e = jit(STRUCTS, checked, lanes);
+            let (mut sb, mut tb) = (bytes_u32(&s0), vec![0u8; 12 * n as usize]);
+            e.launch(
+                "structs",
+                Dim3::x(1),
+                Dim3::x(n),
+                &mut [
+                    Arg::Buffer(&mut sb),
+                    Arg::Buffer(&mut tb),
+                    Arg::Scalar(Value::u32(n)),
+                    Arg::Scalar(Value::u32(d)),
+                ],
+            )
+            .expect("runs");
+            assert_eq!(u32s(&sb), s, "d {d} checked {checked} lanes {lanes}");
+            assert_eq!(u32s(&tb), t, "d {d} checked {checked} lanes {lanes}");
+            if lanes {
+                // d = 1: after its store a lane reads bytes another lane stores: every group
+                // goes back to the thread loop. d = 40: it reads later groups' elements only.
+                let want = if d == 1 { 0 } else { n as u64 };
+                assert_eq!(e.lane_threads(), want, "d {d} checked {checked}");
+            }
+        }
+    }
+}
+
+#[test]
+fn exits_after_a_store_keep_a_kernel_on_the_thread_loop() {
+    let ptx = SAXPY.replace(
+        "\tst.global.f32 \t[%rd1], %f4;\n",
+        "\tst.global.f32 \t[%rd1], %f4;\n\t@%p1 bra \t$L__BB0_2;\n\tst.global.f32 \t[%rd2], %f4;\n",
+    );
+    assert_ne!(ptx, SAXPY, "the edit applies");
+    let e = jit(&ptx, true, true);
+    let why = e.lanes_report()[0].1.clone().expect("refused");
+    assert!(why.contains("an exit after a store"), "{why}");
 }

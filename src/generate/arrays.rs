@@ -57,7 +57,8 @@ pub fn array_program(rng: &mut Rng, size: usize) -> Program {
     let in_place = g.rng.chance(15);
     let shift = match g.rng.below(10) {
         0..=5 => 0,
-        6 | 7 => g.rng.below(PAD as u64 + 1) as u32,
+        // At most PAD − 2: the read-back below may go two elements further.
+        6 | 7 => g.rng.below(PAD as u64 - 1) as u32,
         _ => *g.rng.pick(&[1, 31, 32, 33]),
     };
     let prologue = prologue(g.rng);
@@ -83,29 +84,70 @@ fn prologue(rng: &mut Rng) -> String {
     if rng.chance(85) {
         s += "  setp.ge.u32 %p0, %i, %n;\n  @%p0 bra $END;\n";
     }
-    s += "  ld.param.u64 %in, [inp];\n  mul.wide.u32 %w, %i, 4;\n  add.s64 %in, %in, %w;\n";
+    // Structure of arrays, or now and then an array of structures (element k of thread i at
+    // i·ARRAYS + k: the lanes read those lane by lane).
+    let layout = Elements::pick(rng);
+    s += &format!(
+        "  ld.param.u64 %in, [inp];\n  mul.wide.u32 %w, %i, {};\n  add.s64 %in, %in, %w;\n",
+        layout.thread_bytes()
+    );
     for k in 0..R + F {
         let (ty, reg) = if k < R {
             ("b32", format!("%r{k}"))
         } else {
             ("f32", format!("%f{}", k - R))
         };
-        s += &format!("  ld.global.{ty} {reg}, [%in+{}];\n", k as u32 * STRIDE * 4);
+        s += &format!("  ld.global.{ty} {reg}, [%in+{}];\n", layout.offset(k));
     }
     s += "  setp.lt.u32 %p1, %r0, %r3;\n  setp.ne.u32 %p2, %r1, %r4;\n  \
           setp.gtu.f32 %p3, %f0, %f1;\n";
     s
 }
 
+/// Where element k of a thread is.
+#[derive(Clone, Copy)]
+enum Elements {
+    /// Array k, element i: `k · STRIDE + i`.
+    Arrays,
+    /// Structure i, field k: `i · ARRAYS + k`.
+    Structures,
+}
+
+impl Elements {
+    fn pick(rng: &mut Rng) -> Elements {
+        if rng.chance(25) {
+            Elements::Structures
+        } else {
+            Elements::Arrays
+        }
+    }
+    /// Bytes from one thread's elements to the next thread's.
+    fn thread_bytes(self) -> usize {
+        match self {
+            Elements::Arrays => 4,
+            Elements::Structures => 4 * ARRAYS,
+        }
+    }
+    /// Byte offset of element k from the thread's first.
+    fn offset(self, k: usize) -> usize {
+        match self {
+            Elements::Arrays => 4 * k * STRIDE as usize,
+            Elements::Structures => 4 * k,
+        }
+    }
+}
+
 fn epilogue(rng: &mut Rng, in_place: bool, shift: u32) -> String {
     let buffer = if in_place { "inp" } else { "out" };
+    let layout = Elements::pick(rng);
     let mut s = format!(
         "  ld.param.u64 %out, [{buffer}];\n  add.u32 %j, %i, {shift};\n  \
-         mul.wide.u32 %w, %j, 4;\n  add.s64 %out, %out, %w;\n"
+         mul.wide.u32 %w, %j, {};\n  add.s64 %out, %out, %w;\n",
+        layout.thread_bytes()
     );
     let mut stores = Vec::new();
     for k in 0..ARRAYS {
-        let at = k as u32 * STRIDE * 4;
+        let at = layout.offset(k);
         stores.push(match k {
             k if k < R => format!("  st.global.b32 [%out+{at}], %r{k};\n"),
             k if k < R + F => format!("  st.global.f32 [%out+{at}], %f{};\n", k - R),
@@ -121,6 +163,17 @@ fn epilogue(rng: &mut Rng, in_place: bool, shift: u32) -> String {
             let j = rng.below(i as u64 + 1) as usize;
             stores.swap(i, j);
         }
+    }
+    // Now and then a thread reads back an element after the stores (its neighbour's in the
+    // structure-of-arrays layout): a store before a load, which the lanes must order.
+    if rng.chance(15) {
+        let k = rng.below(ARRAYS as u64) as usize;
+        let near = layout.thread_bytes() as u64 * rng.below(3);
+        stores.push(format!(
+            "  ld.global.b32 %t, [%out+{}];\n  st.global.b32 [%out+{}], %t;\n",
+            layout.offset(k) as u64 + near,
+            layout.offset(ARRAYS - 1)
+        ));
     }
     s += &stores.concat();
     s + "$END:\n  ret;\n}\n"

@@ -473,6 +473,7 @@ fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
     use runtime::*;
     vec![
         ("rt_check", rt_check as *const u8),
+        ("rt_probe", rt_probe as *const u8),
         ("rt_enter", rt_enter as *const u8),
         ("rt_leave", rt_leave as *const u8),
         ("rt_fault", rt_fault as *const u8),

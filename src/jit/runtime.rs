@@ -276,6 +276,37 @@ pub unsafe extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, sit
     }
 }
 
+/// `rt_probe(ctx, lo, hi, slot_align) -> i32`: 1 if `[lo, hi)` is non-empty, lies inside one
+/// writable global area of the launch and `lo` is a multiple of `align` (bits 8 and up of
+/// `slot_align`), and then the area goes into the thread's recent-area slot (bits 0–7), as
+/// `rt_check` would put it there; else 0. Records nothing: the SIMD lanes ask it when the
+/// inline test of a group's range fails, and on 0 the group runs on the thread loop, whose
+/// own checks report any fault.
+///
+/// # Safety
+/// `ctx` must be the running thread's context, made by the launcher.
+pub unsafe extern "C" fn rt_probe(ctx: *mut ThreadCtx, lo: u64, hi: u64, slot_align: u32) -> i32 {
+    // SAFETY: as for `rt_check`: the launcher's context of the running thread, whose `shared`
+    // map outlives the launch.
+    let ctx = unsafe { &mut *ctx };
+    let shared = unsafe { &*ctx.shared };
+    let (slot, align) = ((slot_align & 0xff) as usize, (slot_align >> 8) as u64);
+    let inside = shared.find(lo).filter(|a| {
+        a.space == Space::Global
+            && a.writable
+            && hi > lo
+            && hi <= a.base + a.size as u64
+            && lo.is_multiple_of(align.max(1))
+    });
+    match inside {
+        Some(a) => {
+            ctx.hits[slot % HIT_AREAS] = [a.base, a.base + a.size as u64];
+            1
+        }
+        None => 0,
+    }
+}
+
 /// `rt_enter(ctx, func, frame)`: makes the variables of a frame addressable (checked mode).
 ///
 /// # Safety

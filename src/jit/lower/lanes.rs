@@ -13,27 +13,30 @@
 //! - *varying*: anything else, in an `i32x4` (floats as their bits, predicates as lane masks).
 //!
 //! The lanes lowering takes straight-line kernels: the only branches leave the thread (`@%p bra
-//! L` where `L` is a `ret`/`exit` or the end), no calls, no `.local` or `.shared`; varying values
-//! of 32 bits; global accesses of 32 bits at consecutive addresses (stride = size), or loads
-//! from one address; and the varying operations written below. A kernel outside that keeps only
-//! the thread loop, with the reason in `Jit::lanes_report`.
+//! L` where `L` is a `ret`/`exit` or the end), none after a store; no calls, no `.local` or
+//! `.shared`; varying values of 32 bits; global accesses of 32-bit elements at a constant
+//! distance (a multiple of 4), or loads from one address; and the varying operations written
+//! below. A kernel outside that keeps only the thread loop, with the reason in
+//! `Jit::lanes_report`.
 //!
 //! Results are those of the thread loop, which runs the threads of a block one after another.
-//! Nothing a group does before its first store is seen outside it, so until then the group can
-//! go back to the thread loop (*bail*), which runs its four threads one at a time. A load
-//! before the first store bails unless all four lanes are running, no affine value wrapped
-//! when widened, its range does not wrap around the address space and, in checked mode, it
-//! lies in the area its slot last checked. The first store (the *gate*) tests the same for
-//! every later access, whose addresses are known there (no access's address register is
-//! written after the gate), and that no two accesses of different lanes overlap where one is
-//! a store (in lock step a lane could read before an earlier thread's store). So faults and
-//! failed checks are reported by the thread loop, exactly as without lanes.
+//! A group's stores are held back to its end, so until then nothing it did is visible and it
+//! can go back to the thread loop (*bail*), which runs its threads one at a time. A load bails
+//! unless no affine value wrapped when widened and, in checked mode, its bytes for the group
+//! lie in one writable global area (tested inline against its slot's recent area, else asked
+//! of `rt_probe`); an exit bails unless every thread agrees. At the end (the *gate*) the same
+//! tests cover the stores, and any two accesses that touch the same bytes in another order
+//! than the thread loop's bail: a load and a store, or two stores, of different lanes (in lock
+//! step a lane could read before an earlier thread's store), or a store before a load of any
+//! lane (the load ran before the held store). So faults and failed checks are reported by the
+//! thread loop, exactly as without lanes.
 
 use super::{Lower, flags, int_type};
 use super::{float_cc, int_cc};
 use crate::ast::{
     AddrBase, BoolOp, CmpOp, FloatBinOp, FloatUnOp, FuncId, Guard, Inst, Instruction, IntBinOp,
-    MulMode, Operand, Precision, RegId, Rounding, Space, SpecialRegKind, Type, VideoSrc, VideoTail,
+    IntUnOp, MulMode, Operand, Precision, RegId, Rounding, Space, SpecialRegKind, Type, VideoSrc,
+    VideoTail,
 };
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{self, Block, ConstantData, InstBuilder, MemFlagsData, Value, types};
@@ -104,6 +107,23 @@ struct Access {
     space: Option<Space>,
 }
 
+/// The bytes an access touches in a group, `[lo, hi)`: lane k's `size` bytes at
+/// `lo + k × stride`, or all lanes' at `lo` (a uniform address, `stride` None).
+#[derive(Clone, Copy)]
+struct Range {
+    lo: Value,
+    hi: Value,
+    stride: Option<i64>,
+    size: usize,
+}
+
+/// A store held back to the group's end: lane 0's address, stride, the values.
+struct HeldStore {
+    at: Value,
+    stride: i64,
+    vals: Vecs,
+}
+
 /// Whether a branch target is a thread's end: the body's end or an unguarded `ret`/`exit`.
 fn is_exit(body: &[Instruction], pos: usize) -> bool {
     body.get(pos)
@@ -136,12 +156,13 @@ struct Lanes<'l, 'a, 'f> {
     wrap: Option<Variable>,
     /// Widenings happened since the last test of `wrap`.
     wrap_unchecked: bool,
-    past_gate: bool,
+    /// A store has been lowered (held back to the group's end): exits are no longer taken.
+    stored: bool,
     accesses: Vec<Access>,
-    /// Each access's range, once known (see [`Lanes::range`]).
-    ranges: Vec<Option<(Value, Value, bool)>>,
-    /// The first store.
-    gate: Option<usize>,
+    /// Each access's range, once its instruction is lowered.
+    ranges: Vec<Option<Range>>,
+    /// Stores held back to the group's end, in program order.
+    held: Vec<HeldStore>,
     /// Group finished; group handed back to the thread loop.
     done: Block,
     bail: Block,
@@ -201,10 +222,10 @@ impl<'a, 'f> Lower<'a, 'f> {
             seq_cmps: HashMap::new(),
             wrap: None,
             wrap_unchecked: false,
-            past_gate: false,
+            stored: false,
             accesses: Vec::new(),
             ranges: Vec::new(),
-            gate: None,
+            held: Vec::new(),
             done,
             bail,
         };
@@ -248,20 +269,18 @@ impl<'f> Lanes<'_, '_, 'f> {
         let end = self.scan(body)?;
         for (i, ins) in body.iter().enumerate().take(end) {
             self.l.at = i;
-            if self.gate == Some(i) {
-                self.gate()?;
-            }
             self.inst(i, ins)
                 .map_err(|Refused(why)| Refused(format!("{}: {why}", self.text(i))))?;
         }
+        self.gate()?;
+        self.store_held();
         let done = self.done;
         self.b().ins().jump(done, &[]);
         Ok(())
     }
 
     /// Where the group ends (the first unconditional `ret`, `exit` or `bra` to an end), and
-    /// the global accesses before it; checks that no access after the first store (the gate)
-    /// has its address register written between the gate and the access.
+    /// the global accesses before it.
     fn scan(&mut self, body: &[Instruction]) -> Res<usize> {
         let labels = &self.l.f.labels;
         let mut end = body.len();
@@ -302,20 +321,6 @@ impl<'f> Lanes<'_, '_, 'f> {
             }
         }
         self.ranges = vec![None; self.accesses.len()];
-        self.gate = self.accesses.iter().find(|a| a.store).map(|a| a.at);
-        if let Some(gate) = self.gate {
-            for a in &self.accesses {
-                if let AddrBase::Reg(r) = a.base
-                    && a.at > gate
-                    && body[gate..a.at].iter().any(|i| i.inst.writes(r))
-                {
-                    return refuse(format!(
-                        "{}: its address is computed after the kernel's first store",
-                        self.text(a.at)
-                    ));
-                }
-            }
-        }
         Ok(end)
     }
 
@@ -339,10 +344,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                     .iter()
                     .position(|a| a.at == i)
                     .expect("the scan lists every global access");
-                if self.ranges[k].is_none() {
-                    self.before_gate(k)?;
-                }
-                self.access(i, &ins.inst)
+                self.access(k, &ins.inst)
             }
             Inst::St { .. } => refuse("a store outside global memory"),
             Inst::Ld {
@@ -464,6 +466,10 @@ impl<'f> Lanes<'_, '_, 'f> {
         let Some(g) = guard else {
             return Ok(());
         };
+        if self.stored {
+            // The stores before it are held back to the group's end.
+            return refuse("an exit after a store");
+        }
         let leave = match self.shape[g.reg.0 as usize] {
             Shape::Uniform => {
                 let p = self.l.b.use_var(self.l.regs[g.reg.0 as usize]);
@@ -472,9 +478,6 @@ impl<'f> Lanes<'_, '_, 'f> {
                 } else {
                     p
                 }
-            }
-            _ if self.past_gate => {
-                return refuse("a per-thread exit after the first store");
             }
             _ => match self.seq_cmps.get(&g.reg).copied() {
                 Some(c) => self.seq_exit(c, g.negated),
@@ -553,7 +556,7 @@ impl<'f> Lanes<'_, '_, 'f> {
         }
     }
 
-    /// Whether the group may touch memory: no affine value wrapped since the last test (else
+    /// Whether the group may read memory: no affine value wrapped since the last test (else
     /// back to the thread loop).
     fn ready(&mut self) {
         if self.wrap_unchecked {
@@ -564,47 +567,68 @@ impl<'f> Lanes<'_, '_, 'f> {
         }
     }
 
-    /// Access `k`'s bytes for every lane, `[lo, hi)`, and whether lane j's part is at
-    /// `lo + j × size` (else all lanes read one address).
-    fn range(&mut self, k: usize) -> Res<(Value, Value, bool)> {
+    /// Access `k`'s range: a load at one address (every lane reads it), or lane k's element at
+    /// `lo + k × stride` with the stride a multiple of the size (so that every lane is as
+    /// aligned as lane 0) and 32-bit elements.
+    fn range(&mut self, k: usize) -> Res<Range> {
         let (base, offset, size, store) = {
             let a = &self.accesses[k];
             (a.base, a.offset, a.size, a.store)
         };
-        let addr = self.address(base, offset)?;
-        let (lo, len, spread) = match addr {
-            LaneVal::Uniform(v) if !store => (v, size as i64, false),
-            LaneVal::Uniform(_) => {
+        let (lo, len, stride) = match self.address(base, offset)? {
+            LaneVal::Uniform(_) if store => {
                 return refuse("every thread stores to one address");
             }
-            LaneVal::Affine(v, s) if s == size as i64 && size == 4 => {
-                (v, LANES as i64 * size as i64, true)
+            LaneVal::Uniform(v) => (v, size as i64, None),
+            LaneVal::Affine(v, s)
+                if size == 4 && s > 0 && s % 4 == 0 && s <= i32::MAX as i64 / LANES as i64 =>
+            {
+                (v, (LANES as i64 - 1) * s + 4, Some(s))
             }
             _ => {
                 return refuse(format!(
-                    "the threads' addresses are not consecutive {size}-byte elements"
+                    "the threads' addresses are not {size}-byte elements at a constant distance"
                 ));
             }
         };
         let hi = self.b().ins().iadd_imm_s(lo, len);
-        Ok((lo, hi, spread))
+        Ok(Range {
+            lo,
+            hi,
+            stride,
+            size,
+        })
     }
 
-    /// Checked: whether access `k`'s range is not in the area its slot last checked (for the
-    /// thread loop to report). Unchecked, ranges are trusted (one wrapping around the address
-    /// space would fault in the thread loop too).
-    fn range_bad(&mut self, k: usize, lo: Value, hi: Value) -> Option<Value> {
+    /// Checked: the group goes on only if access `k`'s range lies in the area its slot last
+    /// checked or, asked of the runtime (`rt_probe`), in one writable global area (which then
+    /// goes into the slot); else it goes to the thread loop, which reports any fault.
+    /// Unchecked, ranges are trusted (one wrapping around the address space would fault in
+    /// the thread loop too).
+    fn check_range(&mut self, k: usize, r: Range) {
         let (base, size, space, store, offset) = {
             let a = &self.accesses[k];
             (a.base, a.size, a.space, a.store, a.offset)
         };
         let addr = crate::ast::Address { base, offset };
         if !self.l.sh.checked || self.l.known_safe(&addr, size, space, store) {
-            return None;
+            return;
         }
         let slot = self.l.checks.slot(base);
-        let ok = self.l.in_recent_area(lo, hi, slot, lo, size as u64);
-        Some(self.b().ins().bxor_imm_s(ok, 1))
+        let ok = self.l.in_recent_area(r.lo, r.hi, slot, r.lo, size as u64);
+        let (probe, cont) = (self.b().create_block(), self.b().create_block());
+        self.b().set_cold_block(probe);
+        self.b().ins().brif(ok, cont, &[], probe, &[]);
+        self.b().switch_to_block(probe);
+        let packed = self.b().ins().iconst(types::I32, (slot | size << 8) as i64);
+        let ctx = self.l.ctx;
+        let found = self
+            .l
+            .helper("rt_probe", &[ctx, r.lo, r.hi, packed])
+            .expect("rt_probe returns");
+        let bail = self.bail;
+        self.b().ins().brif(found, cont, &[], bail, &[]);
+        self.b().switch_to_block(cont);
     }
 
     /// `a | b` of optional i8 conditions.
@@ -615,71 +639,106 @@ impl<'f> Lanes<'_, '_, 'f> {
         }
     }
 
-    /// A load before the first store: the group must be ready and the load's range good; the
-    /// range is kept for the gate.
-    fn before_gate(&mut self, k: usize) -> Res<()> {
-        self.ready();
-        let (lo, hi, spread) = self.range(k)?;
-        if let Some(bad) = self.range_bad(k, lo, hi) {
-            self.bail_if(bad);
+    /// Whether some lane's bytes of `a` overlap another lane's bytes of `b`. Two accesses with
+    /// the same stride interleave without touching when their starts are at most `stride −
+    /// size` apart (the fields of one array of structures; 0 apart: lane for lane the same
+    /// bytes); otherwise any overlap of the two ranges counts (which may be more than exact).
+    fn across_lanes(&mut self, a: Range, b: Range) -> Option<Value> {
+        let apart = match (a.stride, b.stride) {
+            (Some(s), Some(t)) if s == t => Some(s - a.size.max(b.size) as i64),
+            _ => None,
+        };
+        if apart.is_some() && a.lo == b.lo {
+            return None;
         }
-        self.ranges[k] = Some((lo, hi, spread));
-        Ok(())
+        let overlap = self.overlap(a, b);
+        Some(match apart {
+            Some(apart) => {
+                let d = self.b().ins().isub(a.lo, b.lo);
+                let near = self
+                    .b()
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedLessThanOrEqual, d, apart);
+                let far = self
+                    .b()
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, -apart);
+                let interleaved = self.b().ins().band(near, far);
+                self.b().ins().band_not(overlap, interleaved)
+            }
+            None => overlap,
+        })
     }
 
-    /// Before the first store (the gate): the group must be ready, the ranges of the accesses
-    /// from here on good, and no two accesses of different lanes may overlap where one is a
-    /// store (the same elements lane for lane are fine): in lock step a lane could read
-    /// before an earlier thread's store, or store before a later thread's read. Else the
+    /// Whether the ranges of `a` and `b` overlap at all.
+    fn overlap(&mut self, a: Range, b: Range) -> Value {
+        let ins = self.b().ins();
+        let x = ins.icmp(IntCC::UnsignedLessThan, a.lo, b.hi);
+        let ins = self.b().ins();
+        let y = ins.icmp(IntCC::UnsignedLessThan, b.lo, a.hi);
+        self.b().ins().band(x, y)
+    }
+
+    /// At the group's end, before its held stores: the group must be ready, the stores'
+    /// ranges good, and no two accesses where one is a store may touch the same bytes where
+    /// the order differs from the thread loop's: a load before a store, or two stores, from
+    /// different lanes (the thread loop would run one thread's both before the other's); a
+    /// store before a load, from any lanes (the load ran before the held store). Else the
     /// group goes back to the thread loop, which has nothing to undo.
     fn gate(&mut self) -> Res<()> {
-        self.ready();
-        let mut bad = None;
-        for k in 0..self.accesses.len() {
-            if self.ranges[k].is_some() {
-                continue;
-            }
-            let (lo, hi, spread) = self.range(k)?;
-            let b = self.range_bad(k, lo, hi);
-            bad = self.either(bad, b);
-            self.ranges[k] = Some((lo, hi, spread));
+        if self.held.is_empty() {
+            return Ok(());
         }
-        let ranges: Vec<(Value, Value, bool)> = self
-            .ranges
-            .iter()
-            .map(|r| r.expect("every range"))
-            .collect();
-        for (k, &(lo, hi, spread)) in ranges.iter().enumerate() {
-            for (j, &(lo2, hi2, spread2)) in ranges.iter().enumerate().take(k) {
-                let (a, c) = (&self.accesses[k], &self.accesses[j]);
-                if !(a.store || c.store) {
-                    continue;
-                }
-                let lane_for_lane = spread && spread2 && a.size == c.size;
-                if lane_for_lane && lo == lo2 {
-                    // The same elements, lane for lane, whatever the addresses.
-                    continue;
-                }
-                let overlap = {
-                    let b = self.b();
-                    let x = b.ins().icmp(IntCC::UnsignedLessThan, lo, hi2);
-                    let y = b.ins().icmp(IntCC::UnsignedLessThan, lo2, hi);
-                    b.ins().band(x, y)
+        self.ready();
+        let ranges: Vec<Option<Range>> = self.ranges.clone();
+        for (k, r) in ranges.iter().enumerate() {
+            if let (Some(r), true) = (r, self.accesses[k].store) {
+                self.check_range(k, *r);
+            }
+        }
+        let mut bad = None;
+        for (later, b) in ranges.iter().enumerate() {
+            let Some(b) = *b else { continue };
+            for (earlier, a) in ranges.iter().enumerate().take(later) {
+                let Some(a) = *a else { continue };
+                let (a_store, b_store) = (self.accesses[earlier].store, self.accesses[later].store);
+                let conflict = match (a_store, b_store) {
+                    (false, false) => None,
+                    (true, false) => {
+                        if a.lo == b.lo {
+                            return refuse(format!(
+                                "{}: a thread reads what it stored",
+                                self.text(self.accesses[later].at)
+                            ));
+                        }
+                        Some(self.overlap(a, b))
+                    }
+                    _ => self.across_lanes(a, b),
                 };
-                let conflict = if lane_for_lane {
-                    let same = self.b().ins().icmp(IntCC::Equal, lo, lo2);
-                    self.b().ins().band_not(overlap, same)
-                } else {
-                    overlap
-                };
-                bad = self.either(bad, Some(conflict));
+                bad = self.either(bad, conflict);
             }
         }
         if let Some(bad) = bad {
             self.bail_if(bad);
         }
-        self.past_gate = true;
         Ok(())
+    }
+
+    /// The held stores, in program order (lanes in order within each).
+    fn store_held(&mut self) {
+        for h in std::mem::take(&mut self.held) {
+            for (p, v) in h.vals.into_iter().enumerate() {
+                if h.stride == 4 {
+                    self.b().ins().store(flags(), v, h.at, 16 * p as i32);
+                    continue;
+                }
+                for lane in 0..4 {
+                    let x = self.b().ins().extractlane(v, lane as u8);
+                    let off = (4 * p as i64 + lane) * h.stride;
+                    self.b().ins().store(flags(), x, h.at, off as i32);
+                }
+            }
+        }
     }
 
     fn bail_if(&mut self, cond: Value) {
@@ -702,39 +761,55 @@ impl<'f> Lanes<'_, '_, 'f> {
         })
     }
 
-    /// A global access after the gate: consecutive lanes as one vector access, a uniform
-    /// load as one scalar load.
-    fn access(&mut self, i: usize, inst: &Inst) -> Res<()> {
-        let (base, offset, size) = {
-            let a = self
-                .accesses
-                .iter()
-                .find(|a| a.at == i)
-                .expect("the scan lists every global access");
-            (a.base, a.offset, a.size)
-        };
-        let addr = self.address(base, offset)?;
-        match (inst, addr) {
-            (Inst::Ld { ty, d, .. }, LaneVal::Uniform(at)) => {
-                let v = self.l.load_value(super::clif(*ty), flags(), at, 0);
-                self.write(d, *ty, LaneVal::Uniform(v), None)
-            }
-            (Inst::Ld { ty, d, .. }, LaneVal::Affine(at, _)) if size == 4 => {
-                let mut v = [at; PARTS];
-                for (p, v) in v.iter_mut().enumerate() {
-                    *v = self.b().ins().load(V, flags(), at, 16 * p as i32);
-                }
+    /// Global access `k`: a load runs now, once the group is ready and (checked) its range
+    /// passes, as vector loads for consecutive elements, lane by lane for others, one scalar
+    /// load for one address; a store is held back to the group's end (see [`Lanes::gate`]).
+    fn access(&mut self, k: usize, inst: &Inst) -> Res<()> {
+        let r = self.range(k)?;
+        self.ranges[k] = Some(r);
+        match inst {
+            Inst::Ld { ty, d, .. } => {
+                self.ready();
+                self.check_range(k, r);
+                let v = match r.stride {
+                    None => {
+                        let v = self.l.load_value(super::clif(*ty), flags(), r.lo, 0);
+                        return self.write(d, *ty, LaneVal::Uniform(v), None);
+                    }
+                    Some(4) => std::array::from_fn(|p| {
+                        self.l.b.ins().load(V, flags(), r.lo, 16 * p as i32)
+                    }),
+                    Some(s) => {
+                        let mut v = [r.lo; PARTS];
+                        for (p, v) in v.iter_mut().enumerate() {
+                            let lanes = [0, 1, 2, 3].map(|lane| {
+                                let off = ((4 * p + lane) as i64 * s) as i32;
+                                self.l.b.ins().load(types::I32, flags(), r.lo, off)
+                            });
+                            let mut x = self.b().ins().scalar_to_vector(V, lanes[0]);
+                            for (lane, y) in lanes.into_iter().enumerate().skip(1) {
+                                x = self.b().ins().insertlane(x, y, lane as u8);
+                            }
+                            *v = x;
+                        }
+                        v
+                    }
+                };
                 self.write(d, *ty, LaneVal::Varying(v), None)
             }
-            (Inst::St { ty, a, .. }, LaneVal::Affine(at, _)) if size == 4 => {
+            Inst::St { ty, a, .. } => {
                 let v = self.read(a, *ty)?;
-                let v = self.lanes_of(v, *ty)?;
-                for (p, v) in v.into_iter().enumerate() {
-                    self.b().ins().store(flags(), v, at, 16 * p as i32);
-                }
+                let vals = self.lanes_of(v, *ty)?;
+                let stride = r.stride.expect("range refuses stores to one address");
+                self.held.push(HeldStore {
+                    at: r.lo,
+                    stride,
+                    vals,
+                });
+                self.stored = true;
                 Ok(())
             }
-            _ => refuse("an access the gate did not check"),
+            _ => unreachable!("an access"),
         }
     }
 
@@ -845,9 +920,6 @@ impl<'f> Lanes<'_, '_, 'f> {
         if tb < fb {
             let v = self.b().ins().ireduce(int_type(tb), base);
             return Ok(self.affine(v, s, tb));
-        }
-        if self.past_gate {
-            return refuse("a widening of per-thread values after the first memory access");
         }
         let s = norm(s, fb);
         let wide = if signed {
@@ -1025,6 +1097,28 @@ impl<'f> Lanes<'_, '_, 'f> {
             } if !carry.carry_in && !carry.carry_out => {
                 let v = self.int_bin(*op, *ty, a, b)?;
                 self.write(d, *ty, v, mask)
+            }
+            Inst::IntUn {
+                op: op @ (IntUnOp::Abs | IntUnOp::Neg | IntUnOp::Not | IntUnOp::Cnot),
+                ty,
+                d,
+                a,
+            } if ty.bits() == 32 => {
+                let x = self.read(a, *ty)?;
+                let x = self.lanes_of(x, *ty)?;
+                let v = match op {
+                    // abs of the most negative value is itself, as `iabs` gives.
+                    IntUnOp::Abs => self.map(x, |b, x| b.ins().iabs(x)),
+                    IntUnOp::Neg => self.map(x, |b, x| b.ins().ineg(x)),
+                    IntUnOp::Not => self.map(x, |b, x| b.ins().bnot(x)),
+                    _ => {
+                        // cnot: 1 where x is 0, else 0 (the mask of x == 0, shifted down).
+                        let zero = self.splat(0);
+                        let z = self.map(x, |b, x| b.ins().icmp(IntCC::Equal, x, zero));
+                        self.map(z, |b, m| b.ins().ushr_imm_s(m, 31))
+                    }
+                };
+                self.write(d, *ty, LaneVal::Varying(v), mask)
             }
             Inst::Mul { mode, ty, d, a, b } => {
                 let v = self.mul(*mode, *ty, a, b)?;

@@ -39,6 +39,7 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
     use types::{I32, I64};
     &[
         ("rt_check", &[I64, I64, I32, I64], &[I32]),
+        ("rt_probe", &[I64, I64, I64, I32], &[I32]),
         ("rt_enter", &[I64, I32, I64], &[]),
         ("rt_leave", &[I64, I32], &[]),
         ("rt_fault", &[I64, I64, I32, I32], &[]),

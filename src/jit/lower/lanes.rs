@@ -163,6 +163,9 @@ struct Lanes<'l, 'a, 'f> {
     ranges: Vec<Option<Range>>,
     /// Stores held back to the group's end, in program order.
     held: Vec<HeldStore>,
+    /// The group loop's head `(x, retried)`, and whether this group is a rerun.
+    head: Block,
+    retried: Variable,
     /// Group finished; group handed back to the thread loop.
     done: Block,
     bail: Block,
@@ -191,12 +194,18 @@ impl<'a, 'f> Lower<'a, 'f> {
         let (tid, ntid_x) = (dims.tid, dims.ntid[0]);
         l.b.def_var(tid[1], y);
         l.b.def_var(tid[2], z);
+        // The group's first thread, and whether the group is being run again (see
+        // `Lanes::check_range`).
         let head = l.b.create_block();
         l.b.append_block_param(head, types::I32);
-        l.b.ins().jump(head, &[x0.into()]);
+        l.b.append_block_param(head, types::I8);
+        let no = l.b.ins().iconst(types::I8, 0);
+        l.b.ins().jump(head, &[x0.into(), no.into()]);
 
         l.b.switch_to_block(head);
-        let x = l.b.block_params(head)[0];
+        let (x, again) = (l.b.block_params(head)[0], l.b.block_params(head)[1]);
+        let retried = l.b.declare_var(types::I8);
+        l.b.def_var(retried, again);
         let (group, stop) = (l.b.create_block(), l.b.create_block());
         let room = l.b.ins().isub(ntid_x, x);
         let fits =
@@ -226,6 +235,8 @@ impl<'a, 'f> Lower<'a, 'f> {
             accesses: Vec::new(),
             ranges: Vec::new(),
             held: Vec::new(),
+            head,
+            retried,
             done,
             bail,
         };
@@ -238,7 +249,8 @@ impl<'a, 'f> Lower<'a, 'f> {
         l.b.ins().store(super::trusted(), count, ctx, at);
         let x = l.b.use_var(tid[0]);
         let next = l.b.ins().iadd_imm_s(x, LANES as i64);
-        l.b.ins().jump(head, &[next.into()]);
+        let no = l.b.ins().iconst(types::I8, 0);
+        l.b.ins().jump(head, &[next.into(), no.into()]);
         l.b.switch_to_block(bail);
         let x = l.b.use_var(tid[0]);
         l.b.ins().return_(&[x]);
@@ -601,10 +613,12 @@ impl<'f> Lanes<'_, '_, 'f> {
     }
 
     /// Checked: the group goes on only if access `k`'s range lies in the area its slot last
-    /// checked or, asked of the runtime (`rt_probe`), in one writable global area (which then
-    /// goes into the slot); else it goes to the thread loop, which reports any fault.
-    /// Unchecked, ranges are trusted (one wrapping around the address space would fault in
-    /// the thread loop too).
+    /// checked. If not, the runtime is asked (`rt_probe`) whether it lies in one writable
+    /// global area; if so the area goes into the slot and the group starts again (it has
+    /// stored nothing), else it goes to the thread loop, which reports any fault. (Calling the
+    /// runtime and going on would make every vector live across the call a spill in the
+    /// straight-line code.) Unchecked, ranges are trusted (one wrapping around the address
+    /// space would fault in the thread loop too).
     fn check_range(&mut self, k: usize, r: Range) {
         let (base, size, space, store, offset) = {
             let a = &self.accesses[k];
@@ -626,8 +640,23 @@ impl<'f> Lanes<'_, '_, 'f> {
             .l
             .helper("rt_probe", &[ctx, r.lo, r.hi, packed])
             .expect("rt_probe returns");
-        let bail = self.bail;
-        self.b().ins().brif(found, cont, &[], bail, &[]);
+        // Each run fills at least one slot: as many runs as accesses (two accesses sharing a
+        // slot in different areas could take turns forever).
+        let retried = self.l.b.use_var(self.retried);
+        let runs = self.accesses.len().min(100) as i64;
+        let more = self
+            .b()
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedLessThan, retried, runs);
+        let found = self.b().ins().icmp_imm_s(IntCC::NotEqual, found, 0);
+        let again = self.b().ins().band(found, more);
+        let tid = self.l.dims.as_ref().expect("a kernel").tid[0];
+        let x = self.b().use_var(tid);
+        let next = self.b().ins().iadd_imm_s(retried, 1);
+        let (head, bail) = (self.head, self.bail);
+        self.b()
+            .ins()
+            .brif(again, head, &[x.into(), next.into()], bail, &[]);
         self.b().switch_to_block(cont);
     }
 

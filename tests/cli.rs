@@ -631,3 +631,60 @@ fn diff_runs_both_engines_and_verify_checks_them() {
     );
     assert_eq!(o.code, 2, "{}", o.stderr);
 }
+
+#[test]
+fn stats_say_which_kernels_run_in_simd_lanes_and_how_many_threads_did() {
+    let saxpy = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/saxpy.ptx");
+    let args = [
+        "launch",
+        saxpy,
+        "saxpy",
+        "--grid",
+        "4",
+        "--block",
+        "256",
+        "--stats",
+        "--arg",
+        "f32:2",
+        "--arg",
+        "f32[1000]",
+        "--arg",
+        "f32[1000]",
+        "--arg",
+        "u32:1000",
+    ];
+    let o = ptxjit(&args, None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("kernel saxpy: SIMD lanes, 32 threads at a time"),
+        "{}",
+        o.stderr
+    );
+    // Whole groups of 32 below n = 1000 (the group at 992 has threads past n).
+    assert!(
+        o.stderr.contains("run: 992 of 1024 threads in SIMD lanes"),
+        "{}",
+        o.stderr
+    );
+    let mut off = args.to_vec();
+    off.push("--no-lanes");
+    let o = ptxjit(&off, None);
+    assert!(
+        o.stderr
+            .contains("kernel saxpy: one thread at a time (lanes are off)"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("run: 0 of 1024 threads"), "{}", o.stderr);
+    let f = write_tmp("scale_lanes.ptx", KERNEL);
+    let mut interp = scale_args(&f);
+    interp.extend(["--engine", "interp", "--no-lanes"]);
+    let o = ptxjit(&interp, None);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("--no-lanes apply to the JIT"),
+        "{}",
+        o.stderr
+    );
+}

@@ -47,7 +47,7 @@ use std::collections::HashMap;
 
 /// Vectors a varying value takes.
 const PARTS: usize = 8;
-/// Threads in a group: four lanes of each of the [`PARTS`] vectors.
+/// Threads in a group (a warp): four lanes of each of the vectors a varying value takes.
 pub const LANES: u32 = 4 * PARTS as u32;
 /// The vector type of varying values.
 const V: ir::Type = types::I32X4;

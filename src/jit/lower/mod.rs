@@ -376,8 +376,9 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// An `.entry`: loops over the threads of the block (x fastest), running the body for
     /// each with fresh registers, frame and CC.CF. A kernel with a lanes function hands each
-    /// row to it first; the threads it hands back (a group it would not run, or fewer than
-    /// four at the row's end) run here, and then the row goes back to it.
+    /// row to it first; the threads it hands back (a group it would not run, or fewer than a
+    /// group at the row's end) run here, and then the rest of the row goes back to it, up to
+    /// its second hand-back in the row.
     fn kernel_body(&mut self) {
         let ctx = self.ctx;
         self.kernel_dims();
@@ -386,9 +387,14 @@ impl<'a, 'f> Lower<'a, 'f> {
             (d.tid, d.ntid)
         };
         let zero = self.b.ins().iconst(types::I32, 0);
-        // Threads of the row below `until` run here before the lanes function is called again.
+        // Threads of the row below `until` run here before the lanes function is called again;
+        // `handed` counts the groups it handed back in this row: after two, the rest of the
+        // row stays here (a kernel whose groups overlap in memory would otherwise run each
+        // group twice, once in lanes up to the gate and once here).
         let until = self.b.declare_var(types::I32);
         self.b.def_var(until, zero);
+        let handed = self.b.declare_var(types::I32);
+        self.b.def_var(handed, zero);
         self.enter_frame();
         let thread = self.b.create_block();
         let carry = [(); 3].map(|_| self.b.create_block());
@@ -421,7 +427,16 @@ impl<'a, 'f> Lower<'a, 'f> {
             self.b.ins().brif(row_done, carry[0], &[], handed_back, &[]);
             self.b.switch_to_block(handed_back);
             self.b.def_var(tid[0], stopped);
+            let h = self.b.use_var(handed);
+            let h = self.b.ins().iadd_imm_s(h, 1);
+            self.b.def_var(handed, h);
             let next_try = self.b.ins().iadd_imm_s(stopped, LANES as i64);
+            let give_up =
+                self.b
+                    .ins()
+                    .icmp_imm_s(ir::condcodes::IntCC::UnsignedGreaterThanOrEqual, h, 2);
+            let never = self.b.ins().iconst(types::I32, u32::MAX as i64);
+            let next_try = self.b.ins().select(give_up, never, next_try);
             self.b.def_var(until, next_try);
             self.b.ins().jump(scalar, &[]);
             self.b.switch_to_block(scalar);
@@ -461,6 +476,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             self.b.def_var(tid[k], zero);
             if k == 0 {
                 self.b.def_var(until, zero);
+                self.b.def_var(handed, zero);
             }
         }
         let ok = self.b.ins().iconst(types::I32, STATUS_OK as i64);

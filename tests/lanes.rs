@@ -706,3 +706,54 @@ fn exits_after_a_store_keep_a_kernel_on_the_thread_loop() {
     let why = e.lanes_report()[0].1.clone().expect("refused");
     assert!(why.contains("an exit after a store"), "{why}");
 }
+
+/// Nine input buffers, each through its own base register: more than the thread's recent-area
+/// slots, so checked groups find slots taken by other buffers (they ask the runtime, start
+/// again a bounded number of times, or go to the thread loop). out[i] = Σ in_k[i] · (k + 1).
+#[test]
+fn more_buffers_than_recent_area_slots() {
+    let k = 9;
+    let mut ptx =
+        String::from(".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry many(");
+    for j in 0..k {
+        ptx += &format!(".param .u64 p{j}, ");
+    }
+    ptx += ".param .u64 pout, .param .u32 n)\n{\n  .reg .pred %p<2>;\n  .reg .b32 %r<40>;\n  \
+            .reg .b64 %rd<40>;\n  ld.param.u32 %r1, [n];\n  mov.u32 %r2, %tid.x;\n  \
+            mov.u32 %r3, %ctaid.x;\n  mov.u32 %r4, %ntid.x;\n  mad.lo.s32 %r5, %r3, %r4, %r2;\n  \
+            setp.ge.u32 %p1, %r5, %r1;\n  @%p1 bra END;\n  mul.wide.u32 %rd1, %r5, 4;\n  \
+            mov.u32 %r6, 0;\n";
+    for j in 0..k {
+        ptx += &format!(
+            "  ld.param.u64 %rd{a}, [p{j}];\n  add.s64 %rd{b}, %rd{a}, %rd1;\n  \
+             ld.global.u32 %r{c}, [%rd{b}];\n  mad.lo.u32 %r6, %r{c}, {m}, %r6;\n",
+            a = 2 + 2 * j,
+            b = 3 + 2 * j,
+            c = 10 + j,
+            m = j + 1
+        );
+    }
+    ptx += "  ld.param.u64 %rd30, [pout];\n  add.s64 %rd31, %rd30, %rd1;\n  \
+            st.global.u32 [%rd31], %r6;\nEND:\n  ret;\n}\n";
+    let n = 2000u32;
+    let inputs: Vec<Vec<u32>> = (0..k)
+        .map(|j| (0..n).map(|i| i * 31 + j as u32 * 7).collect())
+        .collect();
+    let want: Vec<u32> = (0..n as usize)
+        .map(|i| {
+            (0..k).fold(0u32, |acc, j| {
+                acc.wrapping_add(inputs[j][i].wrapping_mul(j as u32 + 1))
+            })
+        })
+        .collect();
+    for checked in [true, false] {
+        let e = jit(&ptx, checked, true);
+        assert_eq!(e.lanes_report()[0].1, None);
+        let refs: Vec<&[u32]> = inputs.iter().map(|v| v.as_slice()).collect();
+        let got = run_rows(&e, "many", &refs, 1, n, 128).expect("runs");
+        assert_rows("many", &got, &want, n);
+        if !checked {
+            assert_eq!(e.lane_threads(), whole_groups(n, 128, n.div_ceil(128)));
+        }
+    }
+}

@@ -154,6 +154,8 @@ struct Lanes<'l, 'a, 'f> {
     seq_cmps: HashMap<RegId, SeqCmp>,
     /// Set when an affine value wrapped as it was widened (the group then runs on the loop).
     wrap: Option<Variable>,
+    /// Affine bases already widened (base, signed, bits), with their wrap tests made.
+    widened: HashMap<(Value, bool, u32), Value>,
     /// Widenings happened since the last test of `wrap`.
     wrap_unchecked: bool,
     /// A store has been lowered (held back to the group's end): exits are no longer taken.
@@ -231,6 +233,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             seq_cmps: HashMap::new(),
             wrap: None,
             wrap_unchecked: false,
+            widened: HashMap::new(),
             stored: false,
             accesses: Vec::new(),
             ranges: Vec::new(),
@@ -951,6 +954,9 @@ impl<'f> Lanes<'_, '_, 'f> {
             return Ok(self.affine(v, s, tb));
         }
         let s = norm(s, fb);
+        if let Some(&wide) = self.widened.get(&(base, signed, tb)) {
+            return Ok(self.affine(wide, s, tb));
+        }
         let wide = if signed {
             self.b().ins().sextend(int_type(tb), base)
         } else {
@@ -969,21 +975,22 @@ impl<'f> Lanes<'_, '_, 'f> {
         } else {
             self.b().ins().icmp_imm_s(IntCC::SignedLessThan, last, lo)
         };
-        let w = match self.wrap {
-            Some(w) => w,
+        // The flag is first defined here, by the group's first widening (straight-line code:
+        // every later test of it comes after).
+        match self.wrap {
+            Some(w) => {
+                let before = self.b().use_var(w);
+                let now = self.b().ins().bor(before, wrapped);
+                self.b().def_var(w, now);
+            }
             None => {
                 let w = self.b().declare_var(types::I8);
-                let zero = self.b().ins().iconst(types::I8, 0);
-                // Defined at the group's start: the first widening comes after it.
-                self.b().def_var(w, zero);
+                self.b().def_var(w, wrapped);
                 self.wrap = Some(w);
-                w
             }
-        };
-        let before = self.b().use_var(w);
-        let now = self.b().ins().bor(before, wrapped);
-        self.b().def_var(w, now);
+        }
         self.wrap_unchecked = true;
+        self.widened.insert((base, signed, tb), wide);
         Ok(self.affine(wide, s, tb))
     }
 

@@ -259,12 +259,13 @@ pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Report 
     for _ in 0..inputs {
         let input = random_inputs(program.layout, rng);
         if let Some(difference) = differ(&jit, &interp, program.layout, &input) {
+            let launch = describe_launch(program.layout);
             let (program, difference) = shrink(program.clone(), &input, difference, choice);
             return Report {
                 disagreement: Some(Disagreement {
                     program,
                     input,
-                    difference: choice.describe() + &difference,
+                    difference: choice.describe() + &launch + &difference,
                 }),
                 lane_threads: jit.lane_threads(),
             };
@@ -273,6 +274,17 @@ pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Report 
     Report {
         disagreement: None,
         lane_threads: jit.lane_threads(),
+    }
+}
+
+/// The launch of an array program, for a report (programs with slots all have the same).
+fn describe_launch(layout: Layout) -> String {
+    match layout {
+        Layout::Slots => String::new(),
+        Layout::Arrays { grid, block } => format!(
+            "(launch --grid {} --block {},{}) ",
+            grid.x, block.x, block.y
+        ),
     }
 }
 
@@ -308,8 +320,8 @@ pub fn random_inputs(layout: Layout, rng: &mut Rng) -> Vec<Input> {
                 bytes: vec![0; generate::OUT_BYTES * (GRID * BLOCK) as usize],
             },
         ],
-        Layout::Arrays => {
-            let threads = generate::ARRAY_GRID * generate::ARRAY_BLOCK;
+        Layout::Arrays { grid, block } => {
+            let threads = (grid.count() * block.count()) as u32;
             let n = match rng.below(4) {
                 0 | 1 => threads,
                 2 => (32 * rng.below(10) as u32 + rng.below(3) as u32).saturating_sub(1),
@@ -341,8 +353,8 @@ fn program_difference(program: &Program, input: &[Input], choice: JitChoice) -> 
 /// Launches a generated program's kernel on both engines and compares the outputs.
 fn differ(jit: &Jit, interp: &Interpreter, layout: Layout, inputs: &[Input]) -> Option<String> {
     let (grid, block) = match layout {
-        Layout::Slots => (GRID, BLOCK),
-        Layout::Arrays => (generate::ARRAY_GRID, generate::ARRAY_BLOCK),
+        Layout::Slots => (Dim3::x(GRID), Dim3::x(BLOCK)),
+        Layout::Arrays { grid, block } => (grid, block),
     };
     let types: Vec<Type> = inputs
         .iter()
@@ -351,7 +363,7 @@ fn differ(jit: &Jit, interp: &Interpreter, layout: Layout, inputs: &[Input]) -> 
             Input::Scalar(v) => v.ty,
         })
         .collect();
-    let run = |e: &dyn Engine| launch(e, "k", Dim3::x(grid), Dim3::x(block), inputs);
+    let run = |e: &dyn Engine| launch(e, "k", grid, block, inputs);
     match (run(jit), run(interp)) {
         (Ok(a), Ok(b)) => first_difference(&a, &b, &types),
         (a, b) => Some(format!("jit: {a:?}\ninterp: {b:?}")),

@@ -1,10 +1,10 @@
-//! Random PTX programs (src/generate.rs) on both engines, outputs compared bit for bit. A
+//! Random PTX programs (src/generate/) on both engines, outputs compared bit for bit. A
 //! bounded count runs here; `cargo run --release --example diff_fuzz -- --seconds N` runs
 //! the same check for as long as asked (see the README). Each disagreement is reported
 //! shrunk, with its input, and becomes a regression test below.
 
 use ptxjit::diff::check_program;
-use ptxjit::generate::{Rng, array_program, program};
+use ptxjit::generate::{Layout, Rng, array_program, program};
 
 #[test]
 fn random_programs_agree_on_both_engines() {
@@ -57,10 +57,14 @@ fn random_array_programs_agree_and_run_in_lanes() {
         .unwrap_or(2000)
         / 2;
     let mut rng = Rng::new(8);
-    let mut in_lanes = 0;
+    let (mut in_lanes, mut blocks, mut rows) = (0, 0, 0);
     for n in 0..programs {
         let size = 5 + rng.below(30) as usize;
         let p = array_program(&mut rng, size);
+        if let Layout::Arrays { grid, block } = p.layout {
+            blocks += (grid.x > 1) as usize;
+            rows += (block.y > 1) as usize;
+        }
         let report = check_program(&p, &mut rng, 8);
         if let Some(d) = report.disagreement {
             panic!(
@@ -75,5 +79,10 @@ fn random_array_programs_agree_and_run_in_lanes() {
     assert!(
         in_lanes > programs / 2,
         "only {in_lanes} of {programs} array programs ran in lanes"
+    );
+    // The launches vary: several blocks, and 2-D blocks whose rows are not whole groups.
+    assert!(
+        blocks > programs / 20 && rows > programs / 20,
+        "{blocks} of {programs} array programs launch several blocks, {rows} 2-D blocks"
     );
 }

@@ -12,13 +12,13 @@
 
 use super::{HEADER, Layout, Program, Rng, edge_value, reg};
 use crate::ast::Type;
+use crate::engine::Dim3;
 
-/// Blocks and threads a block of an array program's launch: one block, as threads storing
-/// onto other threads' elements would race across blocks (which run in parallel); 300
-/// threads are nine lane groups and twelve threads on the thread loop.
-pub const ARRAY_GRID: u32 = 1;
-pub const ARRAY_BLOCK: u32 = 300;
-const THREADS: u32 = ARRAY_GRID * ARRAY_BLOCK;
+/// Threads an array program's arrays have an element for; its launch runs at most this many
+/// (thread i, counted in the engines' order — x fastest, then y, then the blocks — has
+/// element i).
+pub const ARRAY_THREADS: u32 = 300;
+const THREADS: u32 = ARRAY_THREADS;
 /// Stores go up to this many elements past the thread's own.
 const PAD: u32 = 40;
 /// Elements of an array.
@@ -61,32 +61,60 @@ pub fn array_program(rng: &mut Rng, size: usize) -> Program {
         6 | 7 => g.rng.below(PAD as u64 - 1) as u32,
         _ => *g.rng.pick(&[1, 31, 32, 33]),
     };
-    let prologue = prologue(g.rng);
-    let epilogue = epilogue(g.rng, in_place, shift);
+    let reads = Elements::pick(g.rng);
+    let writes = Elements::pick(g.rng);
+    let (epilogue, reads_neighbour) = epilogue(g.rng, writes, in_place, shift);
+    // Blocks run in parallel, so a program whose threads touch other threads' elements (a
+    // shift, a neighbour's read-back, or stores in place in another layout than the loads)
+    // has one block; the others may have several.
+    let own_elements = shift == 0 && !reads_neighbour && !(in_place && reads != writes);
+    let (grid, block) = launch(g.rng, own_elements);
+    let prologue = prologue(g.rng, reads, block.y > 1);
     Program {
-        layout: Layout::Arrays,
+        layout: Layout::Arrays { grid, block },
         prologue,
         body: g.out,
         epilogue,
     }
 }
 
-fn prologue(rng: &mut Rng) -> String {
+/// The launch of an array program: one block of 300 threads (nine lane groups and twelve
+/// threads on the thread loop), or of rows shorter than a group or not a multiple of it
+/// (2-D blocks), or, for a program whose threads keep to their own elements, several blocks.
+fn launch(rng: &mut Rng, own_elements: bool) -> (Dim3, Dim3) {
+    const ONE_BLOCK: [(u32, u32); 6] = [(300, 1), (100, 3), (20, 15), (64, 4), (96, 3), (33, 9)];
+    const BLOCKS: [(u32, u32, u32); 3] = [(3, 100, 1), (2, 64, 2), (4, 32, 2)];
+    let (grid, x, y) = if own_elements && rng.chance(40) {
+        *rng.pick(&BLOCKS)
+    } else if rng.chance(50) {
+        (1, 300, 1)
+    } else {
+        let (x, y) = *rng.pick(&ONE_BLOCK);
+        (1, x, y)
+    };
+    debug_assert!(grid * x * y <= THREADS);
+    (Dim3::x(grid), Dim3::new(x, y, 1))
+}
+
+/// Declarations, the thread's index `%i` (`(%ctaid.x·%ntid.y + %tid.y)·%ntid.x + %tid.x` in
+/// 2-D blocks), the exit past n and the loads.
+fn prologue(rng: &mut Rng, layout: Elements, rows: bool) -> String {
     let mut s =
         format!("{HEADER}.visible .entry k(.param .u64 inp, .param .u64 out, .param .u32 n)\n{{\n");
     s += &format!(
         "  .reg .b32 %r<{R}>;\n  .reg .f32 %f<{F}>;\n  .reg .pred %p<{P}>;\n  \
          .reg .b32 %i, %n, %t, %j;\n  .reg .b64 %in, %out, %w;\n"
     );
-    s += "  ld.param.u32 %n, [n];\n  mov.u32 %t, %ctaid.x;\n  mov.u32 %i, %ntid.x;\n  \
-          mul.lo.u32 %i, %i, %t;\n  mov.u32 %t, %tid.x;\n  add.u32 %i, %i, %t;\n";
+    s += "  ld.param.u32 %n, [n];\n  mov.u32 %t, %ctaid.x;\n";
+    if rows {
+        s += "  mov.u32 %i, %ntid.y;\n  mov.u32 %j, %tid.y;\n  mad.lo.u32 %t, %t, %i, %j;\n";
+    }
+    s += "  mov.u32 %i, %ntid.x;\n  mul.lo.u32 %i, %i, %t;\n  mov.u32 %t, %tid.x;\n  \
+          add.u32 %i, %i, %t;\n";
     // Most programs leave past n; the others run every thread.
     if rng.chance(85) {
         s += "  setp.ge.u32 %p0, %i, %n;\n  @%p0 bra $END;\n";
     }
-    // Structure of arrays, or now and then an array of structures (element k of thread i at
-    // i·ARRAYS + k: the lanes read those lane by lane).
-    let layout = Elements::pick(rng);
     s += &format!(
         "  ld.param.u64 %in, [inp];\n  mul.wide.u32 %w, %i, {};\n  add.s64 %in, %in, %w;\n",
         layout.thread_bytes()
@@ -105,11 +133,11 @@ fn prologue(rng: &mut Rng) -> String {
 }
 
 /// Where element k of a thread is.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Elements {
     /// Array k, element i: `k · STRIDE + i`.
     Arrays,
-    /// Structure i, field k: `i · ARRAYS + k`.
+    /// Structure i, field k: `i · ARRAYS + k` (the lanes read and write those lane by lane).
     Structures,
 }
 
@@ -137,9 +165,10 @@ impl Elements {
     }
 }
 
-fn epilogue(rng: &mut Rng, in_place: bool, shift: u32) -> String {
+/// The stores of every register to element i + shift of `out` (or `inp`), and whether a
+/// thread then reads back another thread's element.
+fn epilogue(rng: &mut Rng, layout: Elements, in_place: bool, shift: u32) -> (String, bool) {
     let buffer = if in_place { "inp" } else { "out" };
-    let layout = Elements::pick(rng);
     let mut s = format!(
         "  ld.param.u64 %out, [{buffer}];\n  add.u32 %j, %i, {shift};\n  \
          mul.wide.u32 %w, %j, {};\n  add.s64 %out, %out, %w;\n",
@@ -166,9 +195,11 @@ fn epilogue(rng: &mut Rng, in_place: bool, shift: u32) -> String {
     }
     // Now and then a thread reads back an element after the stores (its neighbour's in the
     // structure-of-arrays layout): a store before a load, which the lanes must order.
+    let mut reads_neighbour = false;
     if rng.chance(15) {
         let k = rng.below(ARRAYS as u64) as usize;
         let near = layout.thread_bytes() as u64 * rng.below(3);
+        reads_neighbour = near > 0;
         stores.push(format!(
             "  ld.global.b32 %t, [%out+{}];\n  st.global.b32 [%out+{}], %t;\n",
             layout.offset(k) as u64 + near,
@@ -176,7 +207,7 @@ fn epilogue(rng: &mut Rng, in_place: bool, shift: u32) -> String {
         ));
     }
     s += &stores.concat();
-    s + "$END:\n  ret;\n}\n"
+    (s + "$END:\n  ret;\n}\n", reads_neighbour)
 }
 
 struct ArrayGen<'r> {

@@ -9,9 +9,10 @@
 
 mod arrays;
 
-pub use arrays::{ARRAY_BLOCK, ARRAY_BYTES, ARRAY_GRID, array_input, array_program};
+pub use arrays::{ARRAY_BYTES, ARRAY_THREADS, array_input, array_program};
 
 use crate::ast::Type;
+use crate::engine::Dim3;
 
 /// A small deterministic generator (xorshift64*).
 #[derive(Clone, Debug)]
@@ -247,8 +248,8 @@ pub enum Layout {
     /// `k(inp, out)`: each thread has its own slot of `inp` and of `out` ([`program`]).
     Slots,
     /// `k(inp, out, n)`: element-wise over arrays, for the JIT's SIMD lanes
-    /// ([`array_program`]).
-    Arrays,
+    /// ([`array_program`]), launched as `grid` blocks of `block` threads.
+    Arrays { grid: Dim3, block: Dim3 },
 }
 
 /// A generated program: the PTX, and its body lines (what a shrinker may delete).

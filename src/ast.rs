@@ -478,6 +478,44 @@ pub enum CvtaDir {
     ToSpace,
 }
 
+/// The operation of `atom` and `red` (PTX ISA, Parallel Synchronization and Communication
+/// Instructions: atom, red).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomOp {
+    And,
+    Or,
+    Xor,
+    Add,
+    /// `(old >= b) ? 0 : old + 1`, unsigned.
+    Inc,
+    /// `(old == 0 || old > b) ? b : old - 1`, unsigned.
+    Dec,
+    Min,
+    Max,
+    /// Stores b.
+    Exch,
+    /// Stores c if old equals b.
+    Cas,
+}
+
+impl AtomOp {
+    pub fn from_ptx(m: &str) -> Option<AtomOp> {
+        Some(match m {
+            "and" => AtomOp::And,
+            "or" => AtomOp::Or,
+            "xor" => AtomOp::Xor,
+            "add" => AtomOp::Add,
+            "inc" => AtomOp::Inc,
+            "dec" => AtomOp::Dec,
+            "min" => AtomOp::Min,
+            "max" => AtomOp::Max,
+            "exch" => AtomOp::Exch,
+            "cas" => AtomOp::Cas,
+            _ => return None,
+        })
+    }
+}
+
 /// One instruction, its modifiers typed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Inst {
@@ -501,6 +539,18 @@ pub enum Inst {
         ty: Type,
         addr: Address,
         a: Operand,
+    },
+    /// `atom` (d is the old value) and `red` (d is [`Operand::Sink`]): a read-modify-write
+    /// of `ty` at `addr`, atomic with respect to every other thread; `c` is `cas`'s new
+    /// value.
+    Atom {
+        op: AtomOp,
+        space: Option<Space>,
+        ty: Type,
+        d: Operand,
+        addr: Address,
+        b: Operand,
+        c: Option<Operand>,
     },
     Cvta {
         dir: CvtaDir,
@@ -707,6 +757,7 @@ impl Inst {
         match self {
             Mov { d, .. }
             | Ld { d, .. }
+            | Atom { d, .. }
             | Cvta { d, .. }
             | IntBin { d, .. }
             | IntUn { d, .. }

@@ -111,6 +111,12 @@ pub enum Kind {
         space: Option<Space>,
         ty: Type,
     },
+    /// `atom`/`red` at `src[0] + src[1]` with operands `src[2]` (b) and `src[3]` (c).
+    Atom {
+        op: AtomOp,
+        space: Option<Space>,
+        ty: Type,
+    },
     /// Scalar `st` of `src[2]` at `src[0] + src[1]`.
     St {
         space: Option<Space>,
@@ -377,6 +383,28 @@ impl<'f> Layout<'f> {
                 };
                 let (base, offset) = self.address(addr);
                 (kind, [base, offset, z, z], [self.dst(d, *ty), none])
+            }
+            Atom {
+                op,
+                space,
+                ty,
+                d,
+                addr,
+                b,
+                c,
+            } => {
+                let kind = Kind::Atom {
+                    op: *op,
+                    space: *space,
+                    ty: *ty,
+                };
+                let (base, offset) = self.address(addr);
+                let c = c.as_ref().map_or(z, |c| self.src(c, *ty));
+                (
+                    kind,
+                    [base, offset, self.src(b, *ty), c],
+                    [self.dst(d, *ty), none],
+                )
             }
             St {
                 space, ty, addr, a, ..

@@ -10,6 +10,7 @@
 //! This file holds what ties them together: registers, operands, control flow, calls and
 //! launches. It shares nothing with the JIT's lowering but the AST and the soft-float module.
 
+mod atomic;
 pub mod convert;
 mod decode;
 pub mod float;
@@ -28,8 +29,8 @@ use decode::{Decoded, Dst, Fill, Kind, Op};
 use memory::{Region, SharedMemory};
 use rayon::prelude::*;
 use std::cell::Cell;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub use crate::engine::MAX_CALL_DEPTH;
 
@@ -44,6 +45,9 @@ pub struct Interpreter {
     var_names: Vec<Vec<Arc<str>>>,
     /// PTX instructions executed so far, over all threads of all calls and launches.
     executed: AtomicU64,
+    /// Held for the read and write of every `atom`/`red`, by all threads of all calls and
+    /// launches (memory is bytes, so one lock makes the step atomic).
+    atomics: Mutex<()>,
 }
 
 impl Interpreter {
@@ -78,6 +82,7 @@ impl Interpreter {
             decoded,
             var_names,
             executed: AtomicU64::new(0),
+            atomics: Mutex::new(()),
         }
     }
 
@@ -116,6 +121,7 @@ impl Engine for Interpreter {
             module_var_bases: self.module_vars.iter().map(Region::base).collect(),
             grid: Dim3::x(1),
             block: Dim3::x(1),
+            atomics: &self.atomics,
         };
         let mut thread = Thread::new(&launch, [0; 3], [0; 3]);
         let ended = thread.run(id, &mut io);
@@ -174,6 +180,7 @@ impl Engine for Interpreter {
             module_var_bases: self.module_vars.iter().map(Region::base).collect(),
             grid,
             block,
+            atomics: &self.atomics,
         };
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling.
@@ -219,6 +226,7 @@ struct LaunchCtx<'a> {
     module_var_bases: Vec<u64>,
     grid: Dim3,
     block: Dim3,
+    atomics: &'a Mutex<()>,
 }
 
 /// One activation of a function.
@@ -527,6 +535,15 @@ impl<'a> Thread<'a> {
                 let n = ty.bytes();
                 let (r, off) = self.access_region(fr, op, n, space, false)?;
                 r.read(off, n)
+            }
+            Kind::Atom { op: aop, space, ty } => {
+                let n = ty.bytes();
+                let (r, off) = self.access_region(fr, op, n, space, true)?;
+                // A panic elsewhere while holding the lock leaves memory as valid as ever.
+                let _held = self.l.atomics.lock().unwrap_or_else(|e| e.into_inner());
+                let old = r.read(off, n);
+                r.write(off, n, atomic::new_value(aop, ty, old, src!(2), src!(3)));
+                old
             }
             Kind::St { space, ty } => {
                 let n = ty.bytes();

@@ -237,7 +237,7 @@ impl Lower<'_, '_> {
     }
 
     /// The common tail: canonical NaN, then `.ftz` on the result, then `.sat`.
-    fn finish(&mut self, ty: Type, ftz: bool, sat: bool, r: Value) -> Value {
+    pub(super) fn finish(&mut self, ty: Type, ftz: bool, sat: bool, r: Value) -> Value {
         let r = self.canonical(ty, r);
         let r = self.flush_if(ftz, ty, r);
         if sat { self.saturate(ty, r) } else { r }

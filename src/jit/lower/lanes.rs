@@ -350,6 +350,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                 self.exit_if(ins.guard)
             }
             Inst::Call { .. } => refuse("a call"),
+            Inst::Atom { .. } => refuse("an atomic (atom, red)"),
             Inst::Ld { space, .. } | Inst::St { space, .. } if gated_space(*space) => {
                 if ins.guard.is_some() {
                     return refuse("a guarded memory access");
@@ -467,7 +468,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                 reg(d) && video(a) && video(b) && tail_reg(*tail).as_ref().is_none_or(reg)
             }
             Vmad { d, a, b, c, .. } => reg(d) && video(a) && video(b) && reg(c),
-            St { .. } | Bra { .. } | Call { .. } | Ret | Exit => false,
+            St { .. } | Atom { .. } | Bra { .. } | Call { .. } | Ret | Exit => false,
         }
     }
 

@@ -216,7 +216,7 @@ impl Lower<'_, '_> {
 
     /// The address of an access as a base and a constant offset for the load or store,
     /// checked (unless provably safe) in checked mode.
-    fn access(
+    pub(super) fn access(
         &mut self,
         a: &Address,
         size: usize,

@@ -5,6 +5,7 @@
 //! [`int`] (9.7.1, 9.7.2, 9.7.8), [`float`] (9.7.3), [`convert`] (9.7.7, 9.7.9.21),
 //! [`memory`] (9.7.9), [`video`] (9.7.18.1).
 
+mod atomic;
 mod convert;
 mod float;
 mod int;
@@ -658,6 +659,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         match inst {
             Mov { ty, d, a } => self.mov(*ty, d, a),
             Ld { .. } | St { .. } => self.memory(inst),
+            Atom { .. } => self.atomic(inst),
             // Space and generic addresses coincide (see memcheck.rs): cvta is the identity.
             Cvta { ty, d, a, .. } => {
                 let v = self.get(a, *ty);

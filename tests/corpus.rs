@@ -169,6 +169,30 @@ fn small_f32(r: &mut Rng, _: usize) -> u64 {
     f32_bits(r.f64_in(-100.0, 100.0))
 }
 
+/// Starting values of histogram's minimum and maximum: the largest and smallest i32.
+fn min_max_start(_: &mut Rng, i: usize) -> u64 {
+    [0x7fff_ffff, 0x8000_0000][i]
+}
+/// Starting values of histogram's or, xor and and words.
+fn bits_start(_: &mut Rng, i: usize) -> u64 {
+    [0, 0, 0xffff_ffff][i]
+}
+
+corpus_test!(
+    histogram,
+    Dim3::x(3),
+    Dim3::x(32),
+    [
+        Gen::Buf(4, 96, any),
+        Gen::Zeros(4, 16),
+        Gen::Zeros(8, 1),
+        Gen::Buf(4, 2, min_max_start),
+        Gen::Buf(4, 3, bits_start),
+        Gen::Zeros(4, 1),
+        Gen::Zeros(4, 1),
+        Gen::Scalar(Value::s32(90)),
+    ]
+);
 corpus_test!(
     vecadd,
     Dim3::x(3),

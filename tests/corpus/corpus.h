@@ -19,6 +19,9 @@
 #define FMA(a, b, c) __builtin_fma(a, b, c)
 #define BREV32(x) __builtin_bitreverse32(x)
 #define BREV64(x) __builtin_bitreverse64(x)
+#define ATOMIC_ADD_F32(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define ATOMIC_MIN(p, v) __atomic_fetch_min((p), (v), __ATOMIC_RELAXED)
+#define ATOMIC_MAX(p, v) __atomic_fetch_max((p), (v), __ATOMIC_RELAXED)
 #else
 #include <math.h>
 #define KERNEL extern "C" void
@@ -44,6 +47,11 @@ static inline uint64_t host_brev(uint64_t x, int bits) {
 }
 #define BREV32(x) ((uint32_t)host_brev((x), 32))
 #define BREV64(x) host_brev((x), 64)
+// The host runs one thread at a time; g++ has no float __atomic_fetch_add and no
+// __atomic_fetch_min/max.
+#define ATOMIC_ADD_F32(p, v) (*(p) += (v))
+#define ATOMIC_MIN(p, v) (*(p) = (v) < *(p) ? (v) : *(p))
+#define ATOMIC_MAX(p, v) (*(p) = (v) > *(p) ? (v) : *(p))
 #endif
 #define GLOBAL_X (CTAID_X * NTID_X + TID_X)
 #define GLOBAL_Y (CTAID_Y * NTID_Y + TID_Y)

@@ -13,7 +13,7 @@ fn random_programs_agree_on_both_engines() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
     let mut rng = Rng::new(7);
-    let (mut calls, mut locals, mut video, mut loops) = (0, 0, 0, 0);
+    let (mut calls, mut locals, mut video, mut loops, mut atomics) = (0, 0, 0, 0, 0);
     for n in 0..programs {
         let size = 10 + rng.below(40) as usize;
         let p = program(&mut rng, size);
@@ -22,6 +22,7 @@ fn random_programs_agree_on_both_engines() {
         locals += body.contains("[loc+") as usize;
         video += body.contains("vmad") as usize;
         loops += body.contains("@%lp bra") as usize;
+        atomics += (body.contains("atom") || body.contains("red.")) as usize;
         if let Some(d) = check_program(&p, &mut rng, 32).disagreement {
             panic!(
                 "program {n}: {}\n--- shrunk program:\n{}\n--- inputs: {}",
@@ -37,6 +38,7 @@ fn random_programs_agree_on_both_engines() {
         ("locals", locals),
         ("vmad", video),
         ("loops", loops),
+        ("atomics", atomics),
     ] {
         assert!(
             n > programs / 10,

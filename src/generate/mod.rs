@@ -915,7 +915,7 @@ impl Gen<'_> {
     fn memory(&mut self) {
         let off = IN_BYTES + P * 4 + 8 * self.rng.below((SCRATCH / 8) as u64) as usize;
         let loc = 8 * self.rng.below((LOCAL / 8) as u64) as usize;
-        let text = match self.rng.below(8) {
+        let text = match self.rng.below(10) {
             0 => format!("st.global.b32 [%out+{off}], {};", self.r()),
             1 => format!("st.global.b64 [%out+{off}], {};", self.rd()),
             2 => {
@@ -932,10 +932,52 @@ impl Gen<'_> {
                 let ty = self.rng.pick(&["u8", "s16", "b32"]);
                 format!("ld.local.{ty} {}, [loc+{loc}];", self.r())
             }
+            8 | 9 => self.atomic(off),
             _ if self.calls => return self.call(),
             _ => format!("ld.local.b64 {}, [loc+{loc}];", self.rd()),
         };
         self.emit(text);
+    }
+
+    /// `atom` (or now and then `red`, or generic addressing) on the thread's scratch at `off`
+    /// (8-aligned), of any operation and type the manual allows.
+    fn atomic(&mut self, off: usize) -> String {
+        let (op, ty) = *self.rng.pick(&[
+            ("and", "b32"),
+            ("or", "b64"),
+            ("xor", "b32"),
+            ("exch", "b32"),
+            ("exch", "b64"),
+            ("cas", "b32"),
+            ("cas", "b64"),
+            ("add", "u32"),
+            ("add", "s32"),
+            ("add", "u64"),
+            ("add", "f32"),
+            ("add", "f64"),
+            ("inc", "u32"),
+            ("dec", "u32"),
+            ("min", "s32"),
+            ("min", "u64"),
+            ("max", "u32"),
+            ("max", "s64"),
+        ]);
+        let mut reg = || match ty {
+            "f32" => self.f(),
+            "f64" => self.fd(),
+            t if t.ends_with("64") => self.rd(),
+            _ => self.r(),
+        };
+        let (d, b, c) = (reg(), reg(), reg());
+        let space = if self.rng.chance(25) { "" } else { ".global" };
+        let red = !matches!(op, "exch" | "cas") && self.rng.chance(25);
+        if red {
+            format!("red{space}.{op}.{ty} [%out+{off}], {b};")
+        } else if op == "cas" {
+            format!("atom{space}.cas.{ty} {d}, [%out+{off}], {b}, {c};")
+        } else {
+            format!("atom{space}.{op}.{ty} {d}, [%out+{off}], {b};")
+        }
     }
 
     /// A call of the helper `h` (a call sequence with its own `.param` variables; the

@@ -740,6 +740,10 @@ pub enum Inst {
         rets: Vec<Operand>,
         args: Vec<Operand>,
     },
+    /// `fence` and `membar` (PTX ISA, Parallel Synchronization and Communication
+    /// Instructions): a sequentially consistent fence, whatever `.sem`/`.scope`/level it
+    /// names.
+    Fence,
     Ret,
     Exit,
 }
@@ -776,7 +780,7 @@ impl Inst {
             Setp { p, q, .. } => op(p) || op(q),
             Video { d, .. } | Vset { d, .. } | Vmad { d, .. } => *d == r,
             Call { rets, .. } => rets.iter().any(op),
-            St { .. } | Bra { .. } | Ret | Exit => false,
+            St { .. } | Fence | Bra { .. } | Ret | Exit => false,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! `atom` and `red` on every engine: each operation and type against the manual's definition
 //! re-done here in wide integers (and `rustc_apfloat` for float `add`), atomicity under
 //! blocks that run in parallel (tickets drawn by 16,384 threads are a permutation; counts,
-//! sums, maxima and float sums exact), faults like a store's, and the front end's errors.
+//! sums, maxima and float sums exact), faults like a store's, `fence`/`membar`, and the
+//! front end's errors.
 
 mod common;
 
@@ -182,7 +183,7 @@ fn every_operation_and_type_matches_the_manual() {
 }
 
 /// Every thread of 128 blocks × 128 threads: a ticket from `atom.add.u32` (written to its
-/// slot), `red.add.u64` of its global index, `atom.max.s32` of a value that peaks at one
+/// slot), `red.add.u64` of its global index (between fences), `atom.max.s32` of a value that peaks at one
 /// thread, `atom.inc.u32` with bound 999 (so the count wraps), and `red.add.f32` of 1.0.
 const CONTENDED: &str = r#"
 .version 7.8
@@ -203,8 +204,10 @@ const CONTENDED: &str = r#"
   mul.wide.u32 %rd3, %r4, 4;
   add.s64 %rd4, %rd2, %rd3;
   st.global.u32 [%rd4], %r5;
+  membar.gl;
   cvt.u64.u32 %rd5, %r4;
   red.global.add.u64 [%rd1+8], %rd5;
+  fence.sc.gpu;
   sub.s32 %r6, 7000, %r4;
   abs.s32 %r6, %r6;
   neg.s32 %r6, %r6;
@@ -330,6 +333,9 @@ fn the_front_end_refuses_forms_the_manual_does_not_have() {
         ("atom.global.u32 %r1, [%rd1], 1;", "needs an operation"),
         ("atom.global.cas.b32 %r1, [%rd1], %r2;", "takes 4 operands"),
         ("red.global.add.u32 %r1, [%rd1], 1;", "takes 2 operands"),
+        ("membar;", "needs a level"),
+        ("fence.proxy.alias;", "unexpected modifier `.proxy`"),
+        ("fence.sc.gpu %r1;", "takes 0 operands"),
     ];
     for (line, want) in cases {
         let e = Module::parse(&body(line)).expect_err(line).to_string();
@@ -337,6 +343,11 @@ fn the_front_end_refuses_forms_the_manual_does_not_have() {
         // Located on line 9 of the module, with the offending text.
         assert!(e.contains(":9:"), "{line}: {e}");
     }
-    let ok = "atom.acq_rel.sys.global.add.u32 %r1, [%rd1], 1;";
-    Module::parse(&body(ok)).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    for ok in [
+        "atom.acq_rel.sys.global.add.u32 %r1, [%rd1], 1;",
+        "fence.acq_rel.cta;",
+        "membar.sys;",
+    ] {
+        Module::parse(&body(ok)).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
 }

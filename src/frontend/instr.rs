@@ -566,6 +566,7 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
         "ld" | "st" => ld_st(cx, ops),
         "cvta" => cvta(cx, ops),
         "atom" | "red" => atom(cx, ops),
+        "fence" | "membar" => fence(cx, ops),
         "add" | "sub" | "min" | "max" | "div" if is_float_form(cx) => float_bin(cx, ops),
         "mul" if is_float_form(cx) => float_bin(cx, ops),
         "add" | "sub" | "addc" | "subc" | "min" | "max" | "div" | "rem" | "and" | "or" | "xor"
@@ -824,6 +825,26 @@ fn atom(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         b,
         c,
     })
+}
+
+/// `fence{.sc,.acq_rel}{.cta,.cluster,.gpu,.sys}` and `membar{.cta,.gl,.sys}`: every one is
+/// the strongest fence here. The proxy forms (`fence.proxy.*`, `.mbarrier_init`) name memory
+/// this project does not have and are refused.
+fn fence(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
+    let levels: &[&str] = if cx.opcode == "membar" {
+        &["cta", "gl", "sys"]
+    } else {
+        &["sc", "acq_rel", "cta", "cluster", "gpu", "sys"]
+    };
+    let mut named = false;
+    for m in levels {
+        named |= cx.flag(m);
+    }
+    if cx.opcode == "membar" && !named {
+        return err(cx.head, "`membar` needs a level: .cta, .gl or .sys");
+    }
+    cx.count(ops, 0)?;
+    Ok(Inst::Fence)
 }
 
 fn cvta(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {

@@ -196,6 +196,8 @@ pub enum Kind {
     Bra {
         target: u32,
     },
+    /// `fence`/`membar`.
+    Fence,
     Ret,
     Exit,
     /// Executed from the AST instruction: moves, loads and stores of vectors (their scalar
@@ -652,6 +654,7 @@ impl<'f> Layout<'f> {
                 let target = self.func.labels[target.0 as usize] as u32;
                 (Kind::Bra { target }, [z; 4], [none; 2])
             }
+            Fence => (Kind::Fence, [z; 4], [none; 2]),
             Ret => (Kind::Ret, [z; 4], [none; 2]),
             Exit => (Kind::Exit, [z; 4], [none; 2]),
             // Video instructions name their registers in the AST; calls copy parameters.

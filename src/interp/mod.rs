@@ -635,6 +635,12 @@ impl<'a> Thread<'a> {
                 float::fma(Fmt::of(ty), rnd, ftz, sat, src!(0), src!(1), src!(2))
             }
             Kind::Bra { target } => return Ok(Next::Jump(target)),
+            Kind::Fence => {
+                // Orders this thread's accesses (relaxed atomic bytes) against other
+                // threads' as PTX's strongest fence does.
+                std::sync::atomic::fence(Ordering::SeqCst);
+                return Ok(Next::Continue);
+            }
             Kind::Ret => return Ok(Next::End(Flow::Return)),
             Kind::Exit => return Ok(Next::End(Flow::Exit)),
             Kind::Ast => return self.exec_ast(fr, op, ins),

@@ -351,6 +351,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             }
             Inst::Call { .. } => refuse("a call"),
             Inst::Atom { .. } => refuse("an atomic (atom, red)"),
+            Inst::Fence => refuse("a fence (the lanes hold stores back to the group's end)"),
             Inst::Ld { space, .. } | Inst::St { space, .. } if gated_space(*space) => {
                 if ins.guard.is_some() {
                     return refuse("a guarded memory access");
@@ -468,7 +469,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                 reg(d) && video(a) && video(b) && tail_reg(*tail).as_ref().is_none_or(reg)
             }
             Vmad { d, a, b, c, .. } => reg(d) && video(a) && video(b) && reg(c),
-            St { .. } | Atom { .. } | Bra { .. } | Call { .. } | Ret | Exit => false,
+            St { .. } | Atom { .. } | Fence | Bra { .. } | Call { .. } | Ret | Exit => false,
         }
     }
 

@@ -660,6 +660,10 @@ impl<'a, 'f> Lower<'a, 'f> {
             Mov { ty, d, a } => self.mov(*ty, d, a),
             Ld { .. } | St { .. } => self.memory(inst),
             Atom { .. } => self.atomic(inst),
+            // x86 orders everything but a store before a later load; mfence orders that too.
+            Fence => {
+                self.b.ins().fence();
+            }
             // Space and generic addresses coincide (see memcheck.rs): cvta is the identity.
             Cvta { ty, d, a, .. } => {
                 let v = self.get(a, *ty);

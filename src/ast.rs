@@ -516,6 +516,26 @@ impl AtomOp {
     }
 }
 
+/// The memory-consistency qualifier of `ld`/`st` (PTX ISA, Memory Consistency Model):
+/// `.weak` (the default), `.volatile`, `.relaxed`, `.acquire` (loads), `.release` (stores).
+/// The scope that goes with the last three is accepted and ignored: ordering is
+/// system-wide here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemOrder {
+    Weak,
+    Volatile,
+    Relaxed,
+    Acquire,
+    Release,
+}
+
+impl MemOrder {
+    /// Whether the access is single-copy atomic (a "strong" operation): all but `.weak`.
+    pub fn is_strong(self) -> bool {
+        self != MemOrder::Weak
+    }
+}
+
 /// One instruction, its modifiers typed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Inst {
@@ -526,7 +546,7 @@ pub enum Inst {
     },
     Ld {
         space: Option<Space>,
-        volatile: bool,
+        order: MemOrder,
         vec: u8,
         ty: Type,
         d: Operand,
@@ -534,7 +554,7 @@ pub enum Inst {
     },
     St {
         space: Option<Space>,
-        volatile: bool,
+        order: MemOrder,
         vec: u8,
         ty: Type,
         addr: Address,

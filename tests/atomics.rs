@@ -1,8 +1,8 @@
 //! `atom` and `red` on every engine: each operation and type against the manual's definition
 //! re-done here in wide integers (and `rustc_apfloat` for float `add`), atomicity under
 //! blocks that run in parallel (tickets drawn by 16,384 threads are a permutation; counts,
-//! sums, maxima and float sums exact), faults like a store's, `fence`/`membar`, and the
-//! front end's errors.
+//! sums, maxima and float sums exact), faults like a store's, `fence`/`membar` and
+//! acquire/release loads and stores ("the last block sums up"), and the front end's errors.
 
 mod common;
 
@@ -312,6 +312,85 @@ fn atomics_fault_where_stores_would() {
     }
 }
 
+/// "The last block sums up": one thread of each block stores its part (`st.relaxed`), then
+/// `fence.acq_rel` and `atom.acq_rel.add` on a counter; the block that draws the last ticket
+/// reads every part with `ld.acquire` and stores the total with `st.release`.
+const LAST_BLOCK: &str = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry lastblock(.param .u64 pparts, .param .u64 pcount, .param .u64 ptotal)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pparts];
+  ld.param.u64 %rd2, [pcount];
+  ld.param.u64 %rd3, [ptotal];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %nctaid.x;
+  setp.ne.u32 %p1, %r2, 0;
+  @%p1 bra DONE;
+  mad.lo.u32 %r4, %r1, %r1, 7;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  st.relaxed.gpu.global.u32 [%rd5], %r4;
+  fence.acq_rel.gpu;
+  atom.acq_rel.gpu.global.add.u32 %r5, [%rd2], 1;
+  add.u32 %r6, %r5, 1;
+  setp.ne.u32 %p2, %r6, %r3;
+  @%p2 bra DONE;
+  mov.u32 %r7, 0;
+  mov.u32 %r8, 0;
+LOOP:
+  mul.wide.u32 %rd6, %r8, 4;
+  add.s64 %rd7, %rd1, %rd6;
+  ld.acquire.gpu.global.u32 %r9, [%rd7];
+  add.u32 %r7, %r7, %r9;
+  add.u32 %r8, %r8, 1;
+  setp.lt.u32 %p2, %r8, %r3;
+  @%p2 bra LOOP;
+  st.release.gpu.global.u32 [%rd3], %r7;
+DONE:
+  ret;
+}
+"#;
+
+#[test]
+fn the_last_block_sees_every_part() {
+    const BLOCKS: u32 = 300;
+    let want: u32 = (0..BLOCKS).map(|b| b * b + 7).sum();
+    for (name, e) in engines(LAST_BLOCK) {
+        for _ in 0..20 {
+            let mut parts = vec![0u8; 4 * BLOCKS as usize];
+            let mut count = vec![0u8; 4];
+            let mut total = vec![0u8; 4];
+            e.launch(
+                "lastblock",
+                Dim3::x(BLOCKS),
+                Dim3::x(32),
+                &mut [
+                    Arg::Buffer(&mut parts),
+                    Arg::Buffer(&mut count),
+                    Arg::Buffer(&mut total),
+                ],
+            )
+            .unwrap();
+            assert_eq!(
+                u32::from_le_bytes(count.try_into().unwrap()),
+                BLOCKS,
+                "{name}"
+            );
+            assert_eq!(
+                u32::from_le_bytes(total.try_into().unwrap()),
+                want,
+                "{name}"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_front_end_refuses_forms_the_manual_does_not_have() {
     let body = |line: &str| {
@@ -336,6 +415,23 @@ fn the_front_end_refuses_forms_the_manual_does_not_have() {
         ("membar;", "needs a level"),
         ("fence.proxy.alias;", "unexpected modifier `.proxy`"),
         ("fence.sc.gpu %r1;", "takes 0 operands"),
+        (
+            "st.acquire.gpu.global.u32 [%rd1], %r1;",
+            "cannot be .acquire",
+        ),
+        (
+            "ld.release.gpu.global.u32 %r1, [%rd1];",
+            "cannot be .release",
+        ),
+        ("ld.relaxed.global.u32 %r1, [%rd1];", "needs a scope"),
+        (
+            "ld.volatile.gpu.global.u32 %r1, [%rd1];",
+            "a scope goes with",
+        ),
+        (
+            "ld.acquire.relaxed.gpu.u32 %r1, [%rd1];",
+            "conflicting modifier",
+        ),
     ];
     for (line, want) in cases {
         let e = Module::parse(&body(line)).expect_err(line).to_string();
@@ -347,6 +443,9 @@ fn the_front_end_refuses_forms_the_manual_does_not_have() {
         "atom.acq_rel.sys.global.add.u32 %r1, [%rd1], 1;",
         "fence.acq_rel.cta;",
         "membar.sys;",
+        "ld.relaxed.sys.global.u32 %r1, [%rd1];",
+        "st.release.cta.u32 [%rd1], %r1;",
+        "ld.volatile.global.v2.u32 {%r1, %r2}, [%rd1];",
     ] {
         Module::parse(&body(ok)).unwrap_or_else(|e| panic!("{ok}: {e}"));
     }

@@ -671,8 +671,36 @@ fn mov(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     use Type::*;
     let is_ld = cx.opcode == "ld";
-    let volatile = cx.flag("volatile");
-    cx.flag("weak");
+    let order = cx
+        .pick(|m| match m {
+            "weak" => Some(MemOrder::Weak),
+            "volatile" => Some(MemOrder::Volatile),
+            "relaxed" => Some(MemOrder::Relaxed),
+            "acquire" => Some(MemOrder::Acquire),
+            "release" => Some(MemOrder::Release),
+            _ => None,
+        })?
+        .unwrap_or(MemOrder::Weak);
+    let scoped = ["cta", "cluster", "gpu", "sys"]
+        .iter()
+        .fold(false, |any, s| cx.flag(s) | any);
+    match order {
+        MemOrder::Acquire if !is_ld => return err(cx.head, "a store cannot be .acquire"),
+        MemOrder::Release if is_ld => return err(cx.head, "a load cannot be .release"),
+        MemOrder::Relaxed | MemOrder::Acquire | MemOrder::Release if !scoped => {
+            return err(
+                cx.head,
+                format!(
+                    "`{}` with a memory order needs a scope: .cta, .gpu or .sys",
+                    cx.opcode
+                ),
+            );
+        }
+        MemOrder::Weak | MemOrder::Volatile if scoped => {
+            return err(cx.head, "a scope goes with .relaxed, .acquire or .release");
+        }
+        _ => {}
+    }
     // Cache operators and .nc change nothing on a CPU.
     for c in ["ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc"] {
         cx.flag(c);
@@ -731,7 +759,7 @@ fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     Ok(if is_ld {
         Inst::Ld {
             space,
-            volatile,
+            order,
             vec,
             ty,
             d: val,
@@ -740,7 +768,7 @@ fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     } else {
         Inst::St {
             space,
-            volatile,
+            order,
             vec,
             ty,
             addr,

@@ -373,9 +373,14 @@ impl<'f> Layout<'f> {
                 (kind, [self.src(a, *ty), z, z, z], [self.dst(d, *ty), none])
             }
             Ld {
-                space, ty, d, addr, ..
+                space,
+                ty,
+                d,
+                addr,
+                order,
+                ..
             } => {
-                let kind = if is_vector(d) {
+                let kind = if is_vector(d) || order.is_strong() {
                     Kind::Ast
                 } else {
                     Kind::Ld {
@@ -409,9 +414,14 @@ impl<'f> Layout<'f> {
                 )
             }
             St {
-                space, ty, addr, a, ..
+                space,
+                ty,
+                addr,
+                a,
+                order,
+                ..
             } => {
-                let kind = if is_vector(a) {
+                let kind = if is_vector(a) || order.is_strong() {
                     Kind::Ast
                 } else {
                     Kind::St {

@@ -245,6 +245,12 @@ struct Trap {
     address: Option<u64>,
 }
 
+/// Takes the lock of the atomics. A panic elsewhere while holding it leaves memory as valid
+/// as ever, so a poisoned lock is taken as it is.
+fn lock(m: &Mutex<()>) -> std::sync::MutexGuard<'_, ()> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn trap<T>(message: impl Into<String>, address: Option<u64>) -> Result<T, Trap> {
     Err(Trap {
         message: message.into(),
@@ -539,8 +545,7 @@ impl<'a> Thread<'a> {
             Kind::Atom { op: aop, space, ty } => {
                 let n = ty.bytes();
                 let (r, off) = self.access_region(fr, op, n, space, true)?;
-                // A panic elsewhere while holding the lock leaves memory as valid as ever.
-                let _held = self.l.atomics.lock().unwrap_or_else(|e| e.into_inner());
+                let _held = lock(self.l.atomics);
                 let old = r.read(off, n);
                 r.write(off, n, atomic::new_value(aop, ty, old, src!(2), src!(3)));
                 old
@@ -649,8 +654,9 @@ impl<'a> Thread<'a> {
         Ok(Next::Continue)
     }
 
-    /// The instructions whose operands are taken from the AST: vector moves, loads and
-    /// stores (their scalar side and address decoded), video instructions and calls.
+    /// The instructions whose operands are taken from the AST: vector moves, vector and
+    /// strong (`.volatile`, `.relaxed`, `.acquire`, `.release`) loads and stores (their
+    /// scalar side and address decoded), video instructions and calls.
     #[inline(never)]
     fn exec_ast(&mut self, fr: &mut Frame<'a>, op: &Op, ins: &Instruction) -> Result<Next, Trap> {
         use Inst::*;
@@ -659,30 +665,48 @@ impl<'a> Thread<'a> {
                 Self::mov_vector(fr, *ty, d, a, op.src[0].read(&fr.regs), op.dst[0])
             }
             Ld {
-                space, vec, ty, d, ..
+                space,
+                vec,
+                ty,
+                d,
+                order,
+                ..
             } => {
-                let Operand::Vector(regs) = d else {
-                    unreachable!("decoded: a scalar ld is not executed from the AST")
-                };
                 let n = ty.bytes();
                 let (r, off) = self.access_region(fr, op, n * *vec as usize, *space, false)?;
-                for (k, reg) in regs.iter().enumerate() {
-                    if let Some(reg) = reg {
-                        set_reg(fr, *reg, *ty, r.read(off + k * n, n));
+                // A strong access is single-copy atomic and ordered: it happens under the lock
+                // of the atomics (memory is bytes).
+                let _held = order.is_strong().then(|| lock(self.l.atomics));
+                match d {
+                    Operand::Vector(regs) => {
+                        for (k, reg) in regs.iter().enumerate() {
+                            if let Some(reg) = reg {
+                                set_reg(fr, *reg, *ty, r.read(off + k * n, n));
+                            }
+                        }
                     }
+                    _ => op.dst[0].write(&mut fr.regs, r.read(off, n)),
                 }
             }
             St {
-                space, vec, ty, a, ..
+                space,
+                vec,
+                ty,
+                a,
+                order,
+                ..
             } => {
-                let Operand::Vector(regs) = a else {
-                    unreachable!("decoded: a scalar st is not executed from the AST")
-                };
                 let n = ty.bytes();
                 let (r, off) = self.access_region(fr, op, n * *vec as usize, *space, true)?;
-                for (k, reg) in regs.iter().enumerate() {
-                    let reg = reg.expect("validated: no sink in a store");
-                    r.write(off + k * n, n, fr.regs[reg.0 as usize]);
+                let _held = order.is_strong().then(|| lock(self.l.atomics));
+                match a {
+                    Operand::Vector(regs) => {
+                        for (k, reg) in regs.iter().enumerate() {
+                            let reg = reg.expect("validated: no sink in a store");
+                            r.write(off + k * n, n, fr.regs[reg.0 as usize]);
+                        }
+                    }
+                    _ => r.write(off, n, op.src[2].read(&fr.regs)),
                 }
             }
             Video {

@@ -35,8 +35,8 @@ use super::{Lower, flags, int_type};
 use super::{float_cc, int_cc};
 use crate::ast::{
     AddrBase, BoolOp, CmpOp, FloatBinOp, FloatUnOp, FuncId, Guard, Inst, Instruction, IntBinOp,
-    IntUnOp, MulMode, Operand, Precision, RegId, Rounding, Space, SpecialRegKind, Type, VideoSrc,
-    VideoTail,
+    IntUnOp, MemOrder, MulMode, Operand, Precision, RegId, Rounding, Space, SpecialRegKind, Type,
+    VideoSrc, VideoTail,
 };
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{self, Block, ConstantData, InstBuilder, MemFlagsData, Value, types};
@@ -351,6 +351,14 @@ impl<'f> Lanes<'_, '_, 'f> {
             }
             Inst::Call { .. } => refuse("a call"),
             Inst::Atom { .. } => refuse("an atomic (atom, red)"),
+            Inst::Ld {
+                order: MemOrder::Acquire,
+                ..
+            }
+            | Inst::St {
+                order: MemOrder::Release,
+                ..
+            } => refuse("an .acquire load or .release store"),
             Inst::Fence => refuse("a fence (the lanes hold stores back to the group's end)"),
             Inst::Ld { space, .. } | Inst::St { space, .. } if gated_space(*space) => {
                 if ins.guard.is_some() {

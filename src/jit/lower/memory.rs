@@ -8,7 +8,9 @@
 //! access.
 
 use super::{Lower, clif, flags, trusted};
-use crate::ast::{AddrBase, Address, Function, Inst, Operand, RegId, Space, VarId, VarRole};
+use crate::ast::{
+    AddrBase, Address, Function, Inst, MemOrder, Operand, RegId, Space, VarId, VarRole,
+};
 use crate::jit::runtime::AccessDesc;
 use crate::jit::runtime::{HIT_AREAS, ThreadCtx};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -167,7 +169,7 @@ impl Lower<'_, '_> {
                 ty,
                 d,
                 addr,
-                ..
+                order,
             } => {
                 let n = ty.bytes();
                 let (at, off) = self.access(addr, n * *vec as usize, *space, false);
@@ -185,6 +187,11 @@ impl Lower<'_, '_> {
                         self.set(d, *ty, v);
                     }
                 }
+                // x86 keeps later accesses after a load; the fence also keeps Cranelift
+                // from moving them above it.
+                if *order == MemOrder::Acquire {
+                    self.b.ins().fence();
+                }
             }
             Inst::St {
                 space,
@@ -192,7 +199,7 @@ impl Lower<'_, '_> {
                 ty,
                 addr,
                 a,
-                ..
+                order,
             } => {
                 let n = ty.bytes();
                 let values: Vec<Value> = match a {
@@ -206,6 +213,9 @@ impl Lower<'_, '_> {
                     _ => vec![self.get(a, *ty)],
                 };
                 let (at, off) = self.access(addr, n * *vec as usize, *space, true);
+                if *order == MemOrder::Release {
+                    self.b.ins().fence();
+                }
                 for (k, v) in values.into_iter().enumerate() {
                     self.b.ins().store(flags(), v, at, off + (k * n) as i32);
                 }

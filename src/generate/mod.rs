@@ -916,11 +916,15 @@ impl Gen<'_> {
         let off = IN_BYTES + P * 4 + 8 * self.rng.below((SCRATCH / 8) as u64) as usize;
         let loc = 8 * self.rng.below((LOCAL / 8) as u64) as usize;
         let text = match self.rng.below(10) {
-            0 => format!("st.global.b32 [%out+{off}], {};", self.r()),
+            0 => {
+                let order = self.store_order();
+                format!("st{order}.global.b32 [%out+{off}], {};", self.r())
+            }
             1 => format!("st.global.b64 [%out+{off}], {};", self.rd()),
             2 => {
                 let ty = self.rng.pick(&["u8", "s8", "u16", "s16", "b32"]);
-                format!("ld.global.{ty} {}, [%out+{off}];", self.r())
+                let order = self.load_order();
+                format!("ld{order}.global.{ty} {}, [%out+{off}];", self.r())
             }
             3 => format!(
                 "ld.global.v2.b32 {{{}, {}}}, [%out+{off}];",
@@ -937,6 +941,26 @@ impl Gen<'_> {
             _ => format!("ld.local.b64 {}, [loc+{loc}];", self.rd()),
         };
         self.emit(text);
+    }
+
+    /// A load's memory order: mostly none (weak), now and then a strong one.
+    fn load_order(&mut self) -> &'static str {
+        *self.rng.pick(&[
+            "",
+            "",
+            "",
+            ".weak",
+            ".volatile",
+            ".relaxed.gpu",
+            ".acquire.sys",
+        ])
+    }
+
+    /// A store's memory order, as [`Self::load_order`].
+    fn store_order(&mut self) -> &'static str {
+        *self
+            .rng
+            .pick(&["", "", "", ".volatile", ".relaxed.cta", ".release.gpu"])
     }
 
     /// `atom` (or now and then `red`, or generic addressing) on the thread's scratch at `off`

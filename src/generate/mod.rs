@@ -945,7 +945,7 @@ impl Gen<'_> {
 
     /// A load's memory order: mostly none (weak), now and then a strong one.
     fn load_order(&mut self) -> &'static str {
-        *self.rng.pick(&[
+        self.rng.pick(&[
             "",
             "",
             "",
@@ -958,8 +958,7 @@ impl Gen<'_> {
 
     /// A store's memory order, as [`Self::load_order`].
     fn store_order(&mut self) -> &'static str {
-        *self
-            .rng
+        self.rng
             .pick(&["", "", "", ".volatile", ".relaxed.cta", ".release.gpu"])
     }
 

@@ -945,7 +945,7 @@ impl Gen<'_> {
 
     /// A load's memory order: mostly none (weak), now and then a strong one.
     fn load_order(&mut self) -> &'static str {
-        self.rng.pick(&[
+        const ORDERS: [&str; 7] = [
             "",
             "",
             "",
@@ -953,13 +953,14 @@ impl Gen<'_> {
             ".volatile",
             ".relaxed.gpu",
             ".acquire.sys",
-        ])
+        ];
+        ORDERS[self.rng.below(ORDERS.len() as u64) as usize]
     }
 
     /// A store's memory order, as [`Self::load_order`].
     fn store_order(&mut self) -> &'static str {
-        self.rng
-            .pick(&["", "", "", ".volatile", ".relaxed.cta", ".release.gpu"])
+        const ORDERS: [&str; 6] = ["", "", "", ".volatile", ".relaxed.cta", ".release.gpu"];
+        ORDERS[self.rng.below(ORDERS.len() as u64) as usize]
     }
 
     /// `atom` (or now and then `red`, or generic addressing) on the thread's scratch at `off`

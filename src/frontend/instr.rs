@@ -104,6 +104,14 @@ impl Cx<'_, '_, '_> {
         self.func.reg(r).ty
     }
 
+    /// The declaration of a variable an address names.
+    fn var_decl(&self, v: VarId) -> &VarDecl {
+        match v {
+            VarId::Module(i) => &self.fb.module.vars[i as usize],
+            VarId::Function(i) => self.func.var(i),
+        }
+    }
+
     // ---- modifiers -------------------------------------------------------------------
 
     /// Takes a flag modifier if present.
@@ -733,10 +741,7 @@ fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     };
     let addr = cx.address(addr)?;
     if let AddrBase::Var(v) = addr.base {
-        let decl = match v {
-            VarId::Module(i) => &cx.fb.module.vars[i as usize],
-            VarId::Function(i) => cx.func.var(i),
-        };
+        let decl = cx.var_decl(v);
         if let Some(s) = space
             && s != decl.space
         {
@@ -824,10 +829,7 @@ fn atom(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     };
     let addr = cx.address(&ops[with_d])?;
     if let AddrBase::Var(v) = addr.base {
-        let decl = match v {
-            VarId::Module(i) => &cx.fb.module.vars[i as usize],
-            VarId::Function(i) => cx.func.var(i),
-        };
+        let decl = cx.var_decl(v);
         if decl.space != Space::Global {
             return err(
                 ops[with_d].span,

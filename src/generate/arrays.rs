@@ -17,8 +17,7 @@ use crate::engine::Dim3;
 /// Threads an array program's arrays have an element for; its launch runs at most this many
 /// (thread i, counted in the engines' order — x fastest, then y, then the blocks — has
 /// element i).
-pub const ARRAY_THREADS: u32 = 300;
-const THREADS: u32 = ARRAY_THREADS;
+const THREADS: u32 = 300;
 /// Stores go up to this many elements past the thread's own.
 const PAD: u32 = 40;
 /// Elements of an array.

@@ -9,7 +9,7 @@
 
 mod arrays;
 
-pub use arrays::{ARRAY_BYTES, ARRAY_THREADS, array_input, array_program};
+pub use arrays::{ARRAY_BYTES, array_input, array_program};
 
 use crate::ast::Type;
 use crate::engine::Dim3;

@@ -208,6 +208,9 @@ modifier_enum! {
     SpecialRegKind {
         Tid = "tid", Ntid = "ntid", Ctaid = "ctaid", Nctaid = "nctaid",
         Laneid = "laneid", Warpid = "warpid", Nwarpid = "nwarpid",
+        LanemaskEq = "lanemask_eq", LanemaskLe = "lanemask_le", LanemaskLt = "lanemask_lt",
+        LanemaskGe = "lanemask_ge", LanemaskGt = "lanemask_gt",
+        DynamicSmemSize = "dynamic_smem_size", TotalSmemSize = "total_smem_size",
     }
 }
 
@@ -536,6 +539,98 @@ impl MemOrder {
     }
 }
 
+modifier_enum! {
+    /// The reduction of `bar.red` (PTX ISA, Parallel Synchronization and Communication
+    /// Instructions: bar).
+    BarRed { Popc = "popc", And = "and", Or = "or" }
+}
+
+modifier_enum! {
+    /// Modes of `shfl.sync` (PTX ISA, Data Movement and Conversion Instructions: shfl.sync).
+    ShflMode { Up = "up", Down = "down", Bfly = "bfly", Idx = "idx" }
+}
+
+modifier_enum! {
+    /// Modes of `vote.sync` (PTX ISA, Parallel Synchronization and Communication
+    /// Instructions: vote.sync).
+    VoteMode { All = "all", Any = "any", Uni = "uni", Ballot = "ballot" }
+}
+
+modifier_enum! {
+    /// Operations of `redux.sync` (PTX ISA, Parallel Synchronization and Communication
+    /// Instructions: redux.sync).
+    ReduxOp { Add = "add", Min = "min", Max = "max", And = "and", Or = "or", Xor = "xor" }
+}
+
+/// What a thread waits for at an [`Inst::Sync`], and the order of its `srcs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncOp {
+    /// `bar{.cta}.sync`/`barrier{.cta}.sync` (`wait`), `bar.arrive` (not `wait`) and
+    /// `bar.red` (PTX ISA, Parallel Synchronization and Communication Instructions: bar,
+    /// barrier; the other collectives are in the same chapter but `shfl.sync`): srcs are the barrier id, then the thread count if
+    /// `counted`, then for `bar.red` the predicate.
+    Bar {
+        wait: bool,
+        counted: bool,
+        red: Option<BarRed>,
+    },
+    /// `bar.warp.sync membermask`.
+    WarpSync,
+    /// `shfl.sync.mode.b32 d[|p], a, b, c, membermask`.
+    Shfl(ShflMode),
+    /// `vote.sync.mode d, {!}a, membermask`: d is a pred, or a b32 for ballot.
+    Vote(VoteMode),
+    /// `match.any/all.sync.type d[|p], a, membermask`.
+    Match { all: bool, ty: Type },
+    /// `redux.sync.op.type d, a, membermask`.
+    Redux(ReduxOp, Type),
+    /// `activemask.b32 d`.
+    Activemask,
+    /// `elect.sync d|p, membermask`.
+    Elect,
+}
+
+impl SyncOp {
+    /// Whether the point concerns the whole block (a barrier) rather than one warp.
+    pub fn is_barrier(self) -> bool {
+        matches!(self, SyncOp::Bar { .. })
+    }
+    /// The types of the sources, in order.
+    pub fn src_types(self) -> Vec<Type> {
+        match self {
+            SyncOp::Bar { counted, red, .. } => {
+                let mut t = vec![Type::U32];
+                if counted {
+                    t.push(Type::U32);
+                }
+                if red.is_some() {
+                    t.push(Type::Pred);
+                }
+                t
+            }
+            SyncOp::WarpSync | SyncOp::Elect => vec![Type::B32],
+            SyncOp::Shfl(_) => vec![Type::B32, Type::U32, Type::U32, Type::B32],
+            SyncOp::Vote(_) => vec![Type::Pred, Type::B32],
+            SyncOp::Match { ty, .. } | SyncOp::Redux(_, ty) => vec![ty, Type::B32],
+            SyncOp::Activemask => vec![],
+        }
+    }
+    /// The type of the `d` result.
+    pub fn d_type(self) -> Type {
+        match self {
+            SyncOp::Bar {
+                red: Some(BarRed::Popc),
+                ..
+            } => Type::U32,
+            SyncOp::Bar { .. } => Type::Pred,
+            SyncOp::Vote(VoteMode::Ballot) => Type::B32,
+            SyncOp::Vote(_) => Type::Pred,
+            SyncOp::Redux(_, ty) => ty,
+            _ => Type::B32,
+        }
+    }
+}
+
 /// One instruction, its modifiers typed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Inst {
@@ -764,6 +859,21 @@ pub enum Inst {
     /// Instructions): a sequentially consistent fence, whatever `.sem`/`.scope`/level it
     /// names.
     Fence,
+    /// A barrier or warp collective: a point where a thread waits for other threads of its
+    /// block or warp (see [`SyncOp`] for the operands). `d` and `p` are the results
+    /// ([`Operand::Sink`] where the form has none).
+    Sync {
+        op: SyncOp,
+        d: Operand,
+        p: Operand,
+        srcs: Vec<Operand>,
+    },
+    /// `isspacep.space p, a` (PTX ISA, Data Movement and Conversion Instructions: isspacep): whether generic address `a` lies in `space`.
+    Isspacep {
+        space: Space,
+        p: Operand,
+        a: Operand,
+    },
     Ret,
     Exit,
 }
@@ -798,6 +908,8 @@ impl Inst {
             | FloatUn { d, .. }
             | Fma { d, .. } => op(d),
             Setp { p, q, .. } => op(p) || op(q),
+            Sync { d, p, .. } => op(d) || op(p),
+            Isspacep { p, .. } => op(p),
             Video { d, .. } | Vset { d, .. } | Vmad { d, .. } => *d == r,
             Call { rets, .. } => rets.iter().any(op),
             St { .. } | Fence | Bra { .. } | Ret | Exit => false,
@@ -845,6 +957,9 @@ pub struct VarDecl {
     /// Initial contents (module `.global`/`.const` with initialisers); empty means zeroed.
     pub init: Vec<u8>,
     pub role: VarRole,
+    /// An `.extern .shared` array of unspecified size: it starts the dynamic shared memory
+    /// of a launch (size 0 here; every such array names the same bytes, as in CUDA).
+    pub dynamic: bool,
 }
 
 /// A function parameter: in `.param` space (memory) or `.reg` space (a register, `.func` only).

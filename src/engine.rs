@@ -167,18 +167,43 @@ impl fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
-/// An engine runs a parsed module: the interpreter now, the JIT next.
+/// How a kernel is launched: `grid` blocks of `block` threads, each block with
+/// `shared_bytes` of dynamic shared memory (what `.extern .shared` arrays of unspecified size
+/// name; CUDA's `sharedMemBytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: Dim3,
+    pub block: Dim3,
+    pub shared_bytes: u32,
+}
+
+/// An engine runs a parsed module: the interpreter and the JIT.
 pub trait Engine {
     /// Calls a `.func` with scalar arguments; returns its return values in order.
     fn call(&self, func: &str, args: &[Value]) -> Result<Vec<Value>, RunError>;
-    /// Launches an `.entry` over `grid` blocks of `block` threads.
+    /// Launches an `.entry` as `config` says.
+    fn launch_with(
+        &self,
+        kernel: &str,
+        config: LaunchConfig,
+        args: &mut [Arg],
+    ) -> Result<(), RunError>;
+    /// Launches an `.entry` over `grid` blocks of `block` threads, without dynamic shared
+    /// memory.
     fn launch(
         &self,
         kernel: &str,
         grid: Dim3,
         block: Dim3,
         args: &mut [Arg],
-    ) -> Result<(), RunError>;
+    ) -> Result<(), RunError> {
+        let config = LaunchConfig {
+            grid,
+            block,
+            shared_bytes: 0,
+        };
+        self.launch_with(kernel, config, args)
+    }
     /// How many threads the launches so far ran in SIMD lanes, for engines that have them.
     fn lane_threads(&self) -> Option<u64> {
         None

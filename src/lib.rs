@@ -2,6 +2,7 @@
 //! a Cranelift JIT behind one engine interface.
 
 pub mod ast;
+pub mod block;
 pub mod cli;
 pub mod diff;
 pub mod engine;
@@ -13,7 +14,7 @@ pub mod memcheck;
 pub mod softfloat;
 
 pub use ast::Module;
-pub use engine::{Arg, Dim3, Engine, Fault, RunError, Value};
+pub use engine::{Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value};
 pub use frontend::ParseError;
 pub use interp::Interpreter;
 pub use jit::{Jit, JitOptions};

@@ -404,10 +404,7 @@ fn the_front_end_refuses_forms_the_manual_does_not_have() {
         ("atom.global.inc.u64 %rd1, [%rd1], 3;", "does not take type"),
         ("atom.global.and.u32 %r1, [%rd1], 3;", "does not take type"),
         ("red.global.cas.b32 [%rd1], %r1, %r2;", "no .exch or .cas"),
-        (
-            "atom.shared.add.u32 %r1, [%rd1], 1;",
-            ".shared memory is not supported",
-        ),
+        ("atom.param.add.u32 %r1, [%rd1], 1;", "does not take"),
         ("atom.local.add.u32 %r1, [%rd1], 1;", "does not take"),
         ("atom.global.u32 %r1, [%rd1], 1;", "needs an operation"),
         ("atom.global.cas.b32 %r1, [%rd1], %r2;", "takes 4 operands"),
@@ -441,6 +438,7 @@ fn the_front_end_refuses_forms_the_manual_does_not_have() {
     }
     for ok in [
         "atom.acq_rel.sys.global.add.u32 %r1, [%rd1], 1;",
+        "atom.shared.add.u32 %r1, [%rd1], 1;",
         "fence.acq_rel.cta;",
         "membar.sys;",
         "ld.relaxed.sys.global.u32 %r1, [%rd1];",

@@ -417,11 +417,7 @@ fn malformed_input_is_located() {
             "add.u32 %r1, %r1, 0f3f800000;",
             "cannot be used as .u32",
         ),
-        (
-            "unsupported",
-            "bar.sync 0;",
-            "unsupported instruction `bar`",
-        ),
+        ("unsupported", "brkpt;", "unsupported instruction `brkpt`"),
         ("operand count", "add.u32 %r1, %r1;", "takes 3 operands"),
         ("read-only const", "st.const.u32 [%rd1], %r1;", "read-only"),
         (
@@ -441,9 +437,9 @@ fn malformed_input_is_located() {
         ),
         ("guard not pred", "@%r1 ret;", "is not a .pred register"),
         (
-            "shared",
-            "ld.shared.u32 %r1, [%rd1];",
-            ".shared memory is not supported yet",
+            "barrier in a func",
+            "bar.sync 0;",
+            "inside a .func are not supported yet",
         ),
     ];
     for (what, line, msg) in cases {

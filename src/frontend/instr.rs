@@ -3,6 +3,7 @@
 //! or missing one reported with its span), and check operand types by PTX's rules
 //! (PTX ISA 6.4.1, "Operand type information" and the relaxed rules for ld/st/cvt).
 
+mod sync;
 mod video;
 
 use super::{FnBuilder, Name, Rule, literal, span_of};
@@ -575,6 +576,14 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
         "cvta" => cvta(cx, ops),
         "atom" | "red" => atom(cx, ops),
         "fence" | "membar" => fence(cx, ops),
+        "bar" | "barrier" => sync::bar(cx, ops),
+        "shfl" => sync::shfl(cx, ops),
+        "vote" => sync::vote(cx, ops),
+        "match" => sync::match_(cx, ops),
+        "redux" => sync::redux(cx, ops),
+        "activemask" => sync::activemask(cx, ops),
+        "elect" => sync::elect(cx, ops),
+        "isspacep" => sync::isspacep(cx, ops),
         "add" | "sub" | "min" | "max" | "div" if is_float_form(cx) => float_bin(cx, ops),
         "mul" if is_float_form(cx) => float_bin(cx, ops),
         "add" | "sub" | "addc" | "subc" | "min" | "max" | "div" | "rem" | "and" | "or" | "xor"
@@ -663,10 +672,12 @@ fn mov(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
             Operand::Special(*s)
         }
         Raw::Op(Operand::Var(v)) => {
-            if !(ty.is_int() && ty.bits() == 64) {
+            // A shared variable's address is an offset in the block's window: 32 bits hold it.
+            let shared = cx.var_decl(*v).space == Space::Shared;
+            if !(ty.is_int() && (ty.bits() == 64 || (shared && ty.bits() == 32))) {
                 return err(
                     a.span,
-                    "taking a variable's address needs a 64-bit integer type",
+                    "taking a variable's address needs a 64-bit integer type (or 32-bit for .shared)",
                 );
             }
             Operand::Var(*v)
@@ -728,7 +739,6 @@ fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         return err(cx.head, ".v4 of 64-bit elements is not a PTX form");
     }
     match space {
-        Some(Space::Shared) => return err(cx.head, ".shared memory is not supported yet"),
         Some(Space::Reg) => return err(cx.head, "`.reg` is not a memory space"),
         Some(Space::Const) if !is_ld => return err(cx.head, "constant memory is read-only"),
         _ => {}
@@ -795,8 +805,7 @@ fn atom(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     }
     let space = cx.pick(Space::from_ptx)?;
     match space {
-        None | Some(Space::Global) => {}
-        Some(Space::Shared) => return err(cx.head, ".shared memory is not supported yet"),
+        None | Some(Space::Global | Space::Shared) => {}
         Some(s) => return err(cx.head, format!("`{}` does not take {s}", cx.opcode)),
     }
     let Some(op) = cx.pick(AtomOp::from_ptx)? else {
@@ -830,11 +839,13 @@ fn atom(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let addr = cx.address(&ops[with_d])?;
     if let AddrBase::Var(v) = addr.base {
         let decl = cx.var_decl(v);
-        if decl.space != Space::Global {
+        if !matches!(decl.space, Space::Global | Space::Shared)
+            || space.is_some_and(|s| s != decl.space)
+        {
             return err(
                 ops[with_d].span,
                 format!(
-                    "`{}` is in {} space; `{}` works on global memory",
+                    "`{}` is in {} space; `{}` works on global and shared memory",
                     decl.name, decl.space, cx.opcode
                 ),
             );
@@ -884,7 +895,7 @@ fn cvta(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         CvtaDir::ToGeneric
     };
     let space = match cx.pick(Space::from_ptx)? {
-        Some(s @ (Space::Global | Space::Local | Space::Const | Space::Param)) => s,
+        Some(s @ (Space::Global | Space::Local | Space::Shared | Space::Const | Space::Param)) => s,
         Some(s) => return err(cx.head, format!("cvta does not support {s}")),
         None => return err(cx.head, "cvta needs a state space"),
     };

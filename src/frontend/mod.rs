@@ -327,15 +327,11 @@ impl<'s> ModuleBuilder<'s> {
             self.err(span, "predicates cannot be stored in memory");
             return None;
         }
-        if module_level && !matches!(space, Space::Global | Space::Const) {
+        if module_level && !matches!(space, Space::Global | Space::Const | Space::Shared) {
             self.err(
                 span,
                 format!("module-level {space} variables are not supported"),
             );
-            return None;
-        }
-        if space == Space::Shared {
-            self.err(span, ".shared variables are not supported yet");
             return None;
         }
         let elem = ty.bytes() * vec;
@@ -364,6 +360,9 @@ impl<'s> ModuleBuilder<'s> {
                     format!("initialiser has more elements than `{name}` holds"),
                 );
             }
+        } else if unsized_array && space == Space::Shared {
+            // `.extern .shared .b8 smem[]`: the launch's dynamic shared memory.
+            count = 0;
         } else if unsized_array && role == VarRole::Body {
             self.err(
                 span,
@@ -386,6 +385,7 @@ impl<'s> ModuleBuilder<'s> {
             size,
             init: bytes,
             role,
+            dynamic: unsized_array && space == Space::Shared && count == 0,
         })
     }
 
@@ -498,6 +498,14 @@ impl<'s> ModuleBuilder<'s> {
         let FnBuilder {
             body, label_pos, ..
         } = fb;
+        if func.kind == FuncKind::Func
+            && let Some(ins) = body.iter().find(|i| matches!(i.inst, Inst::Sync { .. }))
+        {
+            self.err(
+                ins.span,
+                "barriers and warp collectives inside a .func are not supported yet (only in a kernel)",
+            );
+        }
         func.body = Some(body);
         func.labels = label_pos;
     }
@@ -602,7 +610,7 @@ impl<'a, 's> FnBuilder<'a, 's> {
                 Rule::reg_decl => self.reg_decl(func, st),
                 Rule::body_var => {
                     if let Some(var) = self.mb.var_decl(st, VarRole::Body, false) {
-                        if !matches!(var.space, Space::Local | Space::Param) {
+                        if !matches!(var.space, Space::Local | Space::Param | Space::Shared) {
                             self.err(
                                 span,
                                 format!(

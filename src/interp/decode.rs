@@ -192,6 +192,20 @@ pub enum Kind {
         ftz: bool,
         sat: bool,
     },
+    /// `cvta.shared` (`to_generic`) and `cvta.to.shared`: between a block's shared window
+    /// and host addresses (the other spaces' `cvta` is [`Kind::Mov`]).
+    CvtaShared {
+        to_generic: bool,
+    },
+    /// `isspacep.space`: whether `src[0]` is an address in `space`.
+    Isspacep {
+        space: Space,
+    },
+    /// A barrier or warp collective: the thread stops with its sources `src` (in the order of
+    /// [`SyncOp::src_types`]) and later receives `d` and `p`.
+    Sync {
+        op: SyncOp,
+    },
     /// `bra` to the instruction index `target`.
     Bra {
         target: u32,
@@ -237,6 +251,7 @@ pub struct Decoded {
 
 /// Builds the slot layout while operands are decoded.
 struct Layout<'f> {
+    module: &'f Module,
     func: &'f Function,
     slots: Vec<u64>,
     fills: Vec<(u32, Fill)>,
@@ -247,11 +262,12 @@ struct Layout<'f> {
 }
 
 impl<'f> Layout<'f> {
-    fn new(func: &'f Function) -> Self {
+    fn new(module: &'f Module, func: &'f Function) -> Self {
         let mut slots = vec![0; func.regs.len()];
         let sink = slots.len() as u32;
         slots.push(0);
         let mut l = Layout {
+            module,
             func,
             slots,
             fills: Vec::new(),
@@ -339,6 +355,10 @@ impl<'f> Layout<'f> {
         (base, self.constant(a.offset as u64))
     }
 
+    fn access_space(&self, space: Option<Space>, a: &Address) -> Option<Space> {
+        access_space(self.module, self.func, space, a)
+    }
+
     /// A destination written at `ty` (the sink for `_` and non-scalar operands).
     fn dst(&self, op: &Operand, ty: Type) -> Dst {
         match op {
@@ -364,6 +384,19 @@ impl<'f> Layout<'f> {
         let none = self.sink;
         let is_vector = |o: &Operand| matches!(o, Operand::Vector(_));
         let (kind, src, dst) = match &ins.inst {
+            Cvta {
+                dir,
+                space: Space::Shared,
+                ty,
+                d,
+                a,
+            } => (
+                Kind::CvtaShared {
+                    to_generic: *dir == CvtaDir::ToGeneric,
+                },
+                [self.src(a, *ty), z, z, z],
+                [self.dst(d, *ty), none],
+            ),
             Mov { ty, d, a } | Cvta { ty, d, a, .. } => {
                 let kind = if is_vector(d) || is_vector(a) {
                     Kind::Ast
@@ -384,7 +417,7 @@ impl<'f> Layout<'f> {
                     Kind::Ast
                 } else {
                     Kind::Ld {
-                        space: *space,
+                        space: self.access_space(*space, addr),
                         ty: *ty,
                     }
                 };
@@ -402,7 +435,7 @@ impl<'f> Layout<'f> {
             } => {
                 let kind = Kind::Atom {
                     op: *op,
-                    space: *space,
+                    space: self.access_space(*space, addr),
                     ty: *ty,
                 };
                 let (base, offset) = self.address(addr);
@@ -425,7 +458,7 @@ impl<'f> Layout<'f> {
                     Kind::Ast
                 } else {
                     Kind::St {
-                        space: *space,
+                        space: self.access_space(*space, addr),
                         ty: *ty,
                     }
                 };
@@ -665,6 +698,22 @@ impl<'f> Layout<'f> {
                 (Kind::Bra { target }, [z; 4], [none; 2])
             }
             Fence => (Kind::Fence, [z; 4], [none; 2]),
+            Isspacep { space, p, a } => (
+                Kind::Isspacep { space: *space },
+                [self.src(a, Type::B64), z, z, z],
+                [self.dst(p, Pred), none],
+            ),
+            Sync { op, d, p, srcs } => {
+                let mut src = [z; 4];
+                for (k, (o, ty)) in srcs.iter().zip(op.src_types()).enumerate() {
+                    src[k] = self.src(o, ty);
+                }
+                (
+                    Kind::Sync { op: *op },
+                    src,
+                    [self.dst(d, op.d_type()), self.dst(p, Pred)],
+                )
+            }
             Ret => (Kind::Ret, [z; 4], [none; 2]),
             Exit => (Kind::Exit, [z; 4], [none; 2]),
             // Video instructions name their registers in the AST; calls copy parameters.
@@ -681,14 +730,28 @@ impl<'f> Layout<'f> {
     }
 }
 
+/// The space of an access: the one it names, or shared when its address is a `.shared`
+/// variable's (whose address is in the block's window, not a host address).
+pub fn access_space(m: &Module, f: &Function, space: Option<Space>, a: &Address) -> Option<Space> {
+    let var_space = match a.base {
+        AddrBase::Var(VarId::Module(i)) => Some(m.vars[i as usize].space),
+        AddrBase::Var(VarId::Function(i)) => Some(f.var(i).space),
+        _ => None,
+    };
+    match var_space {
+        Some(Space::Shared) => Some(Space::Shared),
+        _ => space,
+    }
+}
+
 /// The shift that makes `u64::MAX >> shift` the type's mask.
 fn shift(ty: Type) -> u8 {
     (64 - ty.bits()) as u8
 }
 
 /// Decodes a function's body (an empty one for a prototype).
-pub fn decode(func: &Function) -> Decoded {
-    let mut layout = Layout::new(func);
+pub fn decode(module: &Module, func: &Function) -> Decoded {
+    let mut layout = Layout::new(module, func);
     let ops = func
         .body
         .iter()

@@ -8,6 +8,7 @@
 //! a GPU, never a host fault).
 
 use crate::ast::Space;
+use crate::block::SharedLayout;
 use crate::memcheck::{Area, AreaMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -145,6 +146,52 @@ impl Area for Region {
 
 /// Regions shared by all threads of a launch.
 pub type SharedMemory<'r> = AreaMap<&'r Region>;
+
+/// One block's shared memory (PTX ISA 5.1.5): a region per `.shared` variable, reached
+/// through the window of [`SharedLayout`]: a window offset inside a variable (or a little
+/// past its end) is that many bytes into its region, so an overrun lands in the region's red
+/// zone and is reported against the variable.
+pub struct BlockMemory {
+    /// Window offset and region of each variable, in window order.
+    vars: Vec<(u64, Region)>,
+}
+
+impl BlockMemory {
+    pub fn new(layout: &SharedLayout, dynamic: u32) -> BlockMemory {
+        BlockMemory {
+            vars: layout
+                .sized(dynamic)
+                .map(|v| {
+                    let r = Region::new(&[], v.size as usize, Space::Shared, true, v.name);
+                    (v.offset as u64, r)
+                })
+                .collect(),
+        }
+    }
+    /// The host address of window offset `w` (`cvta.shared`): in the region of the last
+    /// variable at or below it; past every region when the module has none.
+    pub fn host(&self, w: u64) -> u64 {
+        match self.vars.iter().rev().find(|(off, _)| *off <= w) {
+            Some((off, r)) => r.base().wrapping_add(w - off),
+            None => w,
+        }
+    }
+    /// The window offset of host address `h` (`cvta.to.shared`), if it lies in a variable's
+    /// region or its red zone; other addresses (not shared, so undefined in PTX) are kept.
+    pub fn window(&self, h: u64) -> u64 {
+        self.vars
+            .iter()
+            .find(|(_, r)| h >= r.base() && h - r.base() < (r.size() + RED_ZONE) as u64)
+            .map_or(h, |(off, r)| off + (h - r.base()))
+    }
+    /// The variable whose region holds `addr`.
+    pub fn find(&self, addr: u64) -> Option<&Region> {
+        self.vars.iter().map(|(_, r)| r).find(|r| r.contains(addr))
+    }
+    pub fn regions(&self) -> impl Iterator<Item = &Region> {
+        self.vars.iter().map(|(_, r)| r)
+    }
+}
 
 #[cfg(test)]
 mod tests {

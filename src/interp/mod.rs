@@ -13,20 +13,23 @@
 mod atomic;
 pub mod convert;
 mod decode;
+pub use decode::access_space;
 pub mod float;
 pub mod int;
 pub mod memory;
 pub mod video;
 
 use crate::ast::*;
+use crate::block::SharedLayout;
+use crate::block::schedule::{self, Resume, Stop};
 use crate::engine::{
-    Arg, Dim3, Engine, Fault, RunError, Value, arg_bytes, check_arity, check_buffer_param,
-    check_dims, check_scalar_rets, find_function,
+    Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
+    check_buffer_param, check_dims, check_scalar_rets, find_function,
 };
 use crate::memcheck::{self, Area};
 use crate::softfloat::Fmt;
 use decode::{Decoded, Dst, Fill, Kind, Op};
-use memory::{Region, SharedMemory};
+use memory::{BlockMemory, Region, SharedMemory};
 use rayon::prelude::*;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +51,8 @@ pub struct Interpreter {
     /// Held for the read and write of every `atom`/`red`, by all threads of all calls and
     /// launches (memory is bytes, so one lock makes the step atomic).
     atomics: Mutex<()>,
+    /// Where the `.shared` variables lie in a block's window.
+    shared_layout: SharedLayout,
 }
 
 impl Interpreter {
@@ -65,7 +70,12 @@ impl Interpreter {
                 )
             })
             .collect();
-        let decoded = module.functions.iter().map(decode::decode).collect();
+        let shared_layout = SharedLayout::of(&module);
+        let decoded = module
+            .functions
+            .iter()
+            .map(|f| decode::decode(&module, f))
+            .collect();
         let var_names = module
             .functions
             .iter()
@@ -83,6 +93,7 @@ impl Interpreter {
             var_names,
             executed: AtomicU64::new(0),
             atomics: Mutex::new(()),
+            shared_layout,
         }
     }
 
@@ -122,8 +133,12 @@ impl Engine for Interpreter {
             grid: Dim3::x(1),
             block: Dim3::x(1),
             atomics: &self.atomics,
+            layout: &self.shared_layout,
+            shared_bytes: 0,
         };
-        let mut thread = Thread::new(&launch, [0; 3], [0; 3]);
+        // A host call runs as the one thread of a block of its own.
+        let block_memory = BlockMemory::new(&self.shared_layout, 0);
+        let mut thread = Thread::new(&launch, &block_memory, [0; 3], [0; 3]);
         let ended = thread.run(id, &mut io);
         self.executed.fetch_add(thread.executed, Ordering::Relaxed);
         ended.map_err(|f| self.fault(f))?;
@@ -135,15 +150,22 @@ impl Engine for Interpreter {
             .collect())
     }
 
-    fn launch(
+    fn launch_with(
         &self,
         name: &str,
-        grid: Dim3,
-        block: Dim3,
+        config: LaunchConfig,
         args: &mut [Arg],
     ) -> Result<(), RunError> {
+        let LaunchConfig {
+            grid,
+            block,
+            shared_bytes,
+        } = config;
         let (id, func) = find_function(&self.module, name, FuncKind::Entry)?;
         check_dims(grid, block)?;
+        self.shared_layout
+            .check_launch(shared_bytes)
+            .map_err(RunError::Usage)?;
         check_arity(func, args.len())?;
         // Buffers become global regions; every parameter becomes a read-only param region.
         let mut buffers = Vec::new();
@@ -181,15 +203,23 @@ impl Engine for Interpreter {
             grid,
             block,
             atomics: &self.atomics,
+            layout: &self.shared_layout,
+            shared_bytes,
         };
+        let cooperative = has_sync_points(func);
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling.
         let results: Vec<Result<(), Fault>> = (0..grid.count())
             .into_par_iter()
             .map(|b| {
+                let block_memory = BlockMemory::new(&self.shared_layout, shared_bytes);
+                let ctaid = grid.point(b);
+                if cooperative {
+                    return self.run_cooperative(&launch, &block_memory, id, ctaid);
+                }
                 // One Thread value runs the block's threads one after another, so they share
                 // its spare frames.
-                let mut thread = Thread::new(&launch, grid.point(b), [0; 3]);
+                let mut thread = Thread::new(&launch, &block_memory, ctaid, [0; 3]);
                 let mut ended = Ok(());
                 for t in 0..block.count() {
                     thread.start(block.point(t));
@@ -214,6 +244,72 @@ impl Engine for Interpreter {
     }
 }
 
+impl Interpreter {
+    /// Runs a block of a kernel with barriers or warp collectives: every thread is a
+    /// resumable activation, and the block schedule ([`schedule`]) decides who runs.
+    fn run_cooperative<'a>(
+        &self,
+        launch: &'a LaunchCtx<'a>,
+        memory: &'a BlockMemory,
+        kernel: FuncId,
+        ctaid: [u32; 3],
+    ) -> Result<(), Fault> {
+        let block = launch.block;
+        let mut threads = BlockThreads {
+            kernel,
+            threads: (0..block.count())
+                .map(|t| (Thread::new(launch, memory, ctaid, block.point(t)), None))
+                .collect(),
+        };
+        let ended = schedule::run_block(launch.module.func(kernel), block, ctaid, &mut threads);
+        let executed: u64 = threads.threads.iter().map(|(t, _)| t.executed).sum();
+        self.executed.fetch_add(executed, Ordering::Relaxed);
+        ended
+    }
+}
+
+/// Whether a function has barriers or warp collectives.
+fn has_sync_points(f: &Function) -> bool {
+    f.body
+        .iter()
+        .flatten()
+        .any(|i| matches!(i.inst, Inst::Sync { .. }))
+}
+
+/// The threads of one block of a cooperative kernel, each with its activation of the
+/// kernel once it has started (and until it ends).
+struct BlockThreads<'a> {
+    kernel: FuncId,
+    threads: Vec<(Thread<'a>, Option<Activation<'a>>)>,
+}
+
+impl schedule::Threads for BlockThreads<'_> {
+    fn run(&mut self, t: usize, resume: Resume) -> Result<Stop, Fault> {
+        let (thread, slot) = &mut self.threads[t];
+        let act = match slot.take() {
+            Some(mut act) => {
+                // The point's results go to its destinations.
+                let op = &thread.l.decoded[act.id.0 as usize].ops[act.pc - 1];
+                op.dst[0].write(&mut act.frame.regs, resume.d);
+                op.dst[1].write(&mut act.frame.regs, resume.p as u64);
+                act
+            }
+            None => thread.enter(self.kernel, &[]),
+        };
+        let (act, stop) = thread.resume(act)?;
+        match stop {
+            Some((point, args)) => {
+                *slot = Some(act);
+                Ok(Stop::At { point, args })
+            }
+            None => {
+                thread.leave(act, &mut Vec::new());
+                Ok(Stop::Ended)
+            }
+        }
+    }
+}
+
 /// What all threads of one launch (or call) share.
 struct LaunchCtx<'a> {
     module: &'a Module,
@@ -227,6 +323,9 @@ struct LaunchCtx<'a> {
     grid: Dim3,
     block: Dim3,
     atomics: &'a Mutex<()>,
+    layout: &'a SharedLayout,
+    /// Dynamic shared memory per block.
+    shared_bytes: u32,
 }
 
 /// One activation of a function.
@@ -258,6 +357,20 @@ fn trap<T>(message: impl Into<String>, address: Option<u64>) -> Result<T, Trap> 
     })
 }
 
+/// A function running in a thread: its frame and where it stands, so that a kernel can
+/// stop at a sync point and go on later.
+struct Activation<'a> {
+    id: FuncId,
+    frame: Frame<'a>,
+    /// The next instruction.
+    pc: usize,
+    /// The thread's own regions from this one on are the activation's.
+    own_mark: usize,
+}
+
+/// A sync point a thread stopped at: its instruction index and sources.
+type Point = (u32, [u64; 4]);
+
 /// How a function's execution ended.
 enum Flow {
     Return,
@@ -274,6 +387,8 @@ const RECENT: usize = 8;
 /// One PTX thread.
 struct Thread<'a> {
     l: &'a LaunchCtx<'a>,
+    /// The block's shared memory.
+    block: &'a BlockMemory,
     ctaid: [u32; 3],
     tid: [u32; 3],
     /// CC.CF (PTX ISA 9.7.2). Undefined at entry in PTX; we define it as 0.
@@ -297,9 +412,10 @@ struct Thread<'a> {
 }
 
 impl<'a> Thread<'a> {
-    fn new(l: &'a LaunchCtx<'a>, ctaid: [u32; 3], tid: [u32; 3]) -> Self {
+    fn new(l: &'a LaunchCtx<'a>, block: &'a BlockMemory, ctaid: [u32; 3], tid: [u32; 3]) -> Self {
         Thread {
             l,
+            block,
             ctaid,
             tid,
             cf: false,
@@ -332,6 +448,18 @@ impl<'a> Thread<'a> {
     /// kernel: none, its parameters are the launch's); at the end it holds the return
     /// parameters' bytes the same way.
     fn run(&mut self, id: FuncId, io: &mut Vec<u8>) -> Result<(), Fault> {
+        let act = self.enter(id, io);
+        let (act, stop) = self.resume(act)?;
+        debug_assert!(
+            stop.is_none(),
+            "only cooperative kernels stop, and not through run"
+        );
+        self.leave(act, io);
+        Ok(())
+    }
+
+    /// Starts function `id` with the parameters' bytes `io` (see [`Thread::run`]).
+    fn enter(&mut self, id: FuncId, io: &[u8]) -> Activation<'a> {
         let func = self.l.module.func(id);
         let args = ParamBytes::new(func, &func.params, io);
         let own_mark = self.own.len();
@@ -351,6 +479,14 @@ impl<'a> Thread<'a> {
                     let init = args.param(k as usize);
                     self.alloc(v, &self.l.var_names[id.0 as usize][i], init)
                 }
+                // A .shared variable's address is its offset in the block's window.
+                _ if v.space == Space::Shared => {
+                    let w = self
+                        .l
+                        .layout
+                        .offset(id.0 as usize, VarId::Function(i as u32));
+                    w.expect("shared variables are in the layout") as u64
+                }
                 _ => self.alloc(v, &self.l.var_names[id.0 as usize][i], &[]),
             };
             debug_assert_eq!(frame.var_base.len(), i);
@@ -367,13 +503,31 @@ impl<'a> Thread<'a> {
                 Fill::Var(v) => self.var_addr(&frame, v),
             };
         }
+        Activation {
+            id,
+            frame,
+            pc: 0,
+            own_mark,
+        }
+    }
+
+    /// Runs an activation until it ends (`None`) or stops at a sync point.
+    fn resume(&mut self, act: Activation<'a>) -> Result<(Activation<'a>, Option<Point>), Fault> {
+        let Activation {
+            id,
+            mut frame,
+            mut pc,
+            own_mark,
+        } = act;
+        let func = frame.func;
+        let decoded = &self.l.decoded[id.0 as usize];
         let body = func
             .body
             .as_ref()
             .expect("callers check that the function has a body");
-        let mut pc = 0;
-        // Counted here, added to the thread's count when the function ends.
+        // Counted here, added to the thread's count when the function ends or stops.
         let mut executed = 0;
+        let mut stop = None;
         while let Some(op) = decoded.ops.get(pc) {
             pc += 1;
             executed += 1;
@@ -386,6 +540,10 @@ impl<'a> Thread<'a> {
                 Ok(Next::End(Flow::Return)) => break,
                 Ok(Next::End(Flow::Exit)) => {
                     self.exited = true;
+                    break;
+                }
+                Ok(Next::Stop(args)) => {
+                    stop = Some(((pc - 1) as u32, args));
                     break;
                 }
                 Err(t) => {
@@ -404,6 +562,22 @@ impl<'a> Thread<'a> {
             }
         }
         self.executed += executed;
+        let act = Activation {
+            id,
+            frame,
+            pc,
+            own_mark,
+        };
+        Ok((act, stop))
+    }
+
+    /// Ends an activation: its return parameters' bytes into `io`, its memory kept for the
+    /// next ones.
+    fn leave(&mut self, act: Activation<'a>, io: &mut Vec<u8>) {
+        let Activation {
+            frame, own_mark, ..
+        } = act;
+        let func = frame.func;
         io.clear();
         for p in &func.rets {
             match p {
@@ -423,7 +597,6 @@ impl<'a> Thread<'a> {
         }
         self.spare_regions.extend(self.own.drain(own_mark..));
         self.spare_words.extend([frame.regs, frame.var_base]);
-        Ok(())
     }
 
     /// A region for a frame's variable: a spare one large enough (preferably the one this
@@ -463,6 +636,16 @@ impl<'a> Thread<'a> {
             SpecialRegKind::Laneid => linear % 32,
             SpecialRegKind::Warpid => linear / 32,
             SpecialRegKind::Nwarpid => b.count().div_ceil(32),
+            // PTX ISA 10: the lanes below, at or above this one's.
+            SpecialRegKind::LanemaskEq => 1 << (linear % 32),
+            SpecialRegKind::LanemaskLe => (2u64 << (linear % 32)) - 1,
+            SpecialRegKind::LanemaskLt => (1u64 << (linear % 32)) - 1,
+            SpecialRegKind::LanemaskGe => (u32::MAX as u64) & !((1u64 << (linear % 32)) - 1),
+            SpecialRegKind::LanemaskGt => (u32::MAX as u64) & !((2u64 << (linear % 32)) - 1),
+            SpecialRegKind::DynamicSmemSize => self.l.shared_bytes as u64,
+            SpecialRegKind::TotalSmemSize => {
+                self.l.layout.static_bytes as u64 + self.l.shared_bytes as u64
+            }
         }
     }
 
@@ -510,12 +693,17 @@ impl<'a> Thread<'a> {
             memcheck::check_within(r, addr, size, space, store)
         } else if let Some(r) = self.own.iter().rev().find(|r| r.contains(addr)) {
             memcheck::check_within(r, addr, size, space, store)
+        } else if let Some(r) = self.block.find(addr) {
+            memcheck::check_within(r, addr, size, space, store)
         } else if let Some(r) = self.l.shared.find(addr) {
             recent.set(Some(*r));
             memcheck::check_within(*r, addr, size, space, store)
         } else {
-            // In no area: the rule's messages name the nearest one.
-            memcheck::check_in(&self.own, &self.l.shared, addr, size, space, store)
+            // In no area: the rule's messages name the nearest one, the block's shared
+            // variables counted among the thread's own (as the JIT keeps them).
+            let own: Vec<&Region> = self.block.regions().chain(&self.own).collect();
+            memcheck::check_in(&own, &self.l.shared, addr, size, space, store)
+                .map(|(r, off)| (*r, off))
         };
         checked.map_err(|v| Trap {
             message: v.message,
@@ -639,6 +827,12 @@ impl<'a> Thread<'a> {
             Kind::Fma { ty, rnd, ftz, sat } => {
                 float::fma(Fmt::of(ty), rnd, ftz, sat, src!(0), src!(1), src!(2))
             }
+            Kind::CvtaShared { to_generic: true } => self.block.host(src!(0)),
+            Kind::CvtaShared { to_generic: false } => self.block.window(src!(0)),
+            Kind::Isspacep { space } => self.is_in_space(src!(0), space) as u64,
+            Kind::Sync { .. } => {
+                return Ok(Next::Stop([src!(0), src!(1), src!(2), src!(3)]));
+            }
             Kind::Bra { target } => return Ok(Next::Jump(target)),
             Kind::Fence => {
                 // Orders this thread's accesses (relaxed atomic bytes) against other
@@ -670,10 +864,11 @@ impl<'a> Thread<'a> {
                 ty,
                 d,
                 order,
-                ..
+                addr,
             } => {
                 let n = ty.bytes();
-                let (r, off) = self.access_region(fr, op, n * *vec as usize, *space, false)?;
+                let space = decode::access_space(self.l.module, fr.func, *space, addr);
+                let (r, off) = self.access_region(fr, op, n * *vec as usize, space, false)?;
                 // A strong access is single-copy atomic and ordered: it happens under the lock
                 // of the atomics (memory is bytes).
                 let _held = order.is_strong().then(|| lock(self.l.atomics));
@@ -694,10 +889,11 @@ impl<'a> Thread<'a> {
                 ty,
                 a,
                 order,
-                ..
+                addr,
             } => {
                 let n = ty.bytes();
-                let (r, off) = self.access_region(fr, op, n * *vec as usize, *space, true)?;
+                let space = decode::access_space(self.l.module, fr.func, *space, addr);
+                let (r, off) = self.access_region(fr, op, n * *vec as usize, space, true)?;
                 let _held = order.is_strong().then(|| lock(self.l.atomics));
                 match a {
                     Operand::Vector(regs) => {
@@ -789,7 +985,7 @@ impl<'a> Thread<'a> {
     }
 
     /// The region of a load or store of `size` bytes at its decoded address (`src[0]` +
-    /// `src[1]`).
+    /// `src[1]`; a `.shared` address is in the block's window).
     fn access_region(
         &self,
         fr: &Frame,
@@ -799,8 +995,27 @@ impl<'a> Thread<'a> {
         store: bool,
     ) -> Result<(&Region, usize), Trap> {
         let [base, offset, ..] = op.src;
-        let at = base.read(&fr.regs).wrapping_add(offset.read(&fr.regs));
+        let mut at = base.read(&fr.regs).wrapping_add(offset.read(&fr.regs));
+        if space == Some(Space::Shared) {
+            at = self.block.host(at);
+        }
         self.region(base.slot(), at, size, space, store)
+    }
+
+    /// `isspacep` (PTX ISA, Data Movement and Conversion Instructions: isspacep): whether
+    /// the generic address `a` is in an area of `space`. An address in no area counts as
+    /// global, as the generic addresses outside the shared and local windows are on a GPU.
+    fn is_in_space(&self, a: u64, space: Space) -> bool {
+        let found = self
+            .own
+            .iter()
+            .find(|r| r.contains(a))
+            .or_else(|| self.block.find(a))
+            .or_else(|| self.l.shared.find(a).copied());
+        match found {
+            Some(r) => r.space == space,
+            None => space == Space::Global,
+        }
     }
 
     /// The 32-bit sources of a video instruction (c is 0 when there is none).
@@ -960,6 +1175,8 @@ impl<'b> ParamBytes<'b> {
 /// What to do after an instruction.
 enum Next {
     Continue,
+    /// At a sync point, with the values of its sources.
+    Stop([u64; 4]),
     /// To the instruction with this index.
     Jump(u32),
     End(Flow),
@@ -976,7 +1193,12 @@ fn le_bits(b: &[u8]) -> u64 {
 }
 
 impl LaunchCtx<'_> {
+    /// A module variable's address: a host address, or for a `.shared` one its offset in
+    /// the block's window.
     fn shared_module_var(&self, i: u32) -> u64 {
-        self.module_var_bases[i as usize]
+        match self.layout.offset(0, VarId::Module(i)) {
+            Some(w) => w as u64,
+            None => self.module_var_bases[i as usize],
+        }
     }
 }

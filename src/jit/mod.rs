@@ -17,10 +17,12 @@ pub mod runtime;
 
 pub use lower::LANES;
 
-use crate::ast::{FuncId, FuncKind, Module, Space};
+use crate::ast::{FuncId, FuncKind, Inst, Module, Space};
+use crate::block::SharedLayout;
+use crate::block::schedule::{self, Resume, Stop};
 use crate::engine::{
-    Arg, Dim3, Engine, Fault, RunError, Value, arg_bytes, check_arity, check_buffer_param,
-    check_dims, check_scalar_rets, find_function,
+    Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
+    check_buffer_param, check_dims, check_scalar_rets, find_function,
 };
 use crate::memcheck::AreaMap;
 use cranelift_codegen::ir;
@@ -29,6 +31,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module as _};
 use layout::FrameLayout;
+use lower::sync::{STEP_ENDED, STEP_STOPPED, StepLayout, step_signature};
 use lower::{HELPERS, Lower, Refused, Shared, internal_signature, lanes_signature, signature};
 use rayon::prelude::*;
 use runtime::{AreaName, JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
@@ -118,6 +121,10 @@ pub struct Jit {
     lanes_report: Vec<(String, Option<String>)>,
     /// Threads run in lanes by all launches so far.
     lane_threads: std::sync::atomic::AtomicU64,
+    /// The thread state of each cooperative kernel's step function.
+    step_layouts: Vec<Option<StepLayout>>,
+    /// Where `.shared` variables lie in a block's window.
+    shared_layout: SharedLayout,
 }
 
 /// Stack the generated code may use on an ordinary thread (rayon's workers and the main
@@ -262,6 +269,25 @@ impl Jit {
                 .map_err(compile_error)?;
             helpers.insert(*name, id);
         }
+        // Kernels with barriers or warp collectives are compiled as step functions.
+        let cooperative: Vec<bool> = module
+            .functions
+            .iter()
+            .map(|f| {
+                f.kind == FuncKind::Entry
+                    && f.body
+                        .iter()
+                        .flatten()
+                        .any(|i| matches!(i.inst, Inst::Sync { .. }))
+            })
+            .collect();
+        let code_signature = |i: usize, kind| {
+            if cooperative[i] {
+                step_signature(cc)
+            } else {
+                internal_signature(cc, kind)
+            }
+        };
         let mut internal_ids = Vec::new();
         for (i, f) in module.functions.iter().enumerate() {
             internal_ids.push(match f.body {
@@ -269,13 +295,14 @@ impl Jit {
                     jm.declare_function(
                         &format!("ptx{i}.{}", f.name),
                         Linkage::Local,
-                        &internal_signature(cc, f.kind),
+                        &code_signature(i, f.kind),
                     )
                     .map_err(compile_error)?,
                 ),
                 None => None,
             });
         }
+        let shared_layout = SharedLayout::of(&module);
         let shared = Shared {
             ptx: &module,
             layouts: &layouts,
@@ -286,6 +313,8 @@ impl Jit {
             hw_arith: options.hardware_rounding,
             hw_fma: options.hardware_rounding && hwfloat::has_fma(),
             lanes: &vec![None; module.functions.len()],
+            shared_layout: &shared_layout,
+            cooperative: &cooperative,
         };
         // Kernels in lanes: lowered first, to learn which ones can be.
         let mut lanes_code: Vec<Option<ir::Function>> = vec![None; module.functions.len()];
@@ -294,7 +323,9 @@ impl Jit {
             if f.kind != FuncKind::Entry || f.body.is_none() {
                 continue;
             }
-            let why = if options.lanes {
+            let why = if cooperative[i] {
+                Some("barriers or warp collectives".to_string())
+            } else if options.lanes {
                 let mut func = ir::Function::with_name_signature(
                     ir::UserFuncName::default(),
                     lanes_signature(cc),
@@ -339,7 +370,7 @@ impl Jit {
         for (i, f) in module.functions.iter().enumerate() {
             let Some(id) = internal_ids[i] else { continue };
             instructions += f.body.as_ref().map_or(0, Vec::len);
-            ctx.func.signature = internal_signature(cc, f.kind);
+            ctx.func.signature = code_signature(i, f.kind);
             let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
             Lower::function(b, &shared, &mut jm, FuncId(i as u32));
             if options.emit == Emit::Clif {
@@ -400,6 +431,13 @@ impl Jit {
             functions: internal_ids.iter().flatten().count(),
             instructions,
         };
+        let step_layouts = module
+            .functions
+            .iter()
+            .zip(&layouts)
+            .zip(&cooperative)
+            .map(|((f, l), &c)| c.then(|| StepLayout::of(f, l.frame_size)))
+            .collect();
         Ok(Jit {
             module,
             options,
@@ -416,6 +454,8 @@ impl Jit {
             big_stack: stack_needed > SMALL_STACK,
             lanes_report,
             lane_threads: Default::default(),
+            step_layouts,
+            shared_layout,
         })
     }
 
@@ -451,20 +491,72 @@ impl Jit {
 
     /// Locates a fault recorded by generated code.
     fn locate(&self, f: PendingFault, ctaid: [u32; 3], tid: [u32; 3]) -> RunError {
-        let func = self.module.func(FuncId(f.site.func));
-        let ins = &func.body.as_ref().expect("faults come from bodies")[f.site.inst as usize];
-        RunError::Fault(
-            Box::new(Fault {
-                message: f.message,
-                function: func.name.clone(),
-                ctaid,
-                tid,
-                span: ins.span,
-                line: ins.line,
-                address: f.address,
+        self.run_error(locate(&self.module, f, ctaid, tid))
+    }
+
+    fn run_error(&self, f: Fault) -> RunError {
+        RunError::Fault(Box::new(f), Box::new(self.module.source.clone()))
+    }
+}
+
+/// The fault a helper recorded, at its PTX instruction.
+fn locate(module: &Module, f: PendingFault, ctaid: [u32; 3], tid: [u32; 3]) -> Fault {
+    let func = module.func(FuncId(f.site.func));
+    let ins = &func.body.as_ref().expect("faults come from bodies")[f.site.inst as usize];
+    Fault {
+        message: f.message,
+        function: func.name.clone(),
+        ctaid,
+        tid,
+        span: ins.span,
+        line: ins.line,
+        address: f.address,
+    }
+}
+
+/// The threads of one block of a cooperative kernel: a state area each, run by its step
+/// function (see `lower/sync.rs`) as the block schedule says.
+struct StepThreads<'a> {
+    module: &'a Module,
+    ctx: &'a mut ThreadCtx,
+    step: StepFunc,
+    layout: StepLayout,
+    /// Every thread's state area, one after another.
+    states: Vec<u128>,
+    block: Dim3,
+}
+
+impl schedule::Threads for StepThreads<'_> {
+    fn run(&mut self, t: usize, resume: Resume) -> Result<Stop, Fault> {
+        let size = self.layout.size as usize;
+        let state = &mut as_bytes(&mut self.states)[t * size..(t + 1) * size];
+        let word = |at: u32| at as usize..at as usize + 8;
+        state[word(StepLayout::RESULT_D)].copy_from_slice(&resume.d.to_le_bytes());
+        state[word(StepLayout::RESULT_P)].copy_from_slice(&(resume.p as u64).to_le_bytes());
+        let at = state.as_mut_ptr();
+        self.ctx.tid = self.block.point(t as u64);
+        // SAFETY: `step` is this kernel's finalized step function, compiled with the
+        // signature `StepFunc`; `at` is this thread's state area of `layout.size` bytes,
+        // 16-byte aligned, which nothing else uses during the call; the context is this
+        // worker's own and its pointers outlive the launch.
+        let status = unsafe { (self.step)(self.ctx, at) };
+        let state = &as_bytes(&mut self.states)[t * size..(t + 1) * size];
+        let read = |at: u32| u64::from_le_bytes(state[word(at)].try_into().expect("8 bytes"));
+        match status {
+            STEP_ENDED => Ok(Stop::Ended),
+            STEP_STOPPED => Ok(Stop::At {
+                point: read(StepLayout::POINT) as u32,
+                args: [0, 1, 2, 3].map(|k| read(StepLayout::ARGS + 8 * k)),
             }),
-            Box::new(self.module.source.clone()),
-        )
+            _ => {
+                let f = self
+                    .ctx
+                    .fault
+                    .take()
+                    .expect("a faulting step records its fault");
+                Err(locate(self.module, f, self.ctx.ctaid, self.ctx.tid))
+            }
+        }
     }
 }
 
@@ -474,6 +566,7 @@ fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
     vec![
         ("rt_check", rt_check as *const u8),
         ("rt_probe", rt_probe as *const u8),
+        ("rt_isspacep", rt_isspacep as *const u8),
         ("rt_enter", rt_enter as *const u8),
         ("rt_leave", rt_leave as *const u8),
         ("rt_fault", rt_fault as *const u8),
@@ -499,6 +592,8 @@ fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
 type InternalFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut u8, *mut u8) -> i32;
 /// A kernel's block function: `(ctx) -> status`.
 type BlockFunc = unsafe extern "C" fn(*mut ThreadCtx) -> i32;
+/// A cooperative kernel's step function: `(ctx, thread state) -> status`.
+type StepFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut u8) -> i32;
 
 /// Bytes for a buffer, 16-byte aligned.
 fn aligned_bytes(n: usize) -> Vec<u128> {
@@ -562,15 +657,22 @@ impl Engine for Jit {
         Some(Jit::lane_threads(self))
     }
 
-    fn launch(
+    fn launch_with(
         &self,
         name: &str,
-        grid: Dim3,
-        block: Dim3,
+        config: LaunchConfig,
         args: &mut [Arg],
     ) -> Result<(), RunError> {
+        let LaunchConfig {
+            grid,
+            block,
+            shared_bytes,
+        } = config;
         let (id, func) = find_function(&self.module, name, FuncKind::Entry)?;
         check_dims(grid, block)?;
+        self.shared_layout
+            .check_launch(shared_bytes)
+            .map_err(RunError::Usage)?;
         check_arity(func, args.len())?;
         let layout = &self.layouts[id.0 as usize];
         let mut block_params = aligned_bytes(layout.kernel_params_size as usize);
@@ -619,6 +721,23 @@ impl Engine for Jit {
         let info: &ModuleInfo = &self.info;
         let shared_ref = &shared;
         let lanes_ref = &self.lane_threads;
+        let module = &self.module;
+        let step = self.step_layouts[id.0 as usize];
+        // The block's shared window: its areas at offsets from the window's base, and size.
+        let window_areas: Vec<JitArea> = self
+            .shared_layout
+            .sized(shared_bytes)
+            .map(|v| JitArea {
+                base: v.offset as u64,
+                size: v.size as usize,
+                space: Space::Shared,
+                writable: true,
+                name: AreaName::text(v.name),
+            })
+            .collect();
+        let window_size = (!window_areas.is_empty())
+            .then(|| self.shared_layout.window_size(shared_bytes) as usize);
+        let total_smem = self.shared_layout.static_bytes + shared_bytes;
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling (as the interpreter).
         let fault = self.on_stack(|| {
@@ -633,32 +752,75 @@ impl Engine for Jit {
                         ctx.params = params_base;
                         ctx.depth = 0;
                         ctx.own.clear();
-                        // SAFETY: `entry` is this kernel's finalized block function, compiled
-                        // with the signature `BlockFunc`; the context is this worker's own, and
-                        // its pointers (areas, module info, parameter block) outlive the launch.
-                        let status = unsafe {
-                            let f: BlockFunc = std::mem::transmute(entry);
-                            f(ctx)
+                        // A fresh, zeroed window; its variables are the bottom of the
+                        // thread's own areas (frames come and go above them).
+                        let window = window_size.map(aligned_bytes);
+                        ctx.shared_base = window.as_ref().map_or(0, |w| w.as_ptr() as u64);
+                        ctx.dynamic_smem = shared_bytes;
+                        ctx.total_smem = total_smem;
+                        for a in &window_areas {
+                            ctx.own.push(JitArea {
+                                base: ctx.shared_base + a.base,
+                                ..a.clone()
+                            });
+                        }
+                        let ended = match step {
+                            Some(layout) => {
+                                let mut threads = StepThreads {
+                                    module,
+                                    // SAFETY: `entry` is this kernel's finalized step
+                                    // function (cooperative kernels are compiled as one),
+                                    // whose signature is `StepFunc`.
+                                    step: unsafe { std::mem::transmute::<usize, StepFunc>(entry) },
+                                    layout,
+                                    states: aligned_bytes(
+                                        layout.size as usize * block.count() as usize,
+                                    ),
+                                    block,
+                                    ctx: &mut *ctx,
+                                };
+                                schedule::run_block(
+                                    module.func(id),
+                                    block,
+                                    grid.point(b),
+                                    &mut threads,
+                                )
+                            }
+                            None => {
+                                // SAFETY: `entry` is this kernel's finalized block
+                                // function, compiled with the signature `BlockFunc`; the
+                                // context is this worker's own, and its pointers (areas,
+                                // module info, parameter block, shared window) outlive the
+                                // call.
+                                let status = unsafe {
+                                    let f: BlockFunc = std::mem::transmute(entry);
+                                    f(ctx)
+                                };
+                                if status == STATUS_FAULT {
+                                    let f = ctx
+                                        .fault
+                                        .take()
+                                        .expect("a faulting block records its fault");
+                                    Err(locate(module, f, ctx.ctaid, ctx.tid))
+                                } else {
+                                    Ok(())
+                                }
+                            }
                         };
+                        drop(window);
                         if ctx.lane_threads > 0 {
                             lanes_ref.fetch_add(ctx.lane_threads, Ordering::Relaxed);
                             ctx.lane_threads = 0;
                         }
-                        (status == STATUS_FAULT).then(|| {
-                            let f = ctx
-                                .fault
-                                .take()
-                                .expect("a faulting block records its fault");
-                            (b, f, ctx.ctaid, ctx.tid)
-                        })
+                        ended.err().map(|f| (b, f))
                     },
                 )
                 .flatten()
-                .min_by_key(|(b, ..)| *b)
+                .min_by_key(|(b, _)| *b)
         });
         drop(block_params);
         match fault {
-            Some((_, f, ctaid, tid)) => Err(self.locate(f, ctaid, tid)),
+            Some((_, f)) => Err(self.run_error(f)),
             None => Ok(()),
         }
     }

@@ -150,6 +150,11 @@ pub struct ThreadCtx {
     /// Threads a kernel's lanes function has run (see `lower/lanes.rs`); the launch adds
     /// them up.
     pub lane_threads: u64,
+    /// Host address of offset 0 of the block's shared-memory window (see [`crate::block`]).
+    pub shared_base: u64,
+    /// `%dynamic_smem_size` and `%total_smem_size` of the launch.
+    pub dynamic_smem: u32,
+    pub total_smem: u32,
     /// Areas shared by the launch (buffers, module variables, kernel parameters). Points to a
     /// map that outlives every use of this context (the launch or call owns both).
     pub shared: *const AreaMap<JitArea>,
@@ -171,6 +176,9 @@ impl ThreadCtx {
             depth: 0,
             hits: [[0; 2]; HIT_AREAS],
             lane_threads: 0,
+            shared_base: 0,
+            dynamic_smem: 0,
+            total_smem: 0,
             shared,
             info,
             own: Vec::new(),
@@ -192,6 +200,9 @@ impl ThreadCtx {
             depth,
             hits,
             lane_threads,
+            shared_base,
+            dynamic_smem,
+            total_smem,
             shared: shared_at,
             info: info_at,
             own,
@@ -205,6 +216,9 @@ impl ThreadCtx {
         *depth = 0;
         *hits = [[0; 2]; HIT_AREAS];
         *lane_threads = 0;
+        *shared_base = 0;
+        *dynamic_smem = 0;
+        *total_smem = 0;
         *shared_at = shared;
         *info_at = info;
         own.clear();
@@ -273,6 +287,29 @@ pub unsafe extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, sit
             ctx.record(v.message, Some(v.address), site);
             1
         }
+    }
+}
+
+/// `rt_isspacep(ctx, addr, space) -> i32`: 1 if `addr` lies in an area of `space` (an index
+/// in `Space::ALL`); an address in no area counts as global (see the interpreter's
+/// `is_in_space`).
+///
+/// # Safety
+/// `ctx` must be the running thread's context, made by the launcher or call.
+pub unsafe extern "C" fn rt_isspacep(ctx: *mut ThreadCtx, addr: u64, space: u32) -> i32 {
+    // SAFETY: as for `rt_check`.
+    let ctx = unsafe { &*ctx };
+    let shared = unsafe { &*ctx.shared };
+    let space = Space::ALL[space as usize];
+    let found = ctx
+        .own
+        .iter()
+        .rev()
+        .find(|a| a.contains(addr))
+        .or_else(|| shared.find(addr));
+    match found {
+        Some(a) => (a.space == space) as i32,
+        None => (space == Space::Global) as i32,
     }
 }
 

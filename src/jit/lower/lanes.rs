@@ -188,6 +188,9 @@ impl<'a, 'f> Lower<'a, 'f> {
         if layout.frame_size > 0 || layout.call_buf > 0 {
             return refuse("it has .local variables or calls");
         }
+        if uses_shared_memory(sh.ptx, f) {
+            return refuse("it uses shared memory");
+        }
         let (mut l, entry) = Lower::new(b, sh, jm, fid);
         let params = l.b.block_params(entry).to_vec();
         let (x0, y, z) = (params[1], params[2], params[3]);
@@ -477,7 +480,15 @@ impl<'f> Lanes<'_, '_, 'f> {
                 reg(d) && video(a) && video(b) && tail_reg(*tail).as_ref().is_none_or(reg)
             }
             Vmad { d, a, b, c, .. } => reg(d) && video(a) && video(b) && reg(c),
-            St { .. } | Atom { .. } | Fence | Bra { .. } | Call { .. } | Ret | Exit => false,
+            St { .. }
+            | Atom { .. }
+            | Fence
+            | Bra { .. }
+            | Call { .. }
+            | Ret
+            | Exit
+            | Sync { .. }
+            | Isspacep { .. } => false,
         }
     }
 
@@ -1584,4 +1595,19 @@ fn tail_reg(t: VideoTail) -> Option<RegId> {
         VideoTail::None => None,
         VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) => Some(c),
     }
+}
+
+/// Whether a kernel reaches shared memory: an access in the shared window, `cvta` to or from
+/// it, or `isspacep` (the lanes lowering has no shared window).
+fn uses_shared_memory(m: &crate::ast::Module, f: &crate::ast::Function) -> bool {
+    let shared = |space: Option<Space>, a: &crate::ast::Address| {
+        crate::interp::access_space(m, f, space, a) == Some(Space::Shared)
+    };
+    f.body.iter().flatten().any(|i| match &i.inst {
+        Inst::Ld { space, addr, .. } | Inst::St { space, addr, .. } => shared(*space, addr),
+        Inst::Atom { space, addr, .. } => shared(*space, addr),
+        Inst::Cvta { space, .. } => *space == Space::Shared,
+        Inst::Isspacep { .. } | Inst::Sync { .. } => true,
+        _ => false,
+    })
 }

@@ -233,11 +233,17 @@ impl Lower<'_, '_> {
         space: Option<Space>,
         store: bool,
     ) -> (Value, i32) {
-        let (base, off) = match a.base {
+        let (mut base, off) = match a.base {
             AddrBase::Reg(r) => (self.get(&Operand::Reg(r), crate::ast::Type::U64), 0),
             AddrBase::Var(v) => self.var_base(v),
             AddrBase::None => (self.b.ins().iconst(types::I64, 0), 0),
         };
+        // A `.shared` address is an offset in the block's window.
+        let space = crate::interp::access_space(self.sh.ptx, self.f, space, a);
+        if space == Some(Space::Shared) {
+            let window = self.shared_base();
+            base = self.b.ins().iadd(base, window);
+        }
         let off = off.wrapping_add(a.offset);
         let checked = self.sh.checked && !self.known_safe(a, size, space, store);
         // The parts of a vector access add up to `size` more; keep them all in i32 range.

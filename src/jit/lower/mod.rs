@@ -11,6 +11,7 @@ mod float;
 mod int;
 mod lanes;
 mod memory;
+pub(super) mod sync;
 mod video;
 
 use convert::{float_cc, int_cc};
@@ -19,6 +20,7 @@ pub use lanes::{LANES, Refused};
 use super::layout::FrameLayout;
 use super::runtime::{self, STATUS_EXIT, STATUS_FAULT, STATUS_OK, Site, ThreadCtx};
 use crate::ast::{self, FuncId, FuncKind, Function, Inst, Operand, Param, SpecialRegKind, Type};
+use crate::block::SharedLayout;
 use crate::engine::MAX_CALL_DEPTH;
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
@@ -41,6 +43,7 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
     &[
         ("rt_check", &[I64, I64, I32, I64], &[I32]),
         ("rt_probe", &[I64, I64, I64, I32], &[I32]),
+        ("rt_isspacep", &[I64, I64, I32], &[I32]),
         ("rt_enter", &[I64, I32, I64], &[]),
         ("rt_leave", &[I64, I32], &[]),
         ("rt_fault", &[I64, I64, I32, I32], &[]),
@@ -135,6 +138,11 @@ pub struct Shared<'a> {
     pub hw_fma: bool,
     /// The lanes function of each kernel that has one (see [`lanes`]).
     pub lanes: &'a [Option<cranelift_module::FuncId>],
+    /// Where `.shared` variables lie in a block's window.
+    pub shared_layout: &'a SharedLayout,
+    /// Which functions are kernels with barriers or warp collectives (compiled as step
+    /// functions, see [`sync`]).
+    pub cooperative: &'a [bool],
 }
 
 /// The signature of a kernel's lanes function: `(ctx, x, y, z) -> x'`.
@@ -182,6 +190,9 @@ pub struct Lower<'a, 'f> {
     checks: memory::CheckPlan,
     refs: HashMap<&'static str, FuncRef>,
     callees: HashMap<u32, FuncRef>,
+    /// In a step function (a kernel with sync points, see [`sync`]): the thread's state
+    /// and the resume points lowered so far.
+    step: Option<sync::Step>,
     /// Narrow integer values whose zero extension to i64 is already in a register (the
     /// limbs of 32-bit carry sums, 32-bit loads): the carry arithmetic works one width up,
     /// and asking for the extension again would cost a `movl` each time (see
@@ -210,6 +221,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let (mut l, entry) = Lower::new(b, sh, jm, fid);
         match l.f.kind {
             FuncKind::Func => l.func_body(entry),
+            FuncKind::Entry if sh.cooperative[fid.0 as usize] => l.step_body(),
             FuncKind::Entry => l.kernel_body(),
         }
         l.b.seal_all_blocks();
@@ -241,7 +253,8 @@ impl<'a, 'f> Lower<'a, 'f> {
                 4,
             ))
         });
-        let frame = if layout.frame_size > 0 {
+        // A step function's frame is in the thread's state area (see `sync.rs`).
+        let frame = if layout.frame_size > 0 && !sh.cooperative[fid.0 as usize] {
             let slot = b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
                 layout.frame_size,
@@ -279,6 +292,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             refs: HashMap::new(),
             callees: HashMap::new(),
             zext: HashMap::new(),
+            step: None,
         };
         (l, entry)
     }
@@ -664,6 +678,12 @@ impl<'a, 'f> Lower<'a, 'f> {
             Fence => {
                 self.b.ins().fence();
             }
+            Cvta {
+                space: ast::Space::Shared,
+                ..
+            }
+            | Isspacep { .. }
+            | Sync { .. } => self.sync(inst),
             // Space and generic addresses coincide (see memcheck.rs): cvta is the identity.
             Cvta { ty, d, a, .. } => {
                 let v = self.get(a, *ty);
@@ -952,6 +972,40 @@ impl<'a, 'f> Lower<'a, 'f> {
                     }
                 }
             }
+            SpecialRegKind::LanemaskEq
+            | SpecialRegKind::LanemaskLe
+            | SpecialRegKind::LanemaskLt
+            | SpecialRegKind::LanemaskGe
+            | SpecialRegKind::LanemaskGt => {
+                let lane = self.special(ast::SpecialReg {
+                    kind: SpecialRegKind::Laneid,
+                    dim: 0,
+                });
+                // 1 << lane in 64 bits, so that `2 << 31` does not wrap.
+                let lane = self.b.ins().uextend(types::I64, lane);
+                let one = self.b.ins().iconst(types::I64, 1);
+                let eq = self.b.ins().ishl(one, lane);
+                let lt = self.b.ins().iadd_imm_s(eq, -1);
+                let le = self.b.ins().iadd(lt, eq);
+                let mask = match s.kind {
+                    SpecialRegKind::LanemaskEq => eq,
+                    SpecialRegKind::LanemaskLt => lt,
+                    SpecialRegKind::LanemaskLe => le,
+                    SpecialRegKind::LanemaskGe => self.b.ins().bnot(lt),
+                    _ => self.b.ins().bnot(le),
+                };
+                self.b.ins().ireduce(types::I32, mask)
+            }
+            SpecialRegKind::DynamicSmemSize => {
+                let ctx = self.ctx;
+                let at = offset_of!(ThreadCtx, dynamic_smem) as i32;
+                self.b.ins().load(types::I32, trusted(), ctx, at)
+            }
+            SpecialRegKind::TotalSmemSize => {
+                let ctx = self.ctx;
+                let at = offset_of!(ThreadCtx, total_smem) as i32;
+                self.b.ins().load(types::I32, trusted(), ctx, at)
+            }
         }
     }
 
@@ -964,6 +1018,11 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// A variable's address as a base value and a constant offset from it, so that accesses
     /// can fold the offset into the load or store.
     pub(super) fn var_base(&mut self, v: ast::VarId) -> (Value, i64) {
+        if let Some(w) = self.sh.shared_layout.offset(self.fid as usize, v) {
+            // A `.shared` variable's address is its offset in the block's window (see
+            // `crate::block`).
+            return (self.b.ins().iconst(types::I64, w as i64), 0);
+        }
         match v {
             ast::VarId::Module(i) => {
                 let a = self.sh.module_vars[i as usize];

@@ -1,0 +1,255 @@
+//! Kernels with barriers and warp collectives, lowered as resumable *step functions*, and
+//! the lowering of the instructions that reach the block's shared memory.
+//!
+//! A cooperative kernel (one with an [`Inst::Sync`]) becomes `step(ctx, state) -> status`,
+//! which runs one thread from where it stands until its next sync point or its end (the
+//! block schedule of [`crate::block::schedule`], driven by `Jit::launch_with`, decides which
+//! thread runs when). Each thread has a state area ([`StepLayout`]): at a sync point the
+//! thread stores the point's sources, every PTX register, CC.CF and the point's resume
+//! number there and returns [`STEP_STOPPED`]; its `.local` frame lives in the state area
+//! too, so it survives. Entered again, the function dispatches on the resume number
+//! (`br_table`) to a block that reloads the registers, writes the point's results (which the
+//! schedule put in the state area) to its destinations, and goes on after the point. This is
+//! the design of gpuocelot's and MCUDA's barrier handling; the state holds every register
+//! rather than only those live across the point (simpler, and a kernel's register count is
+//! small next to its frame).
+
+use super::{Lower, trusted};
+use crate::ast::{self, Inst, Operand, Space, SyncOp, Type};
+use crate::jit::runtime::ThreadCtx;
+use cranelift_codegen::ir::{self, Block, InstBuilder, JumpTableData, Value, types};
+use std::mem::offset_of;
+
+/// Status of a step function: the thread ended (`ret`/`exit`), or stopped at a sync point.
+/// A fault returns `STATUS_FAULT` as everywhere.
+pub const STEP_ENDED: i32 = 0;
+pub const STEP_STOPPED: i32 = 2;
+
+/// The state area of one thread of a cooperative kernel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepLayout {
+    /// Where the registers start (8 bytes each, by register id).
+    regs: u32,
+    /// Where the `.local` frame starts.
+    pub frame: u32,
+    /// Bytes per thread (a multiple of 16).
+    pub size: u32,
+}
+
+impl StepLayout {
+    /// u32: 0 at the thread's start, else 1 + the number of the point it stopped at.
+    pub const RESUME: u32 = 0;
+    /// u32: the instruction index of the point it stopped at.
+    pub const POINT: u32 = 4;
+    /// 4 × u64: the point's sources, zero-extended.
+    pub const ARGS: u32 = 8;
+    /// u64: the `d` result, and the `p` result (0 or 1), written by the schedule.
+    pub const RESULT_D: u32 = 40;
+    pub const RESULT_P: u32 = 48;
+    /// u64: CC.CF.
+    const CF: u32 = 56;
+
+    pub fn of(f: &ast::Function, frame_size: u32) -> StepLayout {
+        let regs = 64;
+        let frame = (regs + 8 * f.regs.len() as u32).next_multiple_of(16);
+        StepLayout {
+            regs,
+            frame,
+            size: (frame + frame_size).next_multiple_of(16),
+        }
+    }
+}
+
+/// The step function's state while it is lowered.
+pub(super) struct Step {
+    state: Value,
+    layout: StepLayout,
+    /// Per sync point, in order: its resume block, the block after it, its instruction.
+    points: Vec<(Block, Block, usize)>,
+}
+
+impl Lower<'_, '_> {
+    /// A cooperative kernel's step function (see the module documentation).
+    pub(super) fn step_body(&mut self) {
+        let entry = self
+            .b
+            .current_block()
+            .expect("positioned in the entry block");
+        let state = self.b.block_params(entry)[1];
+        let layout = StepLayout::of(self.f, self.layout.frame_size);
+        self.frame = self.b.ins().iadd_imm_s(state, layout.frame as i64);
+        self.kernel_dims();
+        let ctx = self.ctx;
+        let tid = self.dims.as_ref().expect("kernel_dims sets them").tid;
+        for (k, t) in tid.iter().enumerate() {
+            let at = (offset_of!(ThreadCtx, tid) + 4 * k) as i32;
+            let v = self.b.ins().load(types::I32, trusted(), ctx, at);
+            self.b.def_var(*t, v);
+        }
+        self.step = Some(Step {
+            state,
+            layout,
+            points: Vec::new(),
+        });
+        self.enter_frame();
+        let resume = self
+            .b
+            .ins()
+            .load(types::I32, trusted(), state, StepLayout::RESUME as i32);
+        let dispatch = self.b.current_block().expect("in the entry block");
+        let start = self.b.create_block();
+        self.b.switch_to_block(start);
+        // Registers and CC.CF start at 0; the frame is zeroed with the whole state area when
+        // the block starts.
+        let zero64 = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(self.cf, zero64);
+        for (k, r) in self.f.regs.iter().enumerate() {
+            let z = self.zero(r.ty);
+            self.b.def_var(self.regs[k], z);
+        }
+        self.body();
+        let (ret, exit) = (self.ret, self.exit);
+        self.b.ins().jump(ret, &[]);
+        self.b.switch_to_block(exit);
+        self.b.ins().jump(ret, &[]);
+        self.b.switch_to_block(ret);
+        self.leave_and_return(STEP_ENDED);
+        let fail = self.fail;
+        self.b.switch_to_block(fail);
+        let st = self.b.ins().iconst(types::I32, super::STATUS_FAULT as i64);
+        self.b.ins().return_(&[st]);
+
+        // Resume blocks: reload the thread, take the point's results, go on after it.
+        let step = self.step.take().expect("set above");
+        let body = self.f.body.as_ref().expect("kernels have bodies");
+        for &(resume_block, after, at) in &step.points {
+            self.b.switch_to_block(resume_block);
+            self.load_thread(&step);
+            if let Inst::Sync { op, d, p, .. } = &body[at].inst {
+                let ty = op.d_type();
+                let v =
+                    self.b
+                        .ins()
+                        .load(types::I64, trusted(), state, StepLayout::RESULT_D as i32);
+                let v = self.conv(v, Type::B64, ty, false);
+                self.set(d, ty, v);
+                let v =
+                    self.b
+                        .ins()
+                        .load(types::I64, trusted(), state, StepLayout::RESULT_P as i32);
+                let v = self.conv(v, Type::B64, Type::Pred, false);
+                self.set(p, Type::Pred, v);
+            }
+            self.b.ins().jump(after, &[]);
+        }
+        self.b.switch_to_block(dispatch);
+        let mut table = vec![self.b.func.dfg.block_call(start, &[])];
+        for &(resume_block, ..) in &step.points {
+            table.push(self.b.func.dfg.block_call(resume_block, &[]));
+        }
+        let default = self.b.func.dfg.block_call(start, &[]);
+        let jt = self
+            .b
+            .create_jump_table(JumpTableData::new(default, &table));
+        self.b.ins().br_table(resume, jt);
+    }
+
+    /// Reloads every register and CC.CF from the state area.
+    fn load_thread(&mut self, step: &Step) {
+        for (k, r) in self.f.regs.iter().enumerate() {
+            let at = (step.layout.regs + 8 * k as u32) as i32;
+            let v = self.load_value(super::clif(r.ty), trusted(), step.state, at);
+            self.b.def_var(self.regs[k], v);
+        }
+        let cf = self
+            .b
+            .ins()
+            .load(types::I64, trusted(), step.state, StepLayout::CF as i32);
+        self.b.def_var(self.cf, cf);
+    }
+
+    /// The instructions of this file: sync points, `isspacep`, and `cvta` to and from the
+    /// shared window.
+    pub(super) fn sync(&mut self, inst: &Inst) {
+        match inst {
+            Inst::Sync { op, srcs, .. } => self.sync_point(*op, srcs),
+            Inst::Isspacep { space, p, a } => {
+                let addr = self.get(a, Type::U64);
+                let index = Space::ALL.iter().position(|s| s == space).expect("a space");
+                let code = self.b.ins().iconst(types::I32, index as i64);
+                let ctx = self.ctx;
+                let r = self
+                    .helper("rt_isspacep", &[ctx, addr, code])
+                    .expect("rt_isspacep returns");
+                let r = self.b.ins().ireduce(types::I8, r);
+                self.set(p, Type::Pred, r);
+            }
+            Inst::Cvta { dir, ty, d, a, .. } => {
+                let v = self.get(a, *ty);
+                let v = self.conv(v, *ty, Type::U64, false);
+                let base = self.shared_base();
+                let v = match dir {
+                    ast::CvtaDir::ToGeneric => self.b.ins().iadd(v, base),
+                    ast::CvtaDir::ToSpace => self.b.ins().isub(v, base),
+                };
+                let v = self.conv(v, Type::U64, *ty, false);
+                self.set(d, *ty, v);
+            }
+            other => unreachable!("not a sync or shared-window instruction: {other:?}"),
+        }
+    }
+
+    /// The host address of offset 0 of the block's shared window.
+    pub(super) fn shared_base(&mut self) -> Value {
+        let ctx = self.ctx;
+        let at = offset_of!(ThreadCtx, shared_base) as i32;
+        self.b.ins().load(types::I64, trusted(), ctx, at)
+    }
+
+    /// A sync point: publish the sources, save the thread, return; the code after it is
+    /// reached through its resume block.
+    fn sync_point(&mut self, op: SyncOp, srcs: &[Operand]) {
+        let step = self
+            .step
+            .as_ref()
+            .expect("the front end allows sync points in kernels only");
+        let (state, layout, number) = (step.state, step.layout, step.points.len());
+        for (k, (o, ty)) in srcs.iter().zip(op.src_types()).enumerate() {
+            let v = self.get(o, ty);
+            let v = self.conv(v, ty, Type::B64, false);
+            let at = (StepLayout::ARGS + 8 * k as u32) as i32;
+            self.b.ins().store(trusted(), v, state, at);
+        }
+        for (k, _) in self.f.regs.iter().enumerate() {
+            let v = self.b.use_var(self.regs[k]);
+            let at = (layout.regs + 8 * k as u32) as i32;
+            self.b.ins().store(trusted(), v, state, at);
+        }
+        let cf = self.b.use_var(self.cf);
+        self.b
+            .ins()
+            .store(trusted(), cf, state, StepLayout::CF as i32);
+        let point = self.b.ins().iconst(types::I32, self.at as i64);
+        self.b
+            .ins()
+            .store(trusted(), point, state, StepLayout::POINT as i32);
+        let resume = self.b.ins().iconst(types::I32, number as i64 + 1);
+        self.b
+            .ins()
+            .store(trusted(), resume, state, StepLayout::RESUME as i32);
+        self.leave_and_return(STEP_STOPPED);
+        let (resume_block, after) = (self.b.create_block(), self.b.create_block());
+        let at = self.at;
+        self.step
+            .as_mut()
+            .expect("checked above")
+            .points
+            .push((resume_block, after, at));
+        self.b.switch_to_block(after);
+    }
+}
+
+/// The signature of a step function: `(ctx, state) -> status`.
+pub fn step_signature(cc: cranelift_codegen::isa::CallConv) -> ir::Signature {
+    super::signature(cc, &[types::I64, types::I64], &[types::I32])
+}

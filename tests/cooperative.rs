@@ -1,0 +1,581 @@
+//! Cooperative kernels on every engine: `.shared` memory, barriers, and warp collectives,
+//! against values worked out here independently of the engines (CUDA's documented
+//! semantics of `__shfl_*_sync` with a width, sums and ballots computed in Rust), the faults
+//! of stuck blocks and bad shared accesses, and the front end's errors.
+
+mod common;
+
+use common::engines;
+use ptxjit::{Arg, Dim3, LaunchConfig, Module, RunError};
+
+const HEAD: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
+
+/// Launches `kernel` of `body` (a kernel with one `.u64 out` parameter) on every engine with
+/// an output buffer of `words` u32s; returns each engine's words or error.
+fn run_out(
+    ptx: &str,
+    kernel: &str,
+    grid: u32,
+    block: Dim3,
+    shared_bytes: u32,
+    words: usize,
+) -> Vec<(&'static str, Result<Vec<u32>, RunError>)> {
+    engines(ptx)
+        .into_iter()
+        .map(|(name, e)| {
+            let mut out = vec![0u8; words * 4];
+            let config = LaunchConfig {
+                grid: Dim3::x(grid),
+                block,
+                shared_bytes,
+            };
+            let r = e
+                .launch_with(kernel, config, &mut [Arg::Buffer(&mut out)])
+                .map(|()| {
+                    out.chunks(4)
+                        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                        .collect()
+                });
+            (name, r)
+        })
+        .collect()
+}
+
+/// Every engine's output, which must be `want`.
+fn expect_out(ptx: &str, kernel: &str, grid: u32, block: Dim3, shared: u32, want: &[u32]) {
+    for (name, got) in run_out(ptx, kernel, grid, block, shared, want.len()) {
+        let got = got.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+/// A fault message without its host addresses (each engine has its own memory).
+fn without_addresses(msg: &str) -> String {
+    msg.split(' ')
+        .map(|w| if w.starts_with("0x") { "0x…" } else { w })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Every engine's fault message (the same on all of them but for host addresses), rendered.
+fn expect_fault(ptx: &str, kernel: &str, block: Dim3, words: usize, parts: &[&str]) -> String {
+    let mut first: Option<String> = None;
+    for (name, got) in run_out(ptx, kernel, 1, block, 0, words) {
+        let msg = match got {
+            Err(e @ RunError::Fault(..)) => without_addresses(&e.to_string()),
+            other => panic!("{name}: expected a fault, got {other:?}"),
+        };
+        for p in parts {
+            assert!(msg.contains(p), "{name}: `{p}` not in\n{msg}");
+        }
+        match &first {
+            Some(f) => assert_eq!(&msg, f, "{name} reports another fault"),
+            None => first = Some(msg),
+        }
+    }
+    first.unwrap()
+}
+
+/// A kernel `k(.param .u64 out)` with the given declarations and body; `%rd0` holds `out`,
+/// `%r0` `%tid.x`, `%rd1` `out + 4 * linear thread index`.
+fn kernel(decls: &str, body: &str) -> String {
+    format!(
+        "{HEAD}.visible .entry k(.param .u64 out)\n{{\n  .reg .b32 %r<40>;\n  .reg .b64 %rd<20>;\n  \
+         .reg .pred %p<10>;\n{decls}\n  ld.param.u64 %rd0, [out];\n  mov.u32 %r0, %tid.x;\n  \
+         mov.u32 %r39, %tid.y;\n  mov.u32 %r38, %ntid.x;\n  mad.lo.u32 %r37, %r39, %r38, %r0;\n  \
+         mul.wide.u32 %rd19, %r37, 4;\n  add.s64 %rd1, %rd0, %rd19;\n{body}\n  ret;\n}}\n"
+    )
+}
+
+/// A tree reduction of `tid + 1` over each block in shared memory, then thread 0 writes the
+/// block's sum (the `__syncthreads` loop every CUDA course starts with).
+#[test]
+fn shared_memory_tree_reduction() {
+    let ptx = kernel(
+        "  .shared .align 4 .b32 sdata[256];",
+        "  add.u32 %r3, %r0, 1;
+  mov.u32 %r4, %ctaid.x;
+  mad.lo.u32 %r3, %r4, 1000, %r3;
+  mov.u32 %r5, sdata;
+  shl.b32 %r6, %r0, 2;
+  add.s32 %r6, %r5, %r6;
+  st.shared.u32 [%r6], %r3;
+  bar.sync 0;
+  shr.u32 %r7, %r38, 1;
+LOOP:
+  setp.eq.u32 %p1, %r7, 0;
+  @%p1 bra DONE;
+  setp.lt.u32 %p2, %r0, %r7;
+  shl.b32 %r8, %r7, 2;
+  add.s32 %r9, %r6, %r8;
+  @%p2 ld.shared.u32 %r10, [%r9];
+  @%p2 ld.shared.u32 %r11, [%r6];
+  @%p2 add.s32 %r11, %r11, %r10;
+  @%p2 st.shared.u32 [%r6], %r11;
+  bar.sync 0;
+  shr.u32 %r7, %r7, 1;
+  bra LOOP;
+DONE:
+  setp.ne.u32 %p3, %r0, 0;
+  @%p3 ret;
+  ld.shared.u32 %r12, [sdata];
+  mul.wide.u32 %rd2, %r4, 4;
+  add.s64 %rd2, %rd0, %rd2;
+  st.global.u32 [%rd2], %r12;",
+    );
+    let want: Vec<u32> = (0..3u32)
+        .map(|b| (1..=256u32).map(|t| b * 1000 + t).sum())
+        .collect();
+    expect_out(&ptx, "k", 3, Dim3::x(256), 0, &want);
+}
+
+/// What CUDA documents for `__shfl_*_sync(mask, v, x, width)` on lane `lane`: the source
+/// lane and whether it is in range (CUDA Programming Guide, Warp Shuffle Functions).
+fn cuda_shuffle(mode: &str, lane: u32, x: u32, width: u32) -> (u32, bool) {
+    let base = lane / width * width;
+    match mode {
+        "up" => match (lane % width).checked_sub(x) {
+            Some(_) => (lane - x, true),
+            None => (lane, false),
+        },
+        "down" => {
+            if lane % width + x < width {
+                (lane + x, true)
+            } else {
+                (lane, false)
+            }
+        }
+        "bfly" => {
+            let j = lane ^ x;
+            if j < base + width {
+                (j, true)
+            } else {
+                (lane, false)
+            }
+        }
+        _ => (base + x % width, true),
+    }
+}
+
+/// Every mode of `shfl.sync` with widths 32, 16 and 8 and several offsets, the `c` operand
+/// built as CUDA's headers build it, against [`cuda_shuffle`].
+#[test]
+fn shuffles_follow_cuda_widths_and_clamps() {
+    let cases: &[(&str, u32, u32)] = &[
+        ("up", 1, 32),
+        ("up", 3, 8),
+        ("down", 1, 32),
+        ("down", 5, 16),
+        ("down", 2, 8),
+        ("bfly", 1, 32),
+        ("bfly", 4, 8),
+        ("bfly", 16, 16),
+        ("idx", 7, 32),
+        ("idx", 3, 8),
+        ("idx", 35, 16),
+    ];
+    let mut body = String::from("  mul.lo.u32 %r3, %r0, 7;\n  add.u32 %r3, %r3, 100;\n");
+    for (k, (mode, x, width)) in cases.iter().enumerate() {
+        // up: c = (32 - width) << 8; the others: c = ((32 - width) << 8) | 31.
+        let c = ((32 - width) << 8) | if *mode == "up" { 0 } else { 31 };
+        body += &format!(
+            "  shfl.sync.{mode}.b32 %r4|%p1, %r3, {x}, {c}, -1;\n  selp.u32 %r5, 1, 0, %p1;\n  \
+             st.global.u32 [%rd1+{}], %r4;\n  st.global.u32 [%rd1+{}], %r5;\n",
+            k * 256,
+            k * 256 + 128
+        );
+    }
+    let ptx = kernel("", &body);
+    let mut want = vec![0u32; cases.len() * 64];
+    for (k, (mode, x, width)) in cases.iter().enumerate() {
+        for lane in 0..32 {
+            let (src, ok) = cuda_shuffle(mode, lane, *x, *width);
+            want[k * 64 + lane as usize] = src * 7 + 100;
+            want[k * 64 + 32 + lane as usize] = ok as u32;
+        }
+    }
+    expect_out(&ptx, "k", 1, Dim3::x(32), 0, &want);
+}
+
+/// A 64-bit value shuffled as two halves (what compilers emit for `double` and `long`), and
+/// a butterfly sum over the warp.
+#[test]
+fn warp_sum_by_butterfly_and_64_bit_shuffles() {
+    let ptx = kernel(
+        "",
+        "  cvt.u64.u32 %rd2, %r0;
+  mul.lo.u64 %rd2, %rd2, 0x100000001;
+  mov.b64 {%r3, %r4}, %rd2;
+  shfl.sync.idx.b32 %r5, %r3, 31, 31, -1;
+  shfl.sync.idx.b32 %r6, %r4, 31, 31, -1;
+  mov.b64 %rd3, {%r5, %r6};
+  add.u32 %r7, %r0, 1;
+  shfl.sync.bfly.b32 %r8, %r7, 16, 31, -1;
+  add.u32 %r7, %r7, %r8;
+  shfl.sync.bfly.b32 %r8, %r7, 8, 31, -1;
+  add.u32 %r7, %r7, %r8;
+  shfl.sync.bfly.b32 %r8, %r7, 4, 31, -1;
+  add.u32 %r7, %r7, %r8;
+  shfl.sync.bfly.b32 %r8, %r7, 2, 31, -1;
+  add.u32 %r7, %r7, %r8;
+  shfl.sync.bfly.b32 %r8, %r7, 1, 31, -1;
+  add.u32 %r7, %r7, %r8;
+  mul.wide.u32 %rd4, %r0, 12;
+  add.s64 %rd4, %rd0, %rd4;
+  st.global.u32 [%rd4], %r7;
+  st.global.u32 [%rd4+4], %r5;
+  st.global.u32 [%rd4+8], %r6;",
+    );
+    let want: Vec<u32> = (0..32).flat_map(|_| [528, 31, 31]).collect();
+    expect_out(&ptx, "k", 1, Dim3::x(32), 0, &want);
+}
+
+/// Votes, ballot, activemask, `%lanemask_lt`, match, redux and elect in a block of 48: its
+/// second warp has 16 lanes, and absent lanes take no part.
+#[test]
+fn votes_and_reductions_in_a_partial_warp() {
+    let ptx = kernel(
+        "",
+        "  and.b32 %r3, %r0, 3;
+  setp.eq.u32 %p1, %r3, 0;
+  vote.sync.ballot.b32 %r4, %p1, -1;
+  vote.sync.all.pred %p2, %p1, -1;
+  vote.sync.any.pred %p3, %p1, -1;
+  vote.sync.uni.pred %p4, !%p1, -1;
+  activemask.b32 %r5;
+  mov.u32 %r6, %lanemask_lt;
+  and.b32 %r6, %r6, %r4;
+  popc.b32 %r6, %r6;
+  match.any.sync.b32 %r7, %r3, -1;
+  redux.sync.add.u32 %r8, %r0, -1;
+  sub.s32 %r9, 20, %r0;
+  redux.sync.min.s32 %r10, %r9, -1;
+  redux.sync.max.u32 %r11, %r9, -1;
+  elect.sync %r12|%p5, -1;
+  selp.u32 %r13, 1, 0, %p2;
+  selp.u32 %r14, 1, 0, %p3;
+  selp.u32 %r15, 1, 0, %p4;
+  selp.u32 %r16, 1, 0, %p5;
+  mul.wide.u32 %rd4, %r0, 48;
+  add.s64 %rd4, %rd0, %rd4;
+  st.global.u32 [%rd4], %r4;
+  st.global.u32 [%rd4+4], %r13;
+  st.global.u32 [%rd4+8], %r14;
+  st.global.u32 [%rd4+12], %r15;
+  st.global.u32 [%rd4+16], %r5;
+  st.global.u32 [%rd4+20], %r6;
+  st.global.u32 [%rd4+24], %r7;
+  st.global.u32 [%rd4+28], %r8;
+  st.global.u32 [%rd4+32], %r10;
+  st.global.u32 [%rd4+36], %r11;
+  st.global.u32 [%rd4+40], %r12;
+  st.global.u32 [%rd4+44], %r16;",
+    );
+    let mut want = Vec::new();
+    for t in 0..48u32 {
+        let (lane, warp_lanes) = (t % 32, if t < 32 { 0..32u32 } else { 32..48 });
+        let members: Vec<u32> = warp_lanes.clone().collect();
+        let ballot: u32 = members
+            .iter()
+            .filter(|&&u| u % 4 == 0)
+            .fold(0, |m, &u| m | 1 << (u % 32));
+        let active: u32 = members.iter().fold(0, |m, &u| m | 1 << (u % 32));
+        let same: u32 = members
+            .iter()
+            .filter(|&&u| u % 4 == t % 4)
+            .fold(0, |m, &u| m | 1 << (u % 32));
+        let sum: u32 = members.iter().sum();
+        let vals: Vec<i32> = members.iter().map(|&u| 20 - u as i32).collect();
+        let below = (ballot & ((1u32 << lane) - 1)).count_ones();
+        want.extend([
+            ballot,
+            0,
+            1,
+            0,
+            active,
+            below,
+            same,
+            sum,
+            *vals.iter().min().unwrap() as u32,
+            vals.iter().map(|&v| v as u32).max().unwrap(),
+            members[0] % 32,
+            (lane == 0) as u32,
+        ]);
+    }
+    expect_out(&ptx, "k", 1, Dim3::x(48), 0, &want);
+}
+
+/// `bar.red` (`__syncthreads_count/and/or`) over 100 threads, and a barrier that threads
+/// which exited before it no longer hold up.
+#[test]
+fn barrier_reductions_and_exited_threads() {
+    let ptx = kernel(
+        "  .shared .align 4 .b32 seen[100];",
+        "  setp.ge.u32 %p9, %r0, 90;
+  @%p9 exit;
+  rem.u32 %r3, %r0, 3;
+  setp.eq.u32 %p1, %r3, 0;
+  bar.red.popc.u32 %r4, 0, %p1;
+  setp.lt.u32 %p2, %r0, 200;
+  bar.red.and.pred %p3, 1, %p2;
+  setp.eq.u32 %p4, %r0, 77;
+  bar.red.or.pred %p5, 2, %p4;
+  bar.red.and.pred %p6, 3, %p4;
+  selp.u32 %r5, 1, 0, %p3;
+  selp.u32 %r6, 1, 0, %p5;
+  selp.u32 %r7, 1, 0, %p6;
+  mov.u32 %r8, seen;
+  shl.b32 %r9, %r0, 2;
+  add.s32 %r9, %r8, %r9;
+  st.shared.u32 [%r9], %r0;
+  bar.sync 0;
+  sub.u32 %r10, 89, %r0;
+  shl.b32 %r10, %r10, 2;
+  add.s32 %r10, %r8, %r10;
+  ld.shared.u32 %r11, [%r10];
+  mul.wide.u32 %rd4, %r0, 20;
+  add.s64 %rd4, %rd0, %rd4;
+  st.global.u32 [%rd4], %r4;
+  st.global.u32 [%rd4+4], %r5;
+  st.global.u32 [%rd4+8], %r6;
+  st.global.u32 [%rd4+12], %r7;
+  st.global.u32 [%rd4+16], %r11;",
+    );
+    let mut want = vec![0u32; 100 * 5];
+    for t in 0..90u32 {
+        let count = (0..90).filter(|u| u % 3 == 0).count() as u32;
+        want[t as usize * 5..t as usize * 5 + 5].copy_from_slice(&[count, 1, 1, 0, 89 - t]);
+    }
+    expect_out(&ptx, "k", 1, Dim3::x(100), 0, &want);
+}
+
+/// An inclusive Hillis–Steele scan of 64 values in a 2-D block (32 × 2): a barrier in a
+/// loop, reads of what other threads wrote before it.
+#[test]
+fn scan_with_a_barrier_in_a_loop() {
+    let ptx = kernel(
+        "  .shared .align 4 .b32 buf[64];",
+        "  mul.lo.u32 %r3, %r37, %r37;
+  add.u32 %r3, %r3, 1;
+  mov.u32 %r4, buf;
+  shl.b32 %r5, %r37, 2;
+  add.s32 %r5, %r4, %r5;
+  st.shared.u32 [%r5], %r3;
+  bar.sync 0;
+  mov.u32 %r6, 1;
+LOOP:
+  setp.ge.u32 %p1, %r6, 64;
+  @%p1 bra DONE;
+  setp.ge.u32 %p2, %r37, %r6;
+  shl.b32 %r7, %r6, 2;
+  sub.s32 %r7, %r5, %r7;
+  mov.u32 %r8, 0;
+  @%p2 ld.shared.u32 %r8, [%r7];
+  bar.sync 0;
+  ld.shared.u32 %r9, [%r5];
+  add.u32 %r9, %r9, %r8;
+  st.shared.u32 [%r5], %r9;
+  bar.sync 0;
+  shl.b32 %r6, %r6, 1;
+  bra LOOP;
+DONE:
+  ld.shared.u32 %r10, [%r5];
+  st.global.u32 [%rd1], %r10;",
+    );
+    let mut acc = 0u32;
+    let want: Vec<u32> = (0..64u32)
+        .map(|i| {
+            acc += i * i + 1;
+            acc
+        })
+        .collect();
+    expect_out(&ptx, "k", 1, Dim3::new(32, 2, 1), 0, &want);
+}
+
+/// Dynamic shared memory sized per launch, its special registers, generic addresses into
+/// shared memory (`cvta`, `isspacep`), and shared atomics.
+#[test]
+fn dynamic_shared_memory_and_generic_addresses() {
+    let ptx = kernel(
+        "  .shared .align 8 .b64 fixed[3];\n  .extern .shared .align 16 .b8 dyn[];",
+        "  mov.u32 %r3, %dynamic_smem_size;
+  mov.u32 %r4, %total_smem_size;
+  mov.u64 %rd2, dyn;
+  cvta.shared.u64 %rd3, %rd2;
+  cvta.to.shared.u64 %rd4, %rd3;
+  setp.eq.u64 %p1, %rd4, %rd2;
+  isspacep.shared %p2, %rd3;
+  isspacep.global %p3, %rd3;
+  isspacep.global %p4, %rd0;
+  isspacep.shared %p5, %rd0;
+  and.b32 %r5, %r0, 7;
+  cvt.u64.u32 %rd5, %r5;
+  shl.b64 %rd5, %rd5, 2;
+  add.s64 %rd6, %rd3, %rd5;
+  atom.add.u32 %r6, [%rd6], 1;
+  atom.shared.add.u32 %r6, [fixed+4], %r0;
+  bar.sync 0;
+  ld.shared.u32 %r7, [dyn+12];
+  ld.shared.u32 %r8, [fixed+4];
+  selp.u32 %r9, 1, 0, %p1;
+  selp.u32 %r10, 1, 0, %p2;
+  selp.u32 %r11, 1, 0, %p3;
+  selp.u32 %r12, 1, 0, %p4;
+  selp.u32 %r13, 1, 0, %p5;
+  setp.ne.u32 %p6, %r0, 0;
+  @%p6 ret;
+  st.global.u32 [%rd0], %r3;
+  st.global.u32 [%rd0+4], %r4;
+  st.global.u32 [%rd0+8], %r7;
+  st.global.u32 [%rd0+12], %r8;
+  st.global.u32 [%rd0+16], %r9;
+  st.global.u32 [%rd0+20], %r10;
+  st.global.u32 [%rd0+24], %r11;
+  st.global.u32 [%rd0+28], %r12;
+  st.global.u32 [%rd0+32], %r13;",
+    );
+    // 40 threads: 5 of them (3, 11, 19, 27, 35) count into dyn[3]; fixed's upper word of
+    // element 0 sums every tid.
+    let want = [64, 24 + 64, 5, (0..40).sum(), 1, 1, 0, 1, 0];
+    expect_out(&ptx, "k", 1, Dim3::x(40), 64, &want);
+}
+
+#[test]
+fn shared_memory_faults_name_the_variable() {
+    let ptx = kernel(
+        "  .shared .align 4 .b32 tile[16];",
+        "  mov.u32 %r3, tile;
+  shl.b32 %r4, %r0, 2;
+  add.s32 %r4, %r3, %r4;
+  st.shared.u32 [%r4], %r0;",
+    );
+    expect_fault(
+        &ptx,
+        "k",
+        Dim3::x(17),
+        1,
+        &[
+            "out of bounds",
+            ".shared variable `tile`",
+            "thread (16,0,0)",
+        ],
+    );
+    let ptx = kernel(
+        "  .shared .align 4 .b32 tile[16];",
+        "  ld.shared.u32 %r3, [tile+2];",
+    );
+    expect_fault(&ptx, "k", Dim3::x(1), 1, &["align"]);
+    // Each block has its own zeroed copy: block 1 does not see block 0's store.
+    let ptx = kernel(
+        "  .shared .align 4 .b32 cell;",
+        "  ld.shared.u32 %r3, [cell];
+  mov.u32 %r4, %ctaid.x;
+  add.u32 %r5, %r4, 10;
+  st.shared.u32 [cell], %r5;
+  mul.wide.u32 %rd2, %r4, 4;
+  add.s64 %rd2, %rd0, %rd2;
+  st.global.u32 [%rd2], %r3;",
+    );
+    expect_out(&ptx, "k", 4, Dim3::x(1), 0, &[0, 0, 0, 0]);
+}
+
+/// Every shape of a block that cannot go on is a fault naming where the threads stand.
+#[test]
+fn stuck_blocks_fault_instead_of_hanging() {
+    // Threads waiting at different barriers.
+    let ptx = kernel(
+        "",
+        "  setp.lt.u32 %p1, %r0, 32;
+  @%p1 bar.sync 1;
+  @!%p1 bar.sync 2;",
+    );
+    expect_fault(
+        &ptx,
+        "k",
+        Dim3::x(64),
+        1,
+        &["cannot go on", "32 at barrier 1", "32 at barrier 2"],
+    );
+    // A count that cannot be met: the other threads exited.
+    let ptx = kernel(
+        "",
+        "  setp.ge.u32 %p1, %r0, 32;
+  @%p1 exit;
+  bar.sync 1, 64;",
+    );
+    expect_fault(&ptx, "k", Dim3::x(64), 1, &["32 at barrier 1", "32 exited"]);
+    // A shuffle whose membermask names lanes that wait at a barrier.
+    let ptx = kernel(
+        "",
+        "  setp.lt.u32 %p1, %r0, 16;
+  @%p1 shfl.sync.idx.b32 %r3, %r0, 0, 31, -1;
+  @!%p1 bar.sync 0;",
+    );
+    expect_fault(
+        &ptx,
+        "k",
+        Dim3::x(32),
+        1,
+        &["16 at a warp collective", "16 at barrier 0"],
+    );
+    // A barrier id out of range in a register.
+    let ptx = kernel("", "  mov.u32 %r3, 16;\n  bar.sync %r3;");
+    expect_fault(&ptx, "k", Dim3::x(1), 1, &["barrier id 16"]);
+}
+
+/// With a thread count, the first threads to arrive pass; `bar.arrive` counts without
+/// waiting (a producer/consumer pair of warps).
+#[test]
+fn counted_barriers_and_arrive() {
+    let ptx = kernel(
+        "  .shared .align 4 .b32 box[32];",
+        "  mov.u32 %r3, box;
+  shl.b32 %r4, %r0, 2;
+  setp.lt.u32 %p1, %r0, 32;
+  @!%p1 bra CONSUMER;
+  add.s32 %r5, %r3, %r4;
+  mul.lo.u32 %r6, %r0, 3;
+  st.shared.u32 [%r5], %r6;
+  bar.arrive 1, 64;
+  bra END;
+CONSUMER:
+  bar.sync 1, 64;
+  sub.s32 %r5, %r4, 128;
+  add.s32 %r5, %r3, %r5;
+  ld.shared.u32 %r6, [%r5];
+  st.global.u32 [%rd1], %r6;
+END:",
+    );
+    let want: Vec<u32> = (0..64)
+        .map(|t| if t < 32 { 0 } else { (t - 32) * 3 })
+        .collect();
+    expect_out(&ptx, "k", 1, Dim3::x(64), 0, &want);
+}
+
+#[test]
+fn malformed_cooperative_forms_are_located_errors() {
+    let cases = [
+        ("bar.sync 16;", "barrier ids are 0 to 15"),
+        ("shfl.sync.b32 %r1, %r2, 1, 31, -1;", "needs .up, .down"),
+        ("shfl.up.b32 %r1, %r2, 1, 31, -1;", "only `shfl.sync`"),
+        ("vote.sync.ballot.pred %p1, %p2, -1;", "ballot"),
+        ("bar.arrive 0;", "needs a thread count"),
+        ("redux.sync.add.b32 %r1, %r2, -1;", "redux"),
+        ("elect.sync %r1, -1;", "d|p"),
+        ("activemask.b32 %r1, %r2;", "operands"),
+    ];
+    for (line, want) in cases {
+        let ptx = format!(
+            "{HEAD}.visible .entry k()\n{{\n  .reg .b32 %r<4>;\n  .reg .pred %p<4>;\n  {line}\n  ret;\n}}\n"
+        );
+        let err = Module::parse(&ptx).expect_err(line).to_string();
+        assert!(err.contains(":8:"), "{line}: {err}");
+        assert!(err.contains(want), "{line}: `{want}` not in {err}");
+    }
+    let ptx = format!("{HEAD}.visible .func f()\n{{\n  bar.sync 0;\n  ret;\n}}\n");
+    let err = Module::parse(&ptx).expect_err("bar in a .func").to_string();
+    assert!(
+        err.contains(":6:") && err.contains("inside a .func"),
+        "{err}"
+    );
+}

@@ -62,16 +62,13 @@ fn scalar_text(v: Value) -> String {
     }
 }
 
+/// Launches a kernel on an engine with the given arguments.
+pub type Launch<'a> = dyn Fn(&dyn Engine, &mut [Arg]) -> Result<(), RunError> + 'a;
+
 /// Generates the arguments (from a seed derived from `name`), runs `host` (a command that
 /// already has the harness's launch-shape arguments) on them for the expected buffers, then
 /// launches `kernel` of `ptx` on every engine through `launch` and compares every buffer.
-pub fn check_against_host(
-    name: &str,
-    ptx: &str,
-    mut host: Command,
-    args: &[Gen],
-    launch: &dyn Fn(&dyn Engine, &mut [Arg]) -> Result<(), RunError>,
-) {
+pub fn check_against_host(name: &str, ptx: &str, mut host: Command, args: &[Gen], launch: &Launch) {
     let mut rng = Rng::new(name.len() as u64 * 7919 + name.as_bytes()[0] as u64);
     // Inputs.
     let inputs: Vec<Option<Vec<u8>>> = args

@@ -2,7 +2,7 @@
 // __match_any_sync and __match_all_sync on 32- and 64-bit keys in blocks with a partial last
 // warp; then lanes past n return and the rest match with a full mask, which names lanes that
 // have exited or do not exist (only the non-exited ones take part).
-KERNEL match(const uint32_t *keys, const uint64_t *keys64, uint32_t *out, unsigned n) {
+KERNEL match_sync(const uint32_t *keys, const uint64_t *keys64, uint32_t *out, unsigned n) {
   unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
   unsigned mask = warp_mask();
   uint32_t k = keys[g];

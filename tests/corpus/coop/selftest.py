@@ -272,14 +272,14 @@ def vote(rng):
             live = [l for l in range(lanes) if base + l < n]
             for l in range(lanes):
                 row = [present, ballot(lambda x: x & 1, range(lanes)),
-                       int(any(x % 29 == 0 for x in v)), int(all(x % 16 for x in v))]
+                       int(any(x % 21 == 0 for x in v)), int(all(x % 16 for x in v))]
                 if l % 2 == 0:
                     row.append(ballot(lambda x: x & 2, even))
                 else:
                     row.append(int(all(v[k] & 4 for k in odd)))
                 if base + l < n:
                     row += [ballot(lambda x: x & 8, live), int(all(v[k] % 32 for k in live)),
-                            int(any(v[k] % 37 == 0 for k in live))]
+                            int(any(v[k] % 13 == 0 for k in live))]
                 else:
                     row += [0, 0, 0]
                 out[8 * (base + l):8 * (base + l) + 8] = row
@@ -401,7 +401,7 @@ def redux(rng):
     return case, {1: out}
 
 
-def match(rng):
+def match_sync(rng):
     grid, block, n = 2, 48, 90
     total = grid * block
     keys = [rng.getrandbits(32) for _ in range(total)]
@@ -439,7 +439,7 @@ def match(rng):
 MODELS = {f.__name__: f for f in [
     reduce_sum, scan_hillis, scan_blelloch, matmul_tiled, histogram_shared, transpose_tiled,
     dyn_shared, dyn_shared_small, shfl_reduce, shfl_scan, vote, sync_count, odd_even_sort,
-    smooth, spin_lock, warp_lock, redux, match]}
+    smooth, spin_lock, warp_lock, redux, match_sync]}
 
 
 def build(kernel, tmp):

@@ -12,7 +12,7 @@ KERNEL vote(const uint32_t *in, uint32_t *out, unsigned n) {
   uint32_t *o = out + 8 * g;
   o[0] = active;
   o[1] = __ballot_sync(mask, v & 1);
-  o[2] = __any_sync(mask, v % 29 == 0);
+  o[2] = __any_sync(mask, v % 21 == 0);
   o[3] = __all_sync(mask, v % 16 != 0);
   if (lane % 2 == 0)
     o[4] = __ballot_sync(mask & 0x55555555u, v & 2);
@@ -21,5 +21,5 @@ KERNEL vote(const uint32_t *in, uint32_t *out, unsigned n) {
   if (g >= n) return;
   o[5] = __ballot_sync(0xffffffffu, v & 8);
   o[6] = __all_sync(0xffffffffu, v % 32 != 0);
-  o[7] = __any_sync(0xffffffffu, v % 37 == 0);
+  o[7] = __any_sync(0xffffffffu, v % 13 == 0);
 }

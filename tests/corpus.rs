@@ -4,23 +4,11 @@
 
 mod common;
 
-use common::{Rng, engines};
-use ptxjit::{Arg, Dim3, Value};
+use common::Rng;
+use common::host::{Gen, check_against_host, f32_bits, host_binary};
+use ptxjit::{Dim3, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// One kernel argument: a buffer with generated contents, a zeroed output buffer, or a
-/// scalar.
-enum Gen {
-    /// `elem` bytes per element, `n` elements, each value's bits from the generator.
-    Buf(usize, usize, fn(&mut Rng, usize) -> u64),
-    Zeros(usize, usize),
-    Scalar(Value),
-}
-
-fn f32_bits(v: f64) -> u64 {
-    (v as f32).to_bits() as u64
-}
 
 struct Case {
     kernel: &'static str,
@@ -33,124 +21,31 @@ fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }
 
-/// Compiles the host harness for one kernel (g++, no fused multiply-add, as the PTX).
-fn host_binary(kernel: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("corpus-host");
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join(kernel);
-    let out = Command::new("g++")
-        .current_dir(corpus_dir())
-        .args([
-            "-std=c++17",
-            "-O1",
-            "-ffp-contract=off",
-            "-fno-strict-aliasing",
-        ])
-        .arg(format!("-DKERNEL_FILE=\"{kernel}.cu\""))
-        .arg(format!("-DKERNEL_NAME={kernel}"))
-        .arg("host.cpp")
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("g++ must be installed (see .ci/run)");
-    assert!(
-        out.status.success(),
-        "g++ failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
 fn dim(d: Dim3) -> String {
     format!("{},{},{}", d.x, d.y, d.z)
 }
 
 fn run_case(case: Case) {
     let ptx = std::fs::read_to_string(corpus_dir().join(format!("{}.ptx", case.kernel))).unwrap();
-    let mut rng = Rng::new(case.kernel.len() as u64 * 7919 + case.kernel.as_bytes()[0] as u64);
-    // Inputs.
-    let inputs: Vec<Option<Vec<u8>>> = case
-        .args
-        .iter()
-        .map(|g| match g {
-            Gen::Buf(elem, n, f) => Some(
-                (0..*n)
-                    .flat_map(|i| f(&mut rng, i).to_le_bytes()[..*elem].to_vec())
-                    .collect(),
-            ),
-            Gen::Zeros(elem, n) => Some(vec![0; elem * n]),
-            Gen::Scalar(_) => None,
-        })
-        .collect();
-    // Expected: the host build of the same source.
-    let exe = host_binary(case.kernel);
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("corpus-{}", case.kernel));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut cmd = Command::new(&exe);
-    cmd.arg(dim(case.grid)).arg(dim(case.block));
-    for (k, (g, input)) in case.args.iter().zip(&inputs).enumerate() {
-        match (g, input) {
-            (Gen::Scalar(v), _) => {
-                let text = match v.ty {
-                    ptxjit::ast::Type::F32 => format!("{:e}", f32::from_bits(v.bits as u32)),
-                    ptxjit::ast::Type::F64 => format!("{:e}", f64::from_bits(v.bits)),
-                    t if t.is_signed() => {
-                        format!("{}", ptxjit::interp::int::sext(v.bits, t.bits()))
-                    }
-                    _ => format!("{}", v.bits),
-                };
-                cmd.arg(text);
-            }
-            (_, Some(bytes)) => {
-                let (i, o) = (tmp.join(format!("in{k}")), tmp.join(format!("out{k}")));
-                std::fs::write(&i, bytes).unwrap();
-                cmd.arg(format!("{}:{}", i.display(), o.display()));
-            }
-            _ => unreachable!(),
-        }
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "host run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    // The host harness, g++ without fused multiply-add (as the PTX).
+    let flags = [
+        "-std=c++17",
+        "-O1",
+        "-ffp-contract=off",
+        "-fno-strict-aliasing",
+    ];
+    let exe = host_binary(
+        &corpus_dir(),
+        "host.cpp",
+        case.kernel,
+        &flags,
+        "corpus-host",
     );
-    let expected: Vec<Option<Vec<u8>>> = inputs
-        .iter()
-        .enumerate()
-        .map(|(k, i)| {
-            i.as_ref()
-                .map(|_| std::fs::read(tmp.join(format!("out{k}"))).unwrap())
-        })
-        .collect();
-    for (name, engine) in engines(&ptx) {
-        let mut bufs = inputs.clone();
-        let mut args: Vec<Arg> = Vec::new();
-        for (g, b) in case.args.iter().zip(bufs.iter_mut()) {
-            args.push(match (g, b) {
-                (Gen::Scalar(v), _) => Arg::Scalar(*v),
-                (_, Some(b)) => Arg::Buffer(b.as_mut_slice()),
-                _ => unreachable!(),
-            });
-        }
-        engine
-            .launch(case.kernel, case.grid, case.block, &mut args)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        drop(args);
-        for (k, (got, want)) in bufs.iter().zip(&expected).enumerate() {
-            if let (Some(got), Some(want)) = (got, want)
-                && got != want
-            {
-                let at = got.iter().zip(want).position(|(a, b)| a != b).unwrap();
-                panic!(
-                    "{name}: {} arg{k} differs from the host at byte {at}: got {:02x?}, want {:02x?}",
-                    case.kernel,
-                    &got[at..(at + 8).min(got.len())],
-                    &want[at..(at + 8).min(want.len())]
-                );
-            }
-        }
-    }
+    let mut host = Command::new(exe);
+    host.arg(dim(case.grid)).arg(dim(case.block));
+    check_against_host(case.kernel, &ptx, host, &case.args, &|engine, args| {
+        engine.launch(case.kernel, case.grid, case.block, args)
+    });
 }
 
 macro_rules! corpus_test {

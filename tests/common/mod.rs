@@ -3,6 +3,8 @@
 
 use ptxjit::{Engine, Interpreter, Jit, JitOptions, Module};
 
+pub mod host;
+
 /// Every engine the tests run on, by name. Tests loop over this list, so a new engine is
 /// covered by every test at once.
 pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {

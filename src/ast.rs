@@ -615,6 +615,16 @@ impl SyncOp {
             SyncOp::Activemask => vec![],
         }
     }
+    /// Where the membermask is among the sources (`bar.warp.sync`, `shfl`, `vote`, `match`,
+    /// `redux`, `elect` have one).
+    pub fn mask_index(self) -> Option<usize> {
+        match self {
+            SyncOp::WarpSync | SyncOp::Elect => Some(0),
+            SyncOp::Shfl(_) => Some(3),
+            SyncOp::Vote(_) | SyncOp::Match { .. } | SyncOp::Redux(..) => Some(1),
+            SyncOp::Bar { .. } | SyncOp::Activemask => None,
+        }
+    }
     /// The type of the `d` result.
     pub fn d_type(self) -> Type {
         match self {

@@ -4,7 +4,8 @@
 //!
 //! A *round* runs every thread that can run, in x-fastest order, until it stops at its next
 //! sync point ([`crate::ast::Inst::Sync`]) or ends. Then the points resolve, in this order:
-//! 1. `bar.arrive`: the arrival is counted and the thread goes on.
+//! 1. `bar.arrive`: the arrival is counted as the thread stops there; it goes on in the next
+//!    round.
 //! 2. Warp collectives, warp by warp: the lanes of a warp standing at the same instruction
 //!    form a group; it resolves once every lane its membermasks name is in it, or has
 //!    exited or does not exist (a partial warp at the end of a block). `activemask` names
@@ -20,7 +21,7 @@
 //! stands, never a hang.
 
 use super::warp::{self, LaneMask};
-use crate::ast::{BarRed, Function, Instruction, SyncOp};
+use crate::ast::{BarRed, Function, Inst, Instruction, SyncOp};
 use crate::engine::{Dim3, Fault};
 
 /// What a thread gets back when it leaves a sync point: the `d` and `p` results.
@@ -50,7 +51,11 @@ pub trait Threads {
 #[derive(Clone, Copy)]
 enum State {
     Ready(Resume),
-    Waiting { point: u32, args: [u64; 4] },
+    Waiting {
+        point: u32,
+        op: SyncOp,
+        args: [u64; 4],
+    },
     Ended,
 }
 
@@ -69,10 +74,7 @@ pub fn run_block(
     // The threads waiting at each barrier in the order they arrived, and bar.arrive counts.
     let mut queue: [Vec<usize>; BARRIERS] = Default::default();
     let mut arrivals = [0u64; BARRIERS];
-    let op_at = |point: u32| match &body[point as usize].inst {
-        crate::ast::Inst::Sync { op, .. } => *op,
-        other => unreachable!("sync points are Inst::Sync, not {other:?}"),
-    };
+    let mut live = n as u64;
     let fault = |t: usize, point: u32, message: String| {
         let ins: &Instruction = &body[point as usize];
         Fault {
@@ -86,57 +88,63 @@ pub fn run_block(
         }
     };
     loop {
+        let mut progress = false;
+        let mut at_warp_points = false;
         for (t, st) in state.iter_mut().enumerate() {
             let State::Ready(resume) = *st else {
                 continue;
             };
             *st = match threads.run(t, resume)? {
-                Stop::Ended => State::Ended,
+                Stop::Ended => {
+                    live -= 1;
+                    State::Ended
+                }
                 Stop::At { point, args } => {
-                    if let SyncOp::Bar { .. } = op_at(point) {
-                        let id = args[0];
-                        if id >= BARRIERS as u64 {
+                    let op = match &body[point as usize].inst {
+                        Inst::Sync { op, .. } => *op,
+                        other => unreachable!("sync points are Inst::Sync, not {other:?}"),
+                    };
+                    match op {
+                        SyncOp::Bar { .. } if args[0] >= BARRIERS as u64 => {
+                            let id = args[0];
                             return Err(fault(t, point, format!("barrier id {id} is not 0 to 15")));
                         }
-                        queue[id as usize].push(t);
+                        // 1. bar.arrive is counted, and the thread goes on next round.
+                        SyncOp::Bar { wait: false, .. } => {
+                            arrivals[args[0] as usize] += 1;
+                            progress = true;
+                            State::Ready(Resume::default())
+                        }
+                        SyncOp::Bar { .. } => {
+                            queue[args[0] as usize].push(t);
+                            State::Waiting { point, op, args }
+                        }
+                        _ => {
+                            at_warp_points = true;
+                            State::Waiting { point, op, args }
+                        }
                     }
-                    State::Waiting { point, args }
                 }
             };
         }
-        let mut progress = false;
-        // 1. bar.arrive counts and goes on.
-        for q in queue.iter_mut() {
-            q.retain(|&t| match state[t] {
-                State::Waiting { point, args } => {
-                    if let SyncOp::Bar { wait: false, .. } = op_at(point) {
-                        arrivals[args[0] as usize] += 1;
-                        state[t] = State::Ready(Resume::default());
-                        progress = true;
-                        false
-                    } else {
-                        true
-                    }
-                }
-                _ => true,
-            });
-        }
         // 2. Warp collectives.
-        for w in 0..n.div_ceil(32) {
-            progress |= resolve_warp(&mut state, w, n, op_at);
+        if at_warp_points {
+            for w in 0..n.div_ceil(32) {
+                progress |= resolve_warp(&mut state, w, n);
+            }
         }
         // 3. Barriers.
-        let live = state.iter().filter(|s| !matches!(s, State::Ended)).count() as u64;
         for id in 0..BARRIERS {
             let Some(&first) = queue[id].first() else {
                 continue;
             };
-            let State::Waiting { point, args } = state[first] else {
-                unreachable!("queued threads wait");
-            };
-            let op = op_at(point);
-            let SyncOp::Bar { counted, red, .. } = op else {
-                unreachable!("barrier queues hold barriers")
+            let State::Waiting {
+                point,
+                op: SyncOp::Bar { counted, red, .. },
+                args,
+            } = state[first]
+            else {
+                unreachable!("barrier queues hold threads waiting at barriers");
             };
             let expected = if counted { args[1] } else { live };
             if expected == 0 {
@@ -151,13 +159,11 @@ pub fn run_block(
             }
             let from_arrivals = arrivals[id].min(expected);
             arrivals[id] -= from_arrivals;
-            let released: Vec<usize> = queue[id]
-                .drain(..(expected - from_arrivals) as usize)
-                .collect();
+            let released = (expected - from_arrivals) as usize;
             let pred_at = if counted { 2 } else { 1 };
-            let preds = released.iter().map(|&t| match state[t] {
+            let preds = queue[id][..released].iter().map(|&t| match state[t] {
                 State::Waiting { args, .. } => args[pred_at] & 1 != 0,
-                _ => unreachable!(),
+                _ => unreachable!("queued threads wait"),
             });
             let d = match red {
                 None => 0,
@@ -165,7 +171,7 @@ pub fn run_block(
                 Some(BarRed::And) => preds.clone().all(|p| p) as u64,
                 Some(BarRed::Or) => preds.clone().any(|p| p) as u64,
             };
-            for t in released {
+            for t in queue[id].drain(..released) {
                 state[t] = State::Ready(Resume { d, p: false });
             }
             progress = true;
@@ -180,7 +186,7 @@ pub fn run_block(
                     let State::Waiting { point, .. } = state[t] else {
                         unreachable!()
                     };
-                    Err(fault(t, point, stuck_message(&state, body, op_at)))
+                    Err(fault(t, point, stuck_message(&state, body)))
                 }
             };
         }
@@ -188,7 +194,7 @@ pub fn run_block(
 }
 
 /// Resolves the groups of warp `w` that can resolve; whether any did.
-fn resolve_warp(state: &mut [State], w: usize, n: usize, op_at: impl Fn(u32) -> SyncOp) -> bool {
+fn resolve_warp(state: &mut [State], w: usize, n: usize) -> bool {
     let lanes = (w * 32)..(n.min(w * 32 + 32));
     let live: LaneMask = lanes
         .clone()
@@ -197,25 +203,25 @@ fn resolve_warp(state: &mut [State], w: usize, n: usize, op_at: impl Fn(u32) -> 
     let mut progress = false;
     let mut done: LaneMask = 0;
     for t in lanes.clone() {
-        let State::Waiting { point, .. } = state[t] else {
+        let State::Waiting { point, op, .. } = state[t] else {
             continue;
         };
-        let op = op_at(point);
         if op.is_barrier() || done & (1 << (t - w * 32)) != 0 {
             continue;
         }
         let mut group: LaneMask = 0;
         let mut named: LaneMask = 0;
         let mut args = [[0u64; 4]; 32];
-        let mask_at = op.src_types().len().checked_sub(1);
-        for u in lanes.clone() {
-            if let State::Waiting { point: p, args: a } = state[u]
+        for u in t..lanes.end {
+            if let State::Waiting {
+                point: p, args: a, ..
+            } = state[u]
                 && p == point
             {
                 let lane = u - w * 32;
                 group |= 1 << lane;
                 args[lane] = a;
-                if let (Some(k), false) = (mask_at, op == SyncOp::Activemask) {
+                if let Some(k) = op.mask_index() {
                     named |= a[k] as u32;
                 }
             }
@@ -225,7 +231,7 @@ fn resolve_warp(state: &mut [State], w: usize, n: usize, op_at: impl Fn(u32) -> 
             continue;
         }
         let results = warp::resolve(op, group, &args);
-        for u in lanes.clone() {
+        for u in t..lanes.end {
             let lane = u - w * 32;
             if group & (1 << lane) != 0 {
                 state[u] = State::Ready(results[lane]);
@@ -237,19 +243,16 @@ fn resolve_warp(state: &mut [State], w: usize, n: usize, op_at: impl Fn(u32) -> 
 }
 
 /// Where the threads of a stuck block stand, for the fault message.
-fn stuck_message(state: &[State], body: &[Instruction], op_at: impl Fn(u32) -> SyncOp) -> String {
+fn stuck_message(state: &[State], body: &[Instruction]) -> String {
     use std::collections::BTreeMap;
-    let mut at: BTreeMap<(u32, u64), usize> = BTreeMap::new();
+    let mut at: BTreeMap<(u32, u64), (usize, bool)> = BTreeMap::new();
     let mut ended = 0;
     for s in state {
         match s {
-            State::Waiting { point, args } => {
-                let key = if op_at(*point).is_barrier() {
-                    args[0]
-                } else {
-                    u64::MAX
-                };
-                *at.entry((*point, key)).or_default() += 1;
+            State::Waiting { point, op, args } => {
+                let barrier = op.is_barrier();
+                let key = if barrier { args[0] } else { u64::MAX };
+                at.entry((*point, key)).or_insert((0, barrier)).0 += 1;
             }
             State::Ended => ended += 1,
             State::Ready(_) => {}
@@ -257,11 +260,12 @@ fn stuck_message(state: &[State], body: &[Instruction], op_at: impl Fn(u32) -> S
     }
     let mut parts: Vec<String> = at
         .iter()
-        .map(|(&(point, id), count)| {
+        .map(|(&(point, id), &(count, barrier))| {
             let line = body[point as usize].line;
-            match op_at(point) {
-                SyncOp::Bar { .. } => format!("{count} at barrier {id} (line {line})"),
-                _ => format!("{count} at a warp collective (line {line})"),
+            if barrier {
+                format!("{count} at barrier {id} (line {line})")
+            } else {
+                format!("{count} at a warp collective (line {line})")
             }
         })
         .collect();

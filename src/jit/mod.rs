@@ -21,8 +21,8 @@ use crate::ast::{FuncId, FuncKind, Inst, Module, Space};
 use crate::block::SharedLayout;
 use crate::block::schedule::{self, Resume, Stop};
 use crate::engine::{
-    Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
-    check_buffer_param, check_dims, check_scalar_rets, find_function,
+    Arg, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity, check_buffer_param,
+    check_dims, check_scalar_rets, find_function,
 };
 use crate::memcheck::AreaMap;
 use cranelift_codegen::ir;
@@ -523,30 +523,41 @@ struct StepThreads<'a> {
     layout: StepLayout,
     /// Every thread's state area, one after another.
     states: Vec<u128>,
-    block: Dim3,
+    /// Every thread's `%tid`.
+    tids: Vec<[u32; 3]>,
 }
 
 impl schedule::Threads for StepThreads<'_> {
     fn run(&mut self, t: usize, resume: Resume) -> Result<Stop, Fault> {
-        let size = self.layout.size as usize;
-        let state = &mut as_bytes(&mut self.states)[t * size..(t + 1) * size];
-        let word = |at: u32| at as usize..at as usize + 8;
-        state[word(StepLayout::RESULT_D)].copy_from_slice(&resume.d.to_le_bytes());
-        state[word(StepLayout::RESULT_P)].copy_from_slice(&(resume.p as u64).to_le_bytes());
-        let at = state.as_mut_ptr();
-        self.ctx.tid = self.block.point(t as u64);
+        let base = t * self.layout.size as usize;
+        set_word(
+            &mut self.states,
+            base + StepLayout::RESULT_D as usize,
+            resume.d,
+        );
+        set_word(
+            &mut self.states,
+            base + StepLayout::RESULT_P as usize,
+            resume.p as u64,
+        );
+        let at = as_bytes(&mut self.states)[base..].as_mut_ptr();
+        self.ctx.tid = self.tids[t];
         // SAFETY: `step` is this kernel's finalized step function, compiled with the
         // signature `StepFunc`; `at` is this thread's state area of `layout.size` bytes,
         // 16-byte aligned, which nothing else uses during the call; the context is this
         // worker's own and its pointers outlive the launch.
         let status = unsafe { (self.step)(self.ctx, at) };
-        let state = &as_bytes(&mut self.states)[t * size..(t + 1) * size];
-        let read = |at: u32| u64::from_le_bytes(state[word(at)].try_into().expect("8 bytes"));
+        let read = |off: u32| word(&self.states, base + off as usize);
         match status {
             STEP_ENDED => Ok(Stop::Ended),
             STEP_STOPPED => Ok(Stop::At {
                 point: read(StepLayout::POINT) as u32,
-                args: [0, 1, 2, 3].map(|k| read(StepLayout::ARGS + 8 * k)),
+                args: [
+                    read(StepLayout::ARGS),
+                    read(StepLayout::ARGS + 8),
+                    read(StepLayout::ARGS + 16),
+                    read(StepLayout::ARGS + 24),
+                ],
             }),
             _ => {
                 let f = self
@@ -558,6 +569,17 @@ impl schedule::Threads for StepThreads<'_> {
             }
         }
     }
+}
+
+/// The little-endian u64 at byte `at` (a multiple of 8) of 16-byte words.
+fn word(v: &[u128], at: usize) -> u64 {
+    (v[at / 16] >> (8 * (at % 16))) as u64
+}
+
+fn set_word(v: &mut [u128], at: usize, x: u64) {
+    let shift = 8 * (at % 16);
+    let w = &mut v[at / 16];
+    *w = (*w & !((u64::MAX as u128) << shift)) | ((x as u128) << shift);
 }
 
 /// The runtime's symbols, by the names generated code calls.
@@ -776,7 +798,7 @@ impl Engine for Jit {
                                     states: aligned_bytes(
                                         layout.size as usize * block.count() as usize,
                                     ),
-                                    block,
+                                    tids: (0..block.count()).map(|t| block.point(t)).collect(),
                                     ctx: &mut *ctx,
                                 };
                                 schedule::run_block(

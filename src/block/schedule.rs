@@ -31,31 +31,43 @@ pub struct Resume {
     pub p: bool,
 }
 
-/// Why a thread stopped running.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Stop {
-    /// At the sync point with this instruction index in the kernel's body, with the values
-    /// of its sources (in the order of [`SyncOp::src_types`]).
-    At { point: u32, args: [u64; 4] },
-    /// At `ret` or `exit`.
-    Ended,
+/// Where one thread of a block stands, shared between the schedule and an engine (the JIT's
+/// generated code reads and writes it at the offsets of this `repr(C)` layout).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Slot {
+    /// [`READY`], [`WAITING`] or [`ENDED`].
+    pub status: u32,
+    /// The instruction index (in the kernel's body) of the point it waits at.
+    pub point: u32,
+    /// The values of that point's sources, in the order of [`SyncOp::src_types`].
+    pub args: [u64; 4],
+    /// The results of the point it leaves (`p` is 0 or 1).
+    pub d: u64,
+    pub p: u64,
 }
+
+/// The thread runs in the next round (from its start, or on from the point it waited at).
+pub const READY: u32 = 0;
+/// The thread stopped at a sync point.
+pub const WAITING: u32 = 1;
+/// The thread ended (`ret` or `exit`).
+pub const ENDED: u32 = 2;
 
 /// An engine's threads of one block.
 pub trait Threads {
-    /// Runs thread `t` (its linear index, x fastest) from where it stands until it stops.
-    /// `resume` carries the results of the point it leaves (nothing at its start).
-    fn run(&mut self, t: usize, resume: Resume) -> Result<Stop, Fault>;
+    /// One round: runs every thread whose slot is [`READY`], in slot order (x-fastest
+    /// thread order), until it stops at a sync point (its slot then says where, with the
+    /// point's sources) or ends.
+    fn run_round(&mut self, slots: &mut [Slot]) -> Result<(), Fault>;
 }
 
-#[derive(Clone, Copy)]
-enum State {
-    Ready(Resume),
-    Waiting {
-        point: u32,
-        op: SyncOp,
-        args: [u64; 4],
-    },
+/// What the schedule knows of a thread besides its slot.
+#[derive(Clone, Copy, PartialEq)]
+enum Seen {
+    Running,
+    /// Waiting, at a barrier (queued) or a warp collective.
+    Waiting(SyncOp),
     Ended,
 }
 
@@ -70,7 +82,8 @@ pub fn run_block(
 ) -> Result<(), Fault> {
     let body = kernel.body.as_deref().unwrap_or(&[]);
     let n = block.count() as usize;
-    let mut state = vec![State::Ready(Resume::default()); n];
+    let mut slots = vec![Slot::default(); n];
+    let mut seen = vec![Seen::Running; n];
     // The threads waiting at each barrier in the order they arrived, and bar.arrive counts.
     let mut queue: [Vec<usize>; BARRIERS] = Default::default();
     let mut arrivals = [0u64; BARRIERS];
@@ -88,49 +101,45 @@ pub fn run_block(
         }
     };
     loop {
+        threads.run_round(&mut slots)?;
         let mut progress = false;
         let mut at_warp_points = false;
-        for (t, st) in state.iter_mut().enumerate() {
-            let State::Ready(resume) = *st else {
+        for (t, (slot, seen)) in slots.iter_mut().zip(seen.iter_mut()).enumerate() {
+            if *seen != Seen::Running {
                 continue;
+            }
+            if slot.status == ENDED {
+                live -= 1;
+                *seen = Seen::Ended;
+                continue;
+            }
+            let op = match &body[slot.point as usize].inst {
+                Inst::Sync { op, .. } => *op,
+                other => unreachable!("sync points are Inst::Sync, not {other:?}"),
             };
-            *st = match threads.run(t, resume)? {
-                Stop::Ended => {
-                    live -= 1;
-                    State::Ended
+            let id = slot.args[0];
+            match op {
+                SyncOp::Bar { .. } if id >= BARRIERS as u64 => {
+                    let message = format!("barrier id {id} is not 0 to 15");
+                    return Err(fault(t, slot.point, message));
                 }
-                Stop::At { point, args } => {
-                    let op = match &body[point as usize].inst {
-                        Inst::Sync { op, .. } => *op,
-                        other => unreachable!("sync points are Inst::Sync, not {other:?}"),
-                    };
-                    match op {
-                        SyncOp::Bar { .. } if args[0] >= BARRIERS as u64 => {
-                            let id = args[0];
-                            return Err(fault(t, point, format!("barrier id {id} is not 0 to 15")));
-                        }
-                        // 1. bar.arrive is counted, and the thread goes on next round.
-                        SyncOp::Bar { wait: false, .. } => {
-                            arrivals[args[0] as usize] += 1;
-                            progress = true;
-                            State::Ready(Resume::default())
-                        }
-                        SyncOp::Bar { .. } => {
-                            queue[args[0] as usize].push(t);
-                            State::Waiting { point, op, args }
-                        }
-                        _ => {
-                            at_warp_points = true;
-                            State::Waiting { point, op, args }
-                        }
-                    }
+                // 1. bar.arrive is counted, and the thread goes on in the next round.
+                SyncOp::Bar { wait: false, .. } => {
+                    arrivals[id as usize] += 1;
+                    progress = true;
+                    *slot = Slot::default();
+                    continue;
                 }
-            };
+                SyncOp::Bar { .. } => queue[id as usize].push(t),
+                _ => at_warp_points = true,
+            }
+            *seen = Seen::Waiting(op);
         }
         // 2. Warp collectives.
         if at_warp_points {
             for w in 0..n.div_ceil(32) {
-                progress |= resolve_warp(&mut state, w, n);
+                let lanes = w * 32..n.min(w * 32 + 32);
+                progress |= resolve_warp(&mut slots[lanes.clone()], &mut seen[lanes]);
             }
         }
         // 3. Barriers.
@@ -138,21 +147,13 @@ pub fn run_block(
             let Some(&first) = queue[id].first() else {
                 continue;
             };
-            let State::Waiting {
-                point,
-                op: SyncOp::Bar { counted, red, .. },
-                args,
-            } = state[first]
-            else {
+            let Seen::Waiting(SyncOp::Bar { counted, red, .. }) = seen[first] else {
                 unreachable!("barrier queues hold threads waiting at barriers");
             };
-            let expected = if counted { args[1] } else { live };
+            let expected = if counted { slots[first].args[1] } else { live };
             if expected == 0 {
-                return Err(fault(
-                    first,
-                    point,
-                    format!("barrier {id} with a thread count of 0"),
-                ));
+                let message = format!("barrier {id} with a thread count of 0");
+                return Err(fault(first, slots[first].point, message));
             }
             if queue[id].len() as u64 + arrivals[id] < expected {
                 continue;
@@ -161,10 +162,9 @@ pub fn run_block(
             arrivals[id] -= from_arrivals;
             let released = (expected - from_arrivals) as usize;
             let pred_at = if counted { 2 } else { 1 };
-            let preds = queue[id][..released].iter().map(|&t| match state[t] {
-                State::Waiting { args, .. } => args[pred_at] & 1 != 0,
-                _ => unreachable!("queued threads wait"),
-            });
+            let preds = queue[id][..released]
+                .iter()
+                .map(|&t| slots[t].args[pred_at] & 1 != 0);
             let d = match red {
                 None => 0,
                 Some(BarRed::Popc) => preds.filter(|&p| p).count() as u64,
@@ -172,57 +172,49 @@ pub fn run_block(
                 Some(BarRed::Or) => preds.clone().any(|p| p) as u64,
             };
             for t in queue[id].drain(..released) {
-                state[t] = State::Ready(Resume { d, p: false });
+                slots[t] = Slot {
+                    d,
+                    ..Slot::default()
+                };
+                seen[t] = Seen::Running;
             }
             progress = true;
         }
         if !progress {
-            return match state
-                .iter()
-                .position(|s| matches!(s, State::Waiting { .. }))
-            {
+            return match seen.iter().position(|s| matches!(s, Seen::Waiting(_))) {
                 None => Ok(()),
-                Some(t) => {
-                    let State::Waiting { point, .. } = state[t] else {
-                        unreachable!()
-                    };
-                    Err(fault(t, point, stuck_message(&state, body)))
-                }
+                Some(t) => Err(fault(t, slots[t].point, stuck_message(&slots, &seen, body))),
             };
         }
     }
 }
 
-/// Resolves the groups of warp `w` that can resolve; whether any did.
-fn resolve_warp(state: &mut [State], w: usize, n: usize) -> bool {
-    let lanes = (w * 32)..(n.min(w * 32 + 32));
-    let live: LaneMask = lanes
-        .clone()
-        .filter(|&t| !matches!(state[t], State::Ended))
-        .fold(0, |m, t| m | (1 << (t - w * 32)));
+/// Resolves the groups of one warp (its lanes' slots and what is known of them) that can
+/// resolve; whether any did.
+fn resolve_warp(slots: &mut [Slot], seen: &mut [Seen]) -> bool {
+    let bit = |lane: usize| 1u32 << lane;
+    let live: LaneMask = (0..seen.len())
+        .filter(|&l| seen[l] != Seen::Ended)
+        .fold(0, |m, l| m | bit(l));
     let mut progress = false;
     let mut done: LaneMask = 0;
-    for t in lanes.clone() {
-        let State::Waiting { point, op, .. } = state[t] else {
+    for lane in 0..seen.len() {
+        let Seen::Waiting(op) = seen[lane] else {
             continue;
         };
-        if op.is_barrier() || done & (1 << (t - w * 32)) != 0 {
+        if op.is_barrier() || done & bit(lane) != 0 {
             continue;
         }
+        let point = slots[lane].point;
         let mut group: LaneMask = 0;
         let mut named: LaneMask = 0;
         let mut args = [[0u64; 4]; 32];
-        for u in t..lanes.end {
-            if let State::Waiting {
-                point: p, args: a, ..
-            } = state[u]
-                && p == point
-            {
-                let lane = u - w * 32;
-                group |= 1 << lane;
-                args[lane] = a;
+        for (l, slot) in slots.iter().enumerate().skip(lane) {
+            if matches!(seen[l], Seen::Waiting(_)) && slot.point == point {
+                group |= bit(l);
+                args[l] = slot.args;
                 if let Some(k) = op.mask_index() {
-                    named |= a[k] as u32;
+                    named |= slot.args[k] as u32;
                 }
             }
         }
@@ -231,11 +223,13 @@ fn resolve_warp(state: &mut [State], w: usize, n: usize) -> bool {
             continue;
         }
         let results = warp::resolve(op, group, &args);
-        for u in t..lanes.end {
-            let lane = u - w * 32;
-            if group & (1 << lane) != 0 {
-                state[u] = State::Ready(results[lane]);
-            }
+        for l in (0..seen.len()).filter(|&l| group & bit(l) != 0) {
+            slots[l] = Slot {
+                d: results[l].d,
+                p: results[l].p as u64,
+                ..Slot::default()
+            };
+            seen[l] = Seen::Running;
         }
         progress = true;
     }
@@ -243,19 +237,19 @@ fn resolve_warp(state: &mut [State], w: usize, n: usize) -> bool {
 }
 
 /// Where the threads of a stuck block stand, for the fault message.
-fn stuck_message(state: &[State], body: &[Instruction]) -> String {
+fn stuck_message(slots: &[Slot], seen: &[Seen], body: &[Instruction]) -> String {
     use std::collections::BTreeMap;
     let mut at: BTreeMap<(u32, u64), (usize, bool)> = BTreeMap::new();
     let mut ended = 0;
-    for s in state {
+    for (slot, s) in slots.iter().zip(seen) {
         match s {
-            State::Waiting { point, op, args } => {
+            Seen::Waiting(op) => {
                 let barrier = op.is_barrier();
-                let key = if barrier { args[0] } else { u64::MAX };
-                at.entry((*point, key)).or_insert((0, barrier)).0 += 1;
+                let key = if barrier { slot.args[0] } else { u64::MAX };
+                at.entry((slot.point, key)).or_insert((0, barrier)).0 += 1;
             }
-            State::Ended => ended += 1,
-            State::Ready(_) => {}
+            Seen::Ended => ended += 1,
+            Seen::Running => {}
         }
     }
     let mut parts: Vec<String> = at

@@ -21,7 +21,7 @@ pub mod video;
 
 use crate::ast::*;
 use crate::block::SharedLayout;
-use crate::block::schedule::{self, Resume, Stop};
+use crate::block::schedule::{self, Slot};
 use crate::engine::{
     Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
     check_buffer_param, check_dims, check_scalar_rets, find_function,
@@ -284,29 +284,38 @@ struct BlockThreads<'a> {
 }
 
 impl schedule::Threads for BlockThreads<'_> {
-    fn run(&mut self, t: usize, resume: Resume) -> Result<Stop, Fault> {
-        let (thread, slot) = &mut self.threads[t];
-        let act = match slot.take() {
-            Some(mut act) => {
-                // The point's results go to its destinations.
-                let op = &thread.l.decoded[act.id.0 as usize].ops[act.pc - 1];
-                op.dst[0].write(&mut act.frame.regs, resume.d);
-                op.dst[1].write(&mut act.frame.regs, resume.p as u64);
-                act
+    fn run_round(&mut self, slots: &mut [Slot]) -> Result<(), Fault> {
+        for (slot, (thread, activation)) in slots.iter_mut().zip(&mut self.threads) {
+            if slot.status != schedule::READY {
+                continue;
             }
-            None => thread.enter(self.kernel, &[]),
-        };
-        let (act, stop) = thread.resume(act)?;
-        match stop {
-            Some((point, args)) => {
-                *slot = Some(act);
-                Ok(Stop::At { point, args })
-            }
-            None => {
-                thread.leave(act, &mut Vec::new());
-                Ok(Stop::Ended)
+            let act = match activation.take() {
+                Some(mut act) => {
+                    // The point's results go to its destinations.
+                    let op = &thread.l.decoded[act.id.0 as usize].ops[act.pc - 1];
+                    op.dst[0].write(&mut act.frame.regs, slot.d);
+                    op.dst[1].write(&mut act.frame.regs, slot.p);
+                    act
+                }
+                None => thread.enter(self.kernel, &[]),
+            };
+            match thread.resume(act)? {
+                (act, Some((point, args))) => {
+                    *activation = Some(act);
+                    *slot = Slot {
+                        status: schedule::WAITING,
+                        point,
+                        args,
+                        ..*slot
+                    };
+                }
+                (act, None) => {
+                    thread.leave(act, &mut Vec::new());
+                    slot.status = schedule::ENDED;
+                }
             }
         }
+        Ok(())
     }
 }
 

@@ -19,10 +19,10 @@ pub use lower::LANES;
 
 use crate::ast::{FuncId, FuncKind, Inst, Module, Space};
 use crate::block::SharedLayout;
-use crate::block::schedule::{self, Resume, Stop};
+use crate::block::schedule::{self, Slot};
 use crate::engine::{
-    Arg, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity, check_buffer_param,
-    check_dims, check_scalar_rets, find_function,
+    Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
+    check_buffer_param, check_dims, check_scalar_rets, find_function,
 };
 use crate::memcheck::AreaMap;
 use cranelift_codegen::ir;
@@ -31,7 +31,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module as _};
 use layout::FrameLayout;
-use lower::sync::{STEP_ENDED, STEP_STOPPED, StepLayout, step_signature};
+use lower::sync::{StepLayout, step_signature};
 use lower::{HELPERS, Lower, Refused, Shared, internal_signature, lanes_signature, signature};
 use rayon::prelude::*;
 use runtime::{AreaName, JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
@@ -514,72 +514,67 @@ fn locate(module: &Module, f: PendingFault, ctaid: [u32; 3], tid: [u32; 3]) -> F
     }
 }
 
-/// The threads of one block of a cooperative kernel: a state area each, run by its step
-/// function (see `lower/sync.rs`) as the block schedule says.
+/// The threads of one block of a cooperative kernel: a state area each, run a round at a
+/// time by the kernel's round function (see `lower/sync.rs`) as the block schedule says.
 struct StepThreads<'a> {
     module: &'a Module,
     ctx: &'a mut ThreadCtx,
-    step: StepFunc,
-    layout: StepLayout,
-    /// Every thread's state area, one after another.
+    round: RoundFunc,
+    /// Every thread's state area, one after another, each starting with its `%tid`.
     states: Vec<u128>,
-    /// Every thread's `%tid`.
-    tids: Vec<[u32; 3]>,
 }
 
-impl schedule::Threads for StepThreads<'_> {
-    fn run(&mut self, t: usize, resume: Resume) -> Result<Stop, Fault> {
-        let base = t * self.layout.size as usize;
-        set_word(
-            &mut self.states,
-            base + StepLayout::RESULT_D as usize,
-            resume.d,
-        );
-        set_word(
-            &mut self.states,
-            base + StepLayout::RESULT_P as usize,
-            resume.p as u64,
-        );
-        let at = as_bytes(&mut self.states)[base..].as_mut_ptr();
-        self.ctx.tid = self.tids[t];
-        // SAFETY: `step` is this kernel's finalized step function, compiled with the
-        // signature `StepFunc`; `at` is this thread's state area of `layout.size` bytes,
-        // 16-byte aligned, which nothing else uses during the call; the context is this
-        // worker's own and its pointers outlive the launch.
-        let status = unsafe { (self.step)(self.ctx, at) };
-        let read = |off: u32| word(&self.states, base + off as usize);
-        match status {
-            STEP_ENDED => Ok(Stop::Ended),
-            STEP_STOPPED => Ok(Stop::At {
-                point: read(StepLayout::POINT) as u32,
-                args: [
-                    read(StepLayout::ARGS),
-                    read(StepLayout::ARGS + 8),
-                    read(StepLayout::ARGS + 16),
-                    read(StepLayout::ARGS + 24),
-                ],
-            }),
-            _ => {
-                let f = self
-                    .ctx
-                    .fault
-                    .take()
-                    .expect("a faulting step records its fault");
-                Err(locate(self.module, f, self.ctx.ctaid, self.ctx.tid))
+impl<'a> StepThreads<'a> {
+    fn new(
+        module: &'a Module,
+        ctx: &'a mut ThreadCtx,
+        round: RoundFunc,
+        layout: StepLayout,
+        block: Dim3,
+    ) -> Self {
+        let size = layout.size as usize;
+        let mut states = aligned_bytes(size * block.count() as usize);
+        let bytes = as_bytes(&mut states);
+        for t in 0..block.count() {
+            let at = t as usize * size + StepLayout::TID as usize;
+            for (k, v) in block.point(t).iter().enumerate() {
+                bytes[at + 4 * k..at + 4 * k + 4].copy_from_slice(&v.to_le_bytes());
             }
+        }
+        StepThreads {
+            module,
+            ctx,
+            round,
+            states,
         }
     }
 }
 
-/// The little-endian u64 at byte `at` (a multiple of 8) of 16-byte words.
-fn word(v: &[u128], at: usize) -> u64 {
-    (v[at / 16] >> (8 * (at % 16))) as u64
-}
-
-fn set_word(v: &mut [u128], at: usize, x: u64) {
-    let shift = 8 * (at % 16);
-    let w = &mut v[at / 16];
-    *w = (*w & !((u64::MAX as u128) << shift)) | ((x as u128) << shift);
+impl schedule::Threads for StepThreads<'_> {
+    fn run_round(&mut self, slots: &mut [Slot]) -> Result<(), Fault> {
+        // SAFETY: `round` is this kernel's finalized round function, compiled with the
+        // signature `RoundFunc`; `slots` holds one `repr(C)` slot per thread and `states`
+        // one state area of the kernel's `StepLayout::size` per thread (16-byte aligned),
+        // which nothing else uses during the call; the context is this worker's own and its
+        // pointers outlive the launch.
+        let status = unsafe {
+            (self.round)(
+                self.ctx,
+                slots.as_mut_ptr(),
+                as_bytes(&mut self.states).as_mut_ptr(),
+                slots.len() as u32,
+            )
+        };
+        if status == STATUS_FAULT {
+            let f = self
+                .ctx
+                .fault
+                .take()
+                .expect("a faulting round records its fault");
+            return Err(locate(self.module, f, self.ctx.ctaid, self.ctx.tid));
+        }
+        Ok(())
+    }
 }
 
 /// The runtime's symbols, by the names generated code calls.
@@ -614,8 +609,8 @@ fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
 type InternalFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut u8, *mut u8) -> i32;
 /// A kernel's block function: `(ctx) -> status`.
 type BlockFunc = unsafe extern "C" fn(*mut ThreadCtx) -> i32;
-/// A cooperative kernel's step function: `(ctx, thread state) -> status`.
-type StepFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut u8) -> i32;
+/// A cooperative kernel's round function: `(ctx, slots, states, threads) -> status`.
+type RoundFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut Slot, *mut u8, u32) -> i32;
 
 /// Bytes for a buffer, 16-byte aligned.
 fn aligned_bytes(n: usize) -> Vec<u128> {
@@ -788,19 +783,13 @@ impl Engine for Jit {
                         }
                         let ended = match step {
                             Some(layout) => {
-                                let mut threads = StepThreads {
-                                    module,
-                                    // SAFETY: `entry` is this kernel's finalized step
-                                    // function (cooperative kernels are compiled as one),
-                                    // whose signature is `StepFunc`.
-                                    step: unsafe { std::mem::transmute::<usize, StepFunc>(entry) },
-                                    layout,
-                                    states: aligned_bytes(
-                                        layout.size as usize * block.count() as usize,
-                                    ),
-                                    tids: (0..block.count()).map(|t| block.point(t)).collect(),
-                                    ctx: &mut *ctx,
-                                };
+                                // SAFETY: `entry` is this kernel's finalized round function
+                                // (cooperative kernels are compiled as one), whose signature
+                                // is `RoundFunc`.
+                                let round =
+                                    unsafe { std::mem::transmute::<usize, RoundFunc>(entry) };
+                                let mut threads =
+                                    StepThreads::new(module, &mut *ctx, round, layout, block);
                                 schedule::run_block(
                                     module.func(id),
                                     block,

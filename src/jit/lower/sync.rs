@@ -1,29 +1,28 @@
 //! Kernels with barriers and warp collectives, lowered as resumable *step functions*, and
 //! the lowering of the instructions that reach the block's shared memory.
 //!
-//! A cooperative kernel (one with an [`Inst::Sync`]) becomes `step(ctx, state) -> status`,
-//! which runs one thread from where it stands until its next sync point or its end (the
-//! block schedule of [`crate::block::schedule`], driven by `Jit::launch_with`, decides which
-//! thread runs when). Each thread has a state area ([`StepLayout`]): at a sync point the
-//! thread stores the point's sources, every PTX register, CC.CF and the point's resume
-//! number there and returns [`STEP_STOPPED`]; its `.local` frame lives in the state area
-//! too, so it survives. Entered again, the function dispatches on the resume number
-//! (`br_table`) to a block that reloads the registers, writes the point's results (which the
-//! schedule put in the state area) to its destinations, and goes on after the point. This is
-//! the design of gpuocelot's and MCUDA's barrier handling; the state holds every register
-//! rather than only those live across the point (simpler, and a kernel's register count is
-//! small next to its frame).
+//! A cooperative kernel (one with an [`Inst::Sync`]) becomes a *round function*
+//! `round(ctx, slots, states, n) -> status`: one round of the block schedule of
+//! [`crate::block::schedule`], which runs every thread whose [`Slot`] is ready, in order, from
+//! where it stands until its next sync point or its end. Each thread has a state area
+//! ([`StepLayout`]) besides its slot: at a sync point the thread stores the point's sources
+//! in its slot, and every PTX register, CC.CF and the point's resume number in its state,
+//! and the loop goes on with the next thread; its `.local` frame lives in the state area
+//! too, so it survives. When the thread runs again, the function dispatches on the resume
+//! number (`br_table`) to a block that reloads the registers, writes the point's results
+//! (which the schedule put in the slot) to its destinations, and goes on after the point.
+//! This is the design of gpuocelot's and MCUDA's barrier handling, with the loop over a
+//! block's threads in generated code as for ordinary kernels; the state holds every
+//! register rather than only those live across the point (simpler, and a kernel's register
+//! count is small next to its frame).
 
 use super::{Lower, trusted};
 use crate::ast::{self, Inst, Operand, Space, SyncOp, Type};
+use crate::block::schedule::{self, Slot};
 use crate::jit::runtime::ThreadCtx;
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, Block, InstBuilder, JumpTableData, Value, types};
-use std::mem::offset_of;
-
-/// Status of a step function: the thread ended (`ret`/`exit`), or stopped at a sync point.
-/// A fault returns `STATUS_FAULT` as everywhere.
-pub const STEP_ENDED: i32 = 0;
-pub const STEP_STOPPED: i32 = 2;
+use std::mem::{offset_of, size_of};
 
 /// The state area of one thread of a cooperative kernel.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -38,19 +37,14 @@ pub struct StepLayout {
 
 impl StepLayout {
     /// u32: 0 at the thread's start, else 1 + the number of the point it stopped at.
-    pub const RESUME: u32 = 0;
-    /// u32: the instruction index of the point it stopped at.
-    pub const POINT: u32 = 4;
-    /// 4 × u64: the point's sources, zero-extended.
-    pub const ARGS: u32 = 8;
-    /// u64: the `d` result, and the `p` result (0 or 1), written by the schedule.
-    pub const RESULT_D: u32 = 40;
-    pub const RESULT_P: u32 = 48;
+    const RESUME: u32 = 0;
+    /// 3 × u32: the thread's `%tid`, written by the launch.
+    pub const TID: u32 = 4;
     /// u64: CC.CF.
-    const CF: u32 = 56;
+    const CF: u32 = 16;
 
     pub fn of(f: &ast::Function, frame_size: u32) -> StepLayout {
-        let regs = 64;
+        let regs = 24;
         let frame = (regs + 8 * f.regs.len() as u32).next_multiple_of(16);
         StepLayout {
             regs,
@@ -60,35 +54,89 @@ impl StepLayout {
     }
 }
 
-/// The step function's state while it is lowered.
+/// The round function's state while it is lowered.
 pub(super) struct Step {
+    /// The running thread's slot and state area.
+    slot: Value,
     state: Value,
     layout: StepLayout,
+    /// Where a thread goes when it stops or ends: the next one.
+    next: Block,
     /// Per sync point, in order: its resume block, the block after it, its instruction.
     points: Vec<(Block, Block, usize)>,
 }
 
+fn slot_field(offset: usize) -> i32 {
+    offset as i32
+}
+
 impl Lower<'_, '_> {
-    /// A cooperative kernel's step function (see the module documentation).
+    /// A cooperative kernel's round function (see the module documentation).
     pub(super) fn step_body(&mut self) {
         let entry = self
             .b
             .current_block()
             .expect("positioned in the entry block");
-        let state = self.b.block_params(entry)[1];
+        let params = self.b.block_params(entry).to_vec();
+        let (slots, states, n) = (params[1], params[2], params[3]);
         let layout = StepLayout::of(self.f, self.layout.frame_size);
-        self.frame = self.b.ins().iadd_imm_s(state, layout.frame as i64);
         self.kernel_dims();
         let ctx = self.ctx;
         let tid = self.dims.as_ref().expect("kernel_dims sets them").tid;
-        for (k, t) in tid.iter().enumerate() {
-            let at = (offset_of!(ThreadCtx, tid) + 4 * k) as i32;
-            let v = self.b.ins().load(types::I32, trusted(), ctx, at);
-            self.b.def_var(*t, v);
+        let t = self.b.declare_var(types::I32);
+        let zero32 = self.b.ins().iconst(types::I32, 0);
+        self.b.def_var(t, zero32);
+        let (head, check, run, next, finish) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(head, &[]);
+
+        // The threads in order; those not ready are passed over.
+        self.b.switch_to_block(head);
+        let tv = self.b.use_var(t);
+        let done = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, tv, n);
+        self.b.ins().brif(done, finish, &[], check, &[]);
+        self.b.switch_to_block(check);
+        let t64 = self.b.ins().uextend(types::I64, tv);
+        let at = self.b.ins().imul_imm_s(t64, size_of::<Slot>() as i64);
+        let slot = self.b.ins().iadd(slots, at);
+        let status = self.b.ins().load(
+            types::I32,
+            trusted(),
+            slot,
+            slot_field(offset_of!(Slot, status)),
+        );
+        let ready = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::Equal, status, schedule::READY as i64);
+        self.b.ins().brif(ready, run, &[], next, &[]);
+
+        // One thread: its state, its %tid, then on from where it stands.
+        self.b.switch_to_block(run);
+        let at = self.b.ins().imul_imm_s(t64, layout.size as i64);
+        let state = self.b.ins().iadd(states, at);
+        self.frame = self.b.ins().iadd_imm_s(state, layout.frame as i64);
+        for (k, var) in tid.iter().enumerate() {
+            let v = self.b.ins().load(
+                types::I32,
+                trusted(),
+                state,
+                (StepLayout::TID + 4 * k as u32) as i32,
+            );
+            self.b.def_var(*var, v);
+            let field = (offset_of!(ThreadCtx, tid) + 4 * k) as i32;
+            self.b.ins().store(trusted(), v, ctx, field);
         }
         self.step = Some(Step {
+            slot,
             state,
             layout,
+            next,
             points: Vec::new(),
         });
         self.enter_frame();
@@ -96,7 +144,7 @@ impl Lower<'_, '_> {
             .b
             .ins()
             .load(types::I32, trusted(), state, StepLayout::RESUME as i32);
-        let dispatch = self.b.current_block().expect("in the entry block");
+        let dispatch = self.b.current_block().expect("in the run block");
         let start = self.b.create_block();
         self.b.switch_to_block(start);
         // Registers and CC.CF start at 0; the frame is zeroed with the whole state area when
@@ -113,7 +161,21 @@ impl Lower<'_, '_> {
         self.b.switch_to_block(exit);
         self.b.ins().jump(ret, &[]);
         self.b.switch_to_block(ret);
-        self.leave_and_return(STEP_ENDED);
+        let ended = self.b.ins().iconst(types::I32, schedule::ENDED as i64);
+        self.b
+            .ins()
+            .store(trusted(), ended, slot, slot_field(offset_of!(Slot, status)));
+        self.leave_frame();
+        self.b.ins().jump(next, &[]);
+
+        self.b.switch_to_block(next);
+        let tv = self.b.use_var(t);
+        let t1 = self.b.ins().iadd_imm_s(tv, 1);
+        self.b.def_var(t, t1);
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(finish);
+        let ok = self.b.ins().iconst(types::I32, super::STATUS_OK as i64);
+        self.b.ins().return_(&[ok]);
         let fail = self.fail;
         self.b.switch_to_block(fail);
         let st = self.b.ins().iconst(types::I32, super::STATUS_FAULT as i64);
@@ -130,13 +192,13 @@ impl Lower<'_, '_> {
                 let v =
                     self.b
                         .ins()
-                        .load(types::I64, trusted(), state, StepLayout::RESULT_D as i32);
+                        .load(types::I64, trusted(), slot, slot_field(offset_of!(Slot, d)));
                 let v = self.conv(v, Type::B64, ty, false);
                 self.set(d, ty, v);
                 let v =
                     self.b
                         .ins()
-                        .load(types::I64, trusted(), state, StepLayout::RESULT_P as i32);
+                        .load(types::I64, trusted(), slot, slot_field(offset_of!(Slot, p)));
                 let v = self.conv(v, Type::B64, Type::Pred, false);
                 self.set(p, Type::Pred, v);
             }
@@ -152,6 +214,15 @@ impl Lower<'_, '_> {
             .b
             .create_jump_table(JumpTableData::new(default, &table));
         self.b.ins().br_table(resume, jt);
+    }
+
+    /// Forgets the frame's variables (checked mode; see `enter_frame`).
+    fn leave_frame(&mut self) {
+        if self.sh.checked && self.layout.has_vars() {
+            let fid = self.b.ins().iconst(types::I32, self.fid as i64);
+            let ctx = self.ctx;
+            self.helper("rt_leave", &[ctx, fid]);
+        }
     }
 
     /// Reloads every register and CC.CF from the state area.
@@ -206,19 +277,20 @@ impl Lower<'_, '_> {
         self.b.ins().load(types::I64, trusted(), ctx, at)
     }
 
-    /// A sync point: publish the sources, save the thread, return; the code after it is
-    /// reached through its resume block.
+    /// A sync point: publish the sources, save the thread, go on with the next thread; the
+    /// code after the point is reached through its resume block.
     fn sync_point(&mut self, op: SyncOp, srcs: &[Operand]) {
         let step = self
             .step
             .as_ref()
             .expect("the front end allows sync points in kernels only");
-        let (state, layout, number) = (step.state, step.layout, step.points.len());
+        let (slot, state, layout, next) = (step.slot, step.state, step.layout, step.next);
+        let number = step.points.len();
         for (k, (o, ty)) in srcs.iter().zip(op.src_types()).enumerate() {
             let v = self.get(o, ty);
             let v = self.conv(v, ty, Type::B64, false);
-            let at = (StepLayout::ARGS + 8 * k as u32) as i32;
-            self.b.ins().store(trusted(), v, state, at);
+            let at = slot_field(offset_of!(Slot, args) + 8 * k);
+            self.b.ins().store(trusted(), v, slot, at);
         }
         for (k, _) in self.f.regs.iter().enumerate() {
             let v = self.b.use_var(self.regs[k]);
@@ -229,15 +301,23 @@ impl Lower<'_, '_> {
         self.b
             .ins()
             .store(trusted(), cf, state, StepLayout::CF as i32);
-        let point = self.b.ins().iconst(types::I32, self.at as i64);
-        self.b
-            .ins()
-            .store(trusted(), point, state, StepLayout::POINT as i32);
         let resume = self.b.ins().iconst(types::I32, number as i64 + 1);
         self.b
             .ins()
             .store(trusted(), resume, state, StepLayout::RESUME as i32);
-        self.leave_and_return(STEP_STOPPED);
+        let point = self.b.ins().iconst(types::I32, self.at as i64);
+        self.b
+            .ins()
+            .store(trusted(), point, slot, slot_field(offset_of!(Slot, point)));
+        let waiting = self.b.ins().iconst(types::I32, schedule::WAITING as i64);
+        self.b.ins().store(
+            trusted(),
+            waiting,
+            slot,
+            slot_field(offset_of!(Slot, status)),
+        );
+        self.leave_frame();
+        self.b.ins().jump(next, &[]);
         let (resume_block, after) = (self.b.create_block(), self.b.create_block());
         let at = self.at;
         self.step
@@ -249,7 +329,11 @@ impl Lower<'_, '_> {
     }
 }
 
-/// The signature of a step function: `(ctx, state) -> status`.
+/// The signature of a round function: `(ctx, slots, states, n) -> status`.
 pub fn step_signature(cc: cranelift_codegen::isa::CallConv) -> ir::Signature {
-    super::signature(cc, &[types::I64, types::I64], &[types::I32])
+    super::signature(
+        cc,
+        &[types::I64, types::I64, types::I64, types::I32],
+        &[types::I32],
+    )
 }

@@ -70,10 +70,7 @@ pub(super) fn diff(args: &[String], out: &mut dyn Write, err: &mut dyn Write) ->
                     .map(|p| Spec::RandomScalar(func.param_type(p)))
                     .collect();
             }
-            if specs
-                .iter()
-                .any(|s| matches!(s, Spec::Buffer { .. } | Spec::RandomBuffer { .. }))
-            {
+            if specs.iter().any(|s| buffer_type(s).is_some()) {
                 return Err(bad("error: a .func takes scalar arguments only"));
             }
             Target::Func
@@ -135,19 +132,15 @@ pub(super) fn diff(args: &[String], out: &mut dyn Write, err: &mut dyn Write) ->
 
 fn buffer_type(s: &Spec) -> Option<Type> {
     match s {
-        Spec::Buffer { ty, .. } | Spec::RandomBuffer { ty, .. } => Some(*ty),
-        _ => None,
+        Spec::Given(Input::Buffer { ty, .. }) | Spec::RandomBuffer { ty, .. } => Some(*ty),
+        Spec::Given(Input::Scalar(_)) | Spec::RandomScalar(_) => None,
     }
 }
 
 /// A spec's value for one run.
 fn materialize(s: &Spec, rng: &mut Rng) -> Input {
     match s {
-        Spec::Scalar(v) => Input::Scalar(*v),
-        Spec::Buffer { ty, bytes } => Input::Buffer {
-            ty: *ty,
-            bytes: bytes.clone(),
-        },
+        Spec::Given(input) => input.clone(),
         Spec::RandomScalar(ty) => Input::Scalar(Value::new(*ty, edge_value(rng, *ty))),
         Spec::RandomBuffer { ty, n } => Input::Buffer {
             ty: *ty,

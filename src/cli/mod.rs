@@ -8,7 +8,8 @@ mod diff;
 pub mod values;
 
 use crate::ast::{FuncKind, Module};
-use crate::engine::{Arg, Dim3, Engine, RunError, Value};
+use crate::diff::{Input, Outcome};
+use crate::engine::{Dim3, Engine, RunError, Value};
 use crate::interp::Interpreter;
 use crate::jit::{Emit, Jit, JitOptions, LANES};
 use std::io::{BufRead, Write};
@@ -332,7 +333,7 @@ fn call(
         let values = parse_args(words)?;
         let result = engine.call(&name, &values);
         if let Some(r) = &reference {
-            let ours = crate::diff::outcome_of(&result, crate::diff::Outcome::Returned);
+            let ours = crate::diff::outcome_of(&result, Outcome::Returned);
             let theirs = crate::diff::call(r, &name, &values)?;
             if let Some(d) = ours.and_then(|o| crate::diff::first_difference(&o, &theirs, &[])) {
                 return Err(Exit(
@@ -466,67 +467,63 @@ fn launch(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(
     let module = load(file)?;
     let reference = opts.reference(&module)?;
     let engine = opts.build(module, out, err)?;
-    let mut buffers: Vec<(usize, crate::ast::Type, Vec<u8>)> = Vec::new();
-    let mut scalars = Vec::new();
-    for (k, s) in specs.into_iter().enumerate() {
-        match s {
-            Spec::Scalar(v) => scalars.push((k, v)),
-            Spec::Buffer { ty, bytes } => buffers.push((k, ty, bytes)),
+    let mut inputs = specs
+        .into_iter()
+        .map(|s| match s {
+            Spec::Given(input) => Ok(input),
             Spec::RandomScalar(_) | Spec::RandomBuffer { .. } => {
-                return Err(bad("error: `random` arguments are for `ptxjit diff`"));
+                Err(bad("error: `random` arguments are for `ptxjit diff`"))
             }
-        }
-    }
-    {
-        let mut slots: Vec<Option<Arg>> =
-            (0..scalars.len() + buffers.len()).map(|_| None).collect();
-        for (k, v) in &scalars {
-            slots[*k] = Some(Arg::Scalar(*v));
-        }
-        for (k, _, bytes) in buffers.iter_mut() {
-            slots[*k] = Some(Arg::Buffer(bytes.as_mut_slice()));
-        }
-        let mut launch_args: Vec<Arg> = slots
-            .into_iter()
-            .map(|s| s.expect("every slot filled"))
+        })
+        .collect::<Result<Vec<Input>, Exit>>()?;
+    let theirs = match &reference {
+        Some(r) => Some(crate::diff::launch(r, kernel, grid, block, &inputs)?),
+        None => None,
+    };
+    let started = Instant::now();
+    let result = engine.launch(kernel, grid, block, &mut Input::args(&mut inputs));
+    if let Some(theirs) = theirs {
+        let ours = crate::diff::outcome_of(&result, |()| {
+            Outcome::Buffers(
+                inputs
+                    .iter()
+                    .cloned()
+                    .filter_map(Input::into_buffer)
+                    .collect(),
+            )
+        });
+        let types: Vec<_> = inputs
+            .iter()
+            .filter_map(|i| match i {
+                Input::Buffer { ty, .. } => Some(*ty),
+                Input::Scalar(_) => None,
+            })
             .collect();
-        let theirs = match &reference {
-            Some(r) => {
-                let inputs = crate::diff::inputs_of(&launch_args);
-                Some(crate::diff::launch(r, kernel, grid, block, &inputs)?)
-            }
-            None => None,
-        };
-        let started = Instant::now();
-        let result = engine.launch(kernel, grid, block, &mut launch_args);
-        if let Some(theirs) = theirs {
-            let ours = crate::diff::outcome_of(&result, |()| {
-                crate::diff::Outcome::Buffers(crate::diff::buffers_of(&launch_args))
-            });
-            let types: Vec<_> = buffers.iter().map(|(_, t, _)| *t).collect();
-            if let Some(d) = ours.and_then(|o| crate::diff::first_difference(&o, &theirs, &types)) {
-                return Err(Exit(
-                    1,
-                    format!("verify: the JIT and the interpreter differ: {d}"),
-                ));
-            }
-        }
-        result?;
-        if opts.stats {
-            let secs = started.elapsed().as_secs_f64();
-            let threads = grid.count() * block.count();
-            let _ = writeln!(
-                err,
-                "run: {:.3} ms for {threads} threads ({:.3e} threads/s)",
-                secs * 1e3,
-                threads as f64 / secs.max(1e-9)
-            );
-            if let Some(n) = engine.lane_threads() {
-                let _ = writeln!(err, "run: {n} of {threads} threads in SIMD lanes");
-            }
+        if let Some(d) = ours.and_then(|o| crate::diff::first_difference(&o, &theirs, &types)) {
+            return Err(Exit(
+                1,
+                format!("verify: the JIT and the interpreter differ: {d}"),
+            ));
         }
     }
-    for (k, ty, bytes) in &buffers {
+    result?;
+    if opts.stats {
+        let secs = started.elapsed().as_secs_f64();
+        let threads = grid.count() * block.count();
+        let _ = writeln!(
+            err,
+            "run: {:.3} ms for {threads} threads ({:.3e} threads/s)",
+            secs * 1e3,
+            threads as f64 / secs.max(1e-9)
+        );
+        if let Some(n) = engine.lane_threads() {
+            let _ = writeln!(err, "run: {n} of {threads} threads in SIMD lanes");
+        }
+    }
+    for (k, input) in inputs.iter().enumerate() {
+        let Input::Buffer { ty, bytes } = input else {
+            continue;
+        };
         match &out_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir)

@@ -3,6 +3,7 @@
 //! `TYPE:random`, `TYPE[N]:random`).
 
 use crate::ast::{Type, TypeKind};
+use crate::diff::Input;
 use crate::engine::Value;
 
 /// Parses one scalar of type `ty`: integers in decimal (negative for signed types) or `0x`
@@ -62,22 +63,15 @@ pub fn parse_value(ty: Type, text: &str) -> Result<Value, String> {
     }
 }
 
-/// A `launch` argument as given on the command line.
+/// A `launch` or `diff` argument as given on the command line.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spec {
-    Scalar(Value),
-    /// A buffer of elements of `ty`, with its initial bytes.
-    Buffer {
-        ty: Type,
-        bytes: Vec<u8>,
-    },
+    /// A scalar, or a buffer with its initial bytes.
+    Given(Input),
     /// `TYPE:random`: a new edge-biased value each run (`diff`).
     RandomScalar(Type),
     /// `TYPE[N]:random`: N new edge-biased elements each run (`diff`).
-    RandomBuffer {
-        ty: Type,
-        n: usize,
-    },
+    RandomBuffer { ty: Type, n: usize },
 }
 
 fn spec_type(s: &str) -> Result<Type, String> {
@@ -101,7 +95,7 @@ pub fn parse_spec(spec: &str) -> Result<Spec, String> {
         if v == "random" {
             return Ok(Spec::RandomScalar(ty));
         }
-        return Ok(Spec::Scalar(parse_value(ty, v)?));
+        return Ok(Spec::Given(Input::Scalar(parse_value(ty, v)?)));
     };
     let ty = spec_type(&head[..open])?;
     let count = head[open + 1..]
@@ -123,10 +117,10 @@ pub fn parse_spec(spec: &str) -> Result<Spec, String> {
             }
             None => {}
         }
-        return Ok(Spec::Buffer {
+        return Ok(Spec::Given(Input::Buffer {
             ty,
             bytes: vec![0; n * ty.bytes()],
-        });
+        }));
     }
     let value = value.ok_or_else(|| format!("`{spec}`: a buffer needs values or a count"))?;
     let bytes = if let Some(path) = value.strip_prefix('@') {
@@ -146,7 +140,7 @@ pub fn parse_spec(spec: &str) -> Result<Spec, String> {
         }
         b
     };
-    Ok(Spec::Buffer { ty, bytes })
+    Ok(Spec::Given(Input::Buffer { ty, bytes }))
 }
 
 /// A buffer's contents as typed values separated by spaces.
@@ -184,20 +178,23 @@ mod tests {
 
     #[test]
     fn specs() {
-        assert_eq!(parse_spec("u32:7").unwrap(), Spec::Scalar(Value::u32(7)));
+        assert_eq!(
+            parse_spec("u32:7").unwrap(),
+            Spec::Given(Input::Scalar(Value::u32(7)))
+        );
         assert_eq!(
             parse_spec("u16[]:1,2").unwrap(),
-            Spec::Buffer {
+            Spec::Given(Input::Buffer {
                 ty: Type::U16,
                 bytes: vec![1, 0, 2, 0]
-            }
+            })
         );
         assert_eq!(
             parse_spec("f32[2]").unwrap(),
-            Spec::Buffer {
+            Spec::Given(Input::Buffer {
                 ty: Type::F32,
                 bytes: vec![0; 8]
-            }
+            })
         );
         assert_eq!(
             parse_spec("s64:random").unwrap(),

@@ -130,6 +130,82 @@ fn call_argument_errors_exit_2() {
     assert!(o.stderr.contains("clif or asm"), "{}", o.stderr);
 }
 
+#[test]
+fn call_takes_negative_values() {
+    let f = write_tmp("add_negative.ptx", ADD);
+    // Decimal numbers may start with `-`; other values that do (-0x2, -inf) go after `--`.
+    let o = ptxjit(&["call", &f, "add2", "40", "-2", "-1.5e1"], None);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "0x00000026 0dc03e000000000000\n"),
+        "{}",
+        o.stderr
+    );
+    let o = ptxjit(&["call", &f, "add2", "--", "40", "-0x2", "-inf"], None);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "0x00000026 0dfff0000000000000\n"),
+        "{}",
+        o.stderr
+    );
+    let o = ptxjit(&["call", &f, "add2", "40", "-0x2", "-inf"], None);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("use '-- -0'"), "{}", o.stderr);
+}
+
+#[test]
+fn help_version_and_suggestions() {
+    let o = ptxjit(&["help"], None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for word in [
+        "Usage: ptxjit <COMMAND>",
+        "check",
+        "call",
+        "launch",
+        "diff",
+        "Exit codes",
+    ] {
+        assert!(o.stdout.contains(word), "{word}: {}", o.stdout);
+    }
+    for args in [["help", "launch"], ["launch", "--help"]] {
+        let o = ptxjit(&args, None);
+        assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
+        for word in [
+            "--grid",
+            "--block",
+            "--arg <SPEC>",
+            "TYPE[]:@PATH",
+            "--out-dir",
+            "--no-lanes",
+        ] {
+            assert!(o.stdout.contains(word), "{args:?}, {word}: {}", o.stdout);
+        }
+    }
+    let o = ptxjit(&["call", "-h"], None);
+    assert_eq!(o.code, 0);
+    assert!(o.stdout.contains("--batch"), "{}", o.stdout);
+    let o = ptxjit(&["--version"], None);
+    assert_eq!(o.code, 0);
+    assert_eq!(o.stdout, format!("ptxjit {}\n", env!("CARGO_PKG_VERSION")));
+    let o = ptxjit(&["lanch"], None);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("a similar subcommand exists: 'launch'"),
+        "{}",
+        o.stderr
+    );
+    let o = ptxjit(
+        &["launch", "k.ptx", "k", "--gird", "1", "--block", "1"],
+        None,
+    );
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("a similar argument exists: '--grid'"),
+        "{}",
+        o.stderr
+    );
+}
+
 const KERNEL: &str = r#".version 7.8
 .target sm_80
 .address_size 64

@@ -1,7 +1,7 @@
 //! `ptxjit diff`: a `.func` or `.entry` on both engines with the same inputs, N times,
 //! every return value and buffer compared bit for bit.
 
-use super::values::{Spec, format_buffer, parse_spec};
+use super::values::{Format, Spec, format_buffer, parse_spec};
 use super::{Exit, bad, load, parse_dim};
 use crate::ast::{FuncKind, Type};
 use crate::diff::{self, Input, Outcome};
@@ -177,7 +177,7 @@ fn command(file: &Path, name: &str, target: &Target, inputs: &[Input]) -> String
                     Input::Buffer { ty, bytes } => format!(
                         "--arg '{}[]:{}'",
                         ty.ptx(),
-                        format_buffer(*ty, bytes).replace(' ', ",")
+                        format_buffer(*ty, bytes, Format::Hex).replace(' ', ",")
                     ),
                 })
                 .collect();
@@ -206,7 +206,10 @@ fn show(o: &Outcome, types: &[Type]) -> String {
                 let ty = types.get(k).copied().unwrap_or(Type::B8);
                 let shown = &b[..b.len().min(64 * ty.bytes())];
                 let more = if shown.len() < b.len() { " …" } else { "" };
-                format!("buffer {k}: {}{more}", format_buffer(ty, shown))
+                format!(
+                    "buffer {k}: {}{more}",
+                    format_buffer(ty, shown, Format::Hex)
+                )
             })
             .collect::<Vec<_>>()
             .join("\n          "),

@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use values::{Spec, format_buffer, parse_spec, parse_value};
+use values::{Format, Spec, format_buffer, format_value, parse_spec, parse_value};
 
 /// Run NVIDIA PTX on an x86-64 CPU: compiled with Cranelift, or on the reference interpreter
 #[derive(Parser)]
@@ -126,6 +126,9 @@ struct CallArgs {
     /// for each
     #[arg(long, value_name = "FILE|-", conflicts_with = "args")]
     batch: Option<PathBuf>,
+    /// How to print the return values
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
     #[command(flatten)]
     engine: EngineOpts,
 }
@@ -154,6 +157,9 @@ struct LaunchArgs {
     /// printing it as `argK: v0 v1 ...`
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
+    /// How to print the buffers (files get the raw bytes)
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
     #[command(flatten)]
     engine: EngineOpts,
 }
@@ -304,6 +310,7 @@ fn call(
         func: name,
         args,
         batch,
+        format,
         engine: opts,
     } = a;
     let module = load(&file)?;
@@ -350,7 +357,7 @@ fn call(
             }
         }
         let rets = result?;
-        let line: Vec<String> = rets.iter().map(|v| v.to_string()).collect();
+        let line: Vec<String> = rets.iter().map(|v| format_value(*v, format)).collect();
         let _ = writeln!(out, "{}", line.join(" "));
         Ok(())
     };
@@ -410,6 +417,7 @@ fn launch(a: LaunchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
         block,
         args: specs,
         out_dir,
+        format,
         engine: opts,
     } = a;
     let module = load(&file)?;
@@ -481,7 +489,7 @@ fn launch(a: LaunchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
                     .map_err(|e| bad(format!("error: cannot write {}: {e}", path.display())))?;
             }
             None => {
-                let _ = writeln!(out, "arg{k}: {}", format_buffer(*ty, bytes));
+                let _ = writeln!(out, "arg{k}: {}", format_buffer(*ty, bytes, format));
             }
         }
     }

@@ -5,6 +5,9 @@
 use crate::ast::{Type, TypeKind};
 use crate::diff::Input;
 use crate::engine::Value;
+use rustc_apfloat::ieee::{Half, Single};
+use rustc_apfloat::{Float, FloatConvert, Round};
+use std::fmt;
 
 /// Parses one scalar of type `ty`: integers in decimal (negative for signed types) or `0x`
 /// hex; floats in decimal or as PTX hex bits `0fXXXXXXXX` / `0dXXXXXXXXXXXXXXXX`.
@@ -143,11 +146,76 @@ pub fn parse_spec(spec: &str) -> Result<Spec, String> {
     Ok(Spec::Given(Input::Buffer { ty, bytes }))
 }
 
+/// How `call` and `launch` print values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// exact bits: integers as 0x and the type's width in hex digits, floats as PTX's 0f/0d
+    /// hex bits, preds as 0/1
+    #[default]
+    Hex,
+    /// decimal: integers plain (signed types signed), floats as the shortest decimal that
+    /// reads back to the same value (nan, -nan, inf, -inf, -0 as such), preds as 0/1
+    Dec,
+}
+
+/// A value as `format` prints it. Both forms read back as `call` arguments and SPEC values
+/// (a NaN's payload aside, in decimal).
+pub fn format_value(v: Value, format: Format) -> String {
+    if format == Format::Hex {
+        return v.to_string();
+    }
+    let width = v.ty.bits();
+    match v.ty.kind() {
+        TypeKind::Pred | TypeKind::Bits | TypeKind::Unsigned => v.bits.to_string(),
+        TypeKind::Signed => (((v.bits << (64 - width)) as i64) >> (64 - width)).to_string(),
+        TypeKind::Float => {
+            let negative = v.bits >> (width - 1) == 1;
+            match v.ty {
+                Type::F32 => decimal(f32::from_bits(v.bits as u32), negative),
+                Type::F64 => decimal(f64::from_bits(v.bits), negative),
+                _ => half_decimal(v.bits, negative),
+            }
+        }
+    }
+}
+
+/// A float in decimal: the shortest digits that read back to the same value (Rust's `{}`,
+/// and `{:e}` below 1e-4 and from 1e16 on, where `{}` would write long runs of zeros).
+fn decimal<F: Into<f64> + Copy + fmt::Display + fmt::LowerExp>(x: F, negative: bool) -> String {
+    let wide: f64 = x.into();
+    let magnitude = wide.abs();
+    if wide.is_nan() {
+        if negative { "-nan" } else { "nan" }.into()
+    } else if magnitude.is_finite() && magnitude != 0.0 && !(1e-4..1e16).contains(&magnitude) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// An f16 in decimal: the fewest significant digits (at most 5) that round back to it.
+fn half_decimal(bits: u64, negative: bool) -> String {
+    let half = Half::from_bits(bits as u128);
+    let single: Single = half.convert(&mut false).value;
+    let exact = f32::from_bits(single.to_bits() as u32);
+    if !exact.is_finite() {
+        return decimal(exact, negative);
+    }
+    (0..5)
+        .map(|precision| format!("{exact:.precision$e}"))
+        .find(|digits| {
+            Half::from_str_r(digits, Round::NearestTiesToEven)
+                .is_ok_and(|h| h.value.to_bits() == half.to_bits())
+        })
+        .and_then(|digits| digits.parse::<f64>().ok())
+        .map_or_else(|| decimal(exact, negative), |x| decimal(x, negative))
+}
+
 /// A buffer's contents as typed values separated by spaces.
-pub fn format_buffer(ty: Type, bytes: &[u8]) -> String {
+pub fn format_buffer(ty: Type, bytes: &[u8], format: Format) -> String {
     bytes
         .chunks(ty.bytes())
-        .map(|c| Value::from_le_bytes(ty, c).to_string())
+        .map(|c| format_value(Value::from_le_bytes(ty, c), format))
         .collect::<Vec<_>>()
         .join(" ")
 }

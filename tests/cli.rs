@@ -175,7 +175,9 @@ fn help_version_and_suggestions() {
             "--block",
             "--arg <SPEC>",
             "TYPE[]:@PATH",
+            "--out <K[,K...]>",
             "--out-dir",
+            "--format <FORMAT>",
             "--no-lanes",
         ] {
             assert!(o.stdout.contains(word), "{args:?}, {word}: {}", o.stdout);
@@ -558,6 +560,61 @@ fn dec_format_prints_plain_integers_and_shortest_floats() {
         "{}",
         o.stderr
     );
+}
+
+#[test]
+fn launch_out_picks_the_buffers_given_back() {
+    let f = write_tmp("print_out.ptx", PRINT);
+    let buffers = ["u32[]:1,2", "f32[]:1", "s8[]:-1"];
+    let o = keep(&f, buffers, &["--out", "1"]);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "arg1: 0f3f800000\n"),
+        "{}",
+        o.stderr
+    );
+    // By index or name, commas or repeats; printed in parameter order, each once.
+    for picks in [
+        vec!["--out", "c,0"],
+        vec!["--out", "c", "--out", "a"],
+        vec!["--out", "2,a,2", "--format", "dec"],
+    ] {
+        let o = keep(&f, buffers, &picks);
+        assert_eq!(o.code, 0, "{picks:?}: {}", o.stderr);
+        let want = if picks.contains(&"dec") {
+            "arg0: 1 2\narg2: -1\n"
+        } else {
+            "arg0: 0x00000001 0x00000002\narg2: 0xff\n"
+        };
+        assert_eq!(o.stdout, want, "{picks:?}");
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli/out_picked");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = keep(
+        &f,
+        buffers,
+        &["--out", "b", "--out-dir", dir.to_str().unwrap()],
+    );
+    assert_eq!((o.code, o.stdout.as_str()), (0, ""), "{}", o.stderr);
+    let written: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(written, ["arg1.bin"]);
+    assert_eq!(
+        std::fs::read(dir.join("arg1.bin")).unwrap(),
+        1f32.to_le_bytes()
+    );
+    for (pick, msg) in [
+        ("n", "argument 3 is a scalar, not a buffer"),
+        ("4", "no parameter 4 (`keep` has 4)"),
+        ("x", "`keep` has no parameter named `x`"),
+    ] {
+        let o = keep(&f, buffers, &["--out", pick]);
+        assert_eq!(o.code, 2, "{pick}: {}", o.stderr);
+        assert!(o.stderr.starts_with("error: --out"), "{pick}: {}", o.stderr);
+        assert!(o.stderr.contains(msg), "{pick}: {}", o.stderr);
+    }
 }
 
 /// Each malformed module gives exit 2 and an error naming file:line:col, the line and the

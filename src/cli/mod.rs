@@ -7,9 +7,9 @@
 mod diff;
 pub mod values;
 
-use crate::ast::{FuncKind, Module};
+use crate::ast::{FuncKind, Function, Module};
 use crate::diff::{Input, Outcome};
-use crate::engine::{Dim3, Engine, RunError, Value};
+use crate::engine::{Dim3, Engine, RunError, Value, check_arity, find_function};
 use crate::interp::Interpreter;
 use crate::jit::{Emit, Jit, JitOptions, LANES};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -153,8 +153,15 @@ struct LaunchArgs {
     /// global addresses.
     #[arg(long = "arg", value_name = "SPEC", value_parser = parse_spec)]
     args: Vec<Spec>,
-    /// Write each buffer to DIR/argK.bin (K its 0-based parameter index) instead of
-    /// printing it as `argK: v0 v1 ...`
+    /// The buffers to give back after the launch, by 0-based parameter index or by
+    /// parameter name [default: every buffer]
+    ///
+    /// Repeat it or separate with commas. The other buffers are neither printed nor
+    /// written: on a large input that saves more time than the kernel takes.
+    #[arg(long, value_name = "K[,K...]", value_delimiter = ',')]
+    out: Vec<String>,
+    /// Write each buffer given back to DIR/argK.bin (K its 0-based parameter index) instead
+    /// of printing it as `argK: v0 v1 ...`
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
     /// How to print the buffers (files get the raw bytes)
@@ -409,6 +416,46 @@ fn parse_dim(text: &str) -> Result<Dim3, String> {
     Ok(Dim3::new(d[0], d[1], d[2]))
 }
 
+/// The arguments `launch` gives back, in order: the buffers `--out` picks (by index or
+/// parameter name), every buffer when it picks none.
+fn given_back(picks: &[String], kernel: &Function, inputs: &[Input]) -> Result<Vec<usize>, Exit> {
+    let buffers = (0..inputs.len()).filter(|&k| matches!(inputs[k], Input::Buffer { .. }));
+    if picks.is_empty() {
+        return Ok(buffers.collect());
+    }
+    let mut chosen = Vec::new();
+    for pick in picks {
+        let named = |p| kernel.param_name(p) == pick;
+        let k = match pick.parse::<usize>() {
+            Ok(k) => k,
+            Err(_) => kernel.params.iter().position(named).ok_or_else(|| {
+                bad(format!(
+                    "error: --out {pick}: `{}` has no parameter named `{pick}`",
+                    kernel.name
+                ))
+            })?,
+        };
+        match inputs.get(k) {
+            Some(Input::Buffer { .. }) => chosen.push(k),
+            Some(Input::Scalar(_)) => {
+                return Err(bad(format!(
+                    "error: --out {pick}: argument {k} is a scalar, not a buffer"
+                )));
+            }
+            None => {
+                return Err(bad(format!(
+                    "error: --out {pick}: no parameter {k} (`{}` has {})",
+                    kernel.name,
+                    inputs.len()
+                )));
+            }
+        }
+    }
+    chosen.sort_unstable();
+    chosen.dedup();
+    Ok(chosen)
+}
+
 fn launch(a: LaunchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
     let LaunchArgs {
         file,
@@ -416,13 +463,12 @@ fn launch(a: LaunchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
         grid,
         block,
         args: specs,
+        out: picks,
         out_dir,
         format,
         engine: opts,
     } = a;
     let module = load(&file)?;
-    let reference = opts.reference(&module)?;
-    let engine = opts.build(module, out, err)?;
     let mut inputs = specs
         .into_iter()
         .map(|s| match s {
@@ -432,6 +478,11 @@ fn launch(a: LaunchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
             }
         })
         .collect::<Result<Vec<Input>, Exit>>()?;
+    let (_, func) = find_function(&module, &kernel, FuncKind::Entry)?;
+    check_arity(func, inputs.len())?;
+    let given_back = given_back(&picks, func, &inputs)?;
+    let reference = opts.reference(&module)?;
+    let engine = opts.build(module, out, err)?;
     let theirs = match &reference {
         Some(r) => Some(crate::diff::launch(r, &kernel, grid, block, &inputs)?),
         None => None,
@@ -476,9 +527,9 @@ fn launch(a: LaunchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
             let _ = writeln!(err, "run: {n} of {threads} threads in SIMD lanes");
         }
     }
-    for (k, input) in inputs.iter().enumerate() {
-        let Input::Buffer { ty, bytes } = input else {
-            continue;
+    for k in given_back {
+        let Input::Buffer { ty, bytes } = &inputs[k] else {
+            unreachable!("given_back picks buffers");
         };
         match &out_dir {
             Some(dir) => {

@@ -453,7 +453,7 @@ const PRINT: &str = r#".version 7.8
     st.param.s32 [r], %a;
     ret;
 }
-.visible .func (.param .f16 r) half(.param .b16 a)
+.visible .func (.param .f16 r) half(.param .f16 a)
 {
     .reg .b16 %a;
     ld.param.b16 %a, [a];
@@ -529,7 +529,7 @@ fn dec_format_prints_plain_integers_and_shortest_floats() {
     assert_eq!(call(&["negate", "5"]).stdout, "0xfffffffb\n");
     // f16 bits 0x2e66 are 0.0999755859375, the f16 nearest 0.1; 0x3555 is 0.333251953125
     // (0.3333 rounds to it, 0.333 does not); 0x7bff is 65504, the f16 nearest 65500;
-    // 0x0001 is 2^-24 = 5.96e-8, the f16 nearest 6e-8.
+    // 0x0001 is 2^-24 = 5.96e-8, the f16 nearest 6e-8. Each decimal reads back as its bits.
     for (bits, dec) in [
         ("0x2e66", "0.1"),
         ("0x3555", "0.3333"),
@@ -540,6 +540,8 @@ fn dec_format_prints_plain_integers_and_shortest_floats() {
     ] {
         let o = call(&["half", bits, "--format", "dec"]);
         assert_eq!(o.stdout, format!("{dec}\n"), "{bits}: {}", o.stderr);
+        let o = call(&["half", "--", dec]);
+        assert_eq!(o.stdout, format!("{bits}\n"), "{dec}: {}", o.stderr);
     }
     // Decimal output reads back as input.
     let g = write_tmp("add_dec.ptx", ADD);

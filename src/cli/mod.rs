@@ -118,8 +118,8 @@ struct CallArgs {
     /// The arguments, one per parameter and typed by it
     ///
     /// Integers in decimal (negative for signed types) or 0x hex; floats in decimal or as
-    /// PTX hex bits 0fXXXXXXXX (f32) / 0dXXXXXXXXXXXXXXXX (f64). A value that starts with
-    /// `-` but is not a decimal number (-0x10, -inf) goes after `--`.
+    /// PTX hex bits 0fXXXXXXXX (f32) / 0dXXXXXXXXXXXXXXXX (f64) / 0xXXXX (f16). A value that
+    /// starts with `-` but is not a decimal number (-0x10, -inf) goes after `--`.
     #[arg(value_name = "ARG", allow_negative_numbers = true)]
     args: Vec<String>,
     /// Read one argument list per line from FILE (`-`: stdin) and print one result line

@@ -10,7 +10,8 @@ use rustc_apfloat::{Float, FloatConvert, Round};
 use std::fmt;
 
 /// Parses one scalar of type `ty`: integers in decimal (negative for signed types) or `0x`
-/// hex; floats in decimal or as PTX hex bits `0fXXXXXXXX` / `0dXXXXXXXXXXXXXXXX`.
+/// hex; floats in decimal or as PTX hex bits `0fXXXXXXXX` / `0dXXXXXXXXXXXXXXXX` (an f16 as
+/// `0xXXXX`).
 pub fn parse_value(ty: Type, text: &str) -> Result<Value, String> {
     let bad = || format!("`{text}` is not a valid {ty} value");
     match ty.kind() {
@@ -25,6 +26,8 @@ pub fn parse_value(ty: Type, text: &str) -> Result<Value, String> {
                     return Err(format!("`{text}`: 0d takes 16 hex digits and is for .f64"));
                 }
                 u64::from_str_radix(h, 16).map_err(|_| bad())?
+            } else if ty == Type::F16 {
+                half_bits(text).ok_or_else(bad)?
             } else if ty == Type::F32 {
                 text.parse::<f32>().map_err(|_| bad())?.to_bits() as u64
             } else {
@@ -64,6 +67,16 @@ pub fn parse_value(ty: Type, text: &str) -> Result<Value, String> {
             }
         }
     }
+}
+
+/// An f16's bits from `0x` and 4 hex digits (as the hex format prints them) or from a
+/// decimal, rounded to the nearest f16 (ties to even).
+fn half_bits(text: &str) -> Option<u64> {
+    if let Some(h) = text.strip_prefix("0x").or(text.strip_prefix("0X")) {
+        return u64::from_str_radix(h, 16).ok().filter(|_| h.len() == 4);
+    }
+    let h = Half::from_str_r(text, Round::NearestTiesToEven).ok()?;
+    Some(h.value.to_bits() as u64)
 }
 
 /// A `launch` or `diff` argument as given on the command line.
@@ -149,8 +162,8 @@ pub fn parse_spec(spec: &str) -> Result<Spec, String> {
 /// How `call` and `launch` print values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// exact bits: integers as 0x and the type's width in hex digits, floats as PTX's 0f/0d
-    /// hex bits, preds as 0/1
+    /// exact bits: integers as 0x and the type's width in hex digits, f32 and f64 as PTX's
+    /// 0f/0d hex bits (f16 as 0x and 4 digits), preds as 0/1
     #[default]
     Hex,
     /// decimal: integers plain (signed types signed), floats as the shortest decimal that
@@ -242,6 +255,14 @@ mod tests {
             0x3ff8_0000_0000_0000
         );
         assert!(parse_value(Type::F32, "0d3ff8000000000000").is_err());
+        // f16: 0.1 rounds to 0x2e66 (0.0999755859375); 65520, halfway between 65504 and
+        // 65536, rounds to even: infinity.
+        assert_eq!(parse_value(Type::F16, "1.5").unwrap().bits, 0x3e00);
+        assert_eq!(parse_value(Type::F16, "0.1").unwrap().bits, 0x2e66);
+        assert_eq!(parse_value(Type::F16, "-65520").unwrap().bits, 0xfc00);
+        assert_eq!(parse_value(Type::F16, "0x3c00").unwrap().bits, 0x3c00);
+        assert!(parse_value(Type::F16, "0x3c0").is_err());
+        assert!(parse_value(Type::F16, "1.5x").is_err());
     }
 
     #[test]

@@ -45,9 +45,9 @@ enum Command {
     ///
     /// Both engines get the same inputs, --iterations times, and every return value and
     /// buffer is compared bit for bit: NaN equals NaN; faults must match in location and
-    /// message. A progress count shows on a terminal. On a mismatch it exits 1
-    /// and prints the inputs as a ready-to-run `ptxjit call` or `ptxjit launch` command, both
-    /// outcomes and the first differing word; otherwise it prints `N runs, 0 mismatches`.
+    /// message. A progress count shows on a terminal. On a mismatch it exits 1 and prints
+    /// the inputs as a ready-to-run `ptxjit call` or `ptxjit launch` command, both outcomes
+    /// and the first differing word, all in hex; otherwise it prints `N runs, 0 mismatches`.
     Diff(diff::DiffArgs),
 }
 

@@ -266,6 +266,24 @@ mod tests {
     }
 
     #[test]
+    fn decimal_switches_to_the_exponent_form_outside_1e_minus_4_to_1e16() {
+        let dec = |v| format_value(v, Format::Dec);
+        assert_eq!(dec(Value::f64(0.0001)), "0.0001");
+        assert_eq!(dec(Value::f64(0.00009)), "9e-5");
+        assert_eq!(dec(Value::f64(9999999999999998.0)), "9999999999999998");
+        assert_eq!(dec(Value::f64(1e16)), "1e16");
+        assert_eq!(dec(Value::f64(-0.0)), "-0");
+        assert_eq!(dec(Value::f32(16777216.0)), "16777216");
+        assert_eq!(dec(Value::new(Type::S16, 0x8000)), "-32768");
+        assert_eq!(dec(Value::new(Type::Pred, 1)), "1");
+        assert_eq!(dec(Value::new(Type::F16, 0x7e01)), "nan");
+        assert_eq!(
+            format_value(Value::new(Type::F16, 0x7e01), Format::Hex),
+            "0x7e01"
+        );
+    }
+
+    #[test]
     fn specs() {
         assert_eq!(
             parse_spec("u32:7").unwrap(),

@@ -8,11 +8,33 @@ use crate::generate::{self, Layout, Program, Rng};
 use crate::interp::Interpreter;
 use crate::jit::{Jit, JitOptions};
 
-/// An input of a run.
+/// An input of a run: the owned form of an engine [`Arg`]. `ptxjit launch` runs on these
+/// too, so that its buffers keep their element types for printing.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Input {
     Scalar(Value),
     Buffer { ty: Type, bytes: Vec<u8> },
+}
+
+impl Input {
+    /// Engine arguments over `inputs`, buffers borrowed in place: a launch writes into them.
+    pub fn args(inputs: &mut [Input]) -> Vec<Arg<'_>> {
+        inputs
+            .iter_mut()
+            .map(|i| match i {
+                Input::Scalar(v) => Arg::Scalar(*v),
+                Input::Buffer { bytes, .. } => Arg::Buffer(bytes.as_mut_slice()),
+            })
+            .collect()
+    }
+
+    /// The bytes of a buffer; None for a scalar.
+    pub fn into_buffer(self) -> Option<Vec<u8>> {
+        match self {
+            Input::Buffer { bytes, .. } => Some(bytes),
+            Input::Scalar(_) => None,
+        }
+    }
 }
 
 /// What one engine produced.
@@ -54,29 +76,6 @@ pub fn outcome_of<T: Clone>(
     outcome(r.clone(), ok).ok()
 }
 
-/// Copies of a launch's arguments.
-pub fn inputs_of(args: &[Arg]) -> Vec<Input> {
-    args.iter()
-        .map(|a| match a {
-            Arg::Scalar(v) => Input::Scalar(*v),
-            Arg::Buffer(b) => Input::Buffer {
-                ty: Type::U8,
-                bytes: b.to_vec(),
-            },
-        })
-        .collect()
-}
-
-/// The buffers among a launch's arguments, copied.
-pub fn buffers_of(args: &[Arg]) -> Vec<Vec<u8>> {
-    args.iter()
-        .filter_map(|a| match a {
-            Arg::Buffer(b) => Some(b.to_vec()),
-            Arg::Scalar(_) => None,
-        })
-        .collect()
-}
-
 /// Calls a `.func`.
 pub fn call(e: &dyn Engine, name: &str, args: &[Value]) -> Result<Outcome, RunError> {
     outcome(e.call(name, args), Outcome::Returned)
@@ -90,31 +89,11 @@ pub fn launch(
     block: Dim3,
     inputs: &[Input],
 ) -> Result<Outcome, RunError> {
-    let mut buffers: Vec<Vec<u8>> = inputs
-        .iter()
-        .map(|i| match i {
-            Input::Buffer { bytes, .. } => bytes.clone(),
-            Input::Scalar(_) => Vec::new(),
-        })
-        .collect();
-    let r = {
-        let mut args: Vec<Arg> = inputs
-            .iter()
-            .zip(buffers.iter_mut())
-            .map(|(i, b)| match i {
-                Input::Scalar(v) => Arg::Scalar(*v),
-                Input::Buffer { .. } => Arg::Buffer(b.as_mut_slice()),
-            })
-            .collect();
-        e.launch(name, grid, block, &mut args)
-    };
-    let kept: Vec<Vec<u8>> = inputs
-        .iter()
-        .zip(buffers)
-        .filter(|(i, _)| matches!(i, Input::Buffer { .. }))
-        .map(|(_, b)| b)
-        .collect();
-    outcome(r, |()| Outcome::Buffers(kept))
+    let mut run = inputs.to_vec();
+    let r = e.launch(name, grid, block, &mut Input::args(&mut run));
+    outcome(r, |()| {
+        Outcome::Buffers(run.into_iter().filter_map(Input::into_buffer).collect())
+    })
 }
 
 /// Where two outcomes first differ, in words, or None when they agree. `types` gives the

@@ -130,6 +130,84 @@ fn call_argument_errors_exit_2() {
     assert!(o.stderr.contains("clif or asm"), "{}", o.stderr);
 }
 
+#[test]
+fn call_takes_negative_values() {
+    let f = write_tmp("add_negative.ptx", ADD);
+    // Decimal numbers may start with `-`; other values that do (-0x2, -inf) go after `--`.
+    let o = ptxjit(&["call", &f, "add2", "40", "-2", "-1.5e1"], None);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "0x00000026 0dc03e000000000000\n"),
+        "{}",
+        o.stderr
+    );
+    let o = ptxjit(&["call", &f, "add2", "--", "40", "-0x2", "-inf"], None);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "0x00000026 0dfff0000000000000\n"),
+        "{}",
+        o.stderr
+    );
+    let o = ptxjit(&["call", &f, "add2", "40", "-0x2", "-inf"], None);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("use '-- -0'"), "{}", o.stderr);
+}
+
+#[test]
+fn help_version_and_suggestions() {
+    let o = ptxjit(&["help"], None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for word in [
+        "Usage: ptxjit <COMMAND>",
+        "check",
+        "call",
+        "launch",
+        "diff",
+        "Exit codes",
+    ] {
+        assert!(o.stdout.contains(word), "{word}: {}", o.stdout);
+    }
+    for args in [["help", "launch"], ["launch", "--help"]] {
+        let o = ptxjit(&args, None);
+        assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
+        for word in [
+            "--grid",
+            "--block",
+            "--arg <SPEC>",
+            "TYPE[]:@PATH",
+            "--out <K[,K...]>",
+            "--out-dir",
+            "--format <FORMAT>",
+            "--no-lanes",
+        ] {
+            assert!(o.stdout.contains(word), "{args:?}, {word}: {}", o.stdout);
+        }
+    }
+    let o = ptxjit(&["call", "-h"], None);
+    assert_eq!(o.code, 0);
+    assert!(o.stdout.contains("--batch"), "{}", o.stdout);
+    let o = ptxjit(&["--version"], None);
+    assert_eq!(o.code, 0);
+    assert_eq!(o.stdout, format!("ptxjit {}\n", env!("CARGO_PKG_VERSION")));
+    let o = ptxjit(&["lanch"], None);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("a similar subcommand exists: 'launch'"),
+        "{}",
+        o.stderr
+    );
+    let o = ptxjit(
+        &["launch", "k.ptx", "k", "--gird", "1", "--block", "1"],
+        None,
+    );
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("a similar argument exists: '--grid'"),
+        "{}",
+        o.stderr
+    );
+}
+
 const KERNEL: &str = r#".version 7.8
 .target sm_80
 .address_size 64
@@ -356,6 +434,188 @@ fn launch_argument_errors_exit_2() {
         let o = ptxjit(&args, None);
         assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
         assert!(o.stderr.starts_with("error"), "{args:?}: {}", o.stderr);
+    }
+}
+
+/// A kernel that leaves its buffers as they are, a signed `.func` and an f16 `.func`.
+const PRINT: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .entry keep(.param .u64 a, .param .u64 b, .param .u64 c, .param .u32 n)
+{
+    ret;
+}
+.visible .func (.param .s32 r) negate(.param .s32 a)
+{
+    .reg .s32 %a;
+    ld.param.s32 %a, [a];
+    neg.s32 %a, %a;
+    st.param.s32 [r], %a;
+    ret;
+}
+.visible .func (.param .f16 r) half(.param .f16 a)
+{
+    .reg .b16 %a;
+    ld.param.b16 %a, [a];
+    st.param.b16 [r], %a;
+    ret;
+}
+"#;
+
+fn keep(f: &str, buffers: [&str; 3], extra: &[&str]) -> Out {
+    let mut args = vec!["launch", f, "keep", "--grid", "1", "--block", "1"];
+    for b in buffers {
+        args.extend(["--arg", b]);
+    }
+    args.extend(["--arg", "u32:0"]);
+    args.extend(extra);
+    ptxjit(&args, None)
+}
+
+#[test]
+fn dec_format_prints_plain_integers_and_shortest_floats() {
+    let f = write_tmp("print.ptx", PRINT);
+    // f32: 0.1 and 1e20 are the shortest decimals of their f32s (1e20 is 100000002004087734272);
+    // 0f7f7fffff is f32::MAX; 1e-45 reads as the least subnormal, 2^-149; 0.0001 as an f32
+    // is 9.99999974737875e-5, below 1e-4, so it takes the exponent form. NaNs keep their
+    // sign, the payload goes.
+    let o = keep(
+        &f,
+        [
+            "f32[]:1.5,-0,0.1,1e20,1e-45,0f7fc00000,0fffc00001,0f7f800000,0fff800000,0f7f7fffff,0.0001",
+            "f64[]:0.1,123456789012345680,0d0000000000000001,-2.5,-1e-5,100",
+            "s8[]:-128,-1,127",
+        ],
+        &["--format", "dec"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "arg0: 1.5 -0 0.1 1e20 1e-45 nan -nan inf -inf 3.4028235e38 1e-4\n\
+         arg1: 0.1 1.2345678901234568e17 5e-324 -2.5 -1e-5 100\n\
+         arg2: -128 -1 127\n"
+    );
+    let o = keep(
+        &f,
+        [
+            "u64[]:0xffffffffffffffff,0",
+            "s64[]:-0x8000000000000000,0x7fffffffffffffff",
+            "b16[]:0xffff,0x8000",
+        ],
+        &["--format", "dec"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "arg0: 18446744073709551615 0\n\
+         arg1: -9223372036854775808 9223372036854775807\n\
+         arg2: 65535 32768\n"
+    );
+    // hex is the default.
+    let o = keep(&f, ["u8[]:255", "s8[]:-1", "f32[]:1"], &[]);
+    let hex = "arg0: 0xff\narg1: 0xff\narg2: 0f3f800000\n";
+    assert_eq!(o.stdout, hex);
+    assert_eq!(
+        keep(&f, ["u8[]:255", "s8[]:-1", "f32[]:1"], &["--format", "hex"]).stdout,
+        hex
+    );
+
+    let call = |args: &[&str]| {
+        let mut all = vec!["call", f.as_str()];
+        all.extend(args);
+        ptxjit(&all, None)
+    };
+    assert_eq!(call(&["negate", "5", "--format", "dec"]).stdout, "-5\n");
+    assert_eq!(call(&["negate", "5"]).stdout, "0xfffffffb\n");
+    // f16 bits 0x2e66 are 0.0999755859375, the f16 nearest 0.1; 0x3555 is 0.333251953125
+    // (0.3333 rounds to it, 0.333 does not); 0x7bff is 65504, the f16 nearest 65500;
+    // 0x0001 is 2^-24 = 5.96e-8, the f16 nearest 6e-8. Each decimal reads back as its bits.
+    for (bits, dec) in [
+        ("0x2e66", "0.1"),
+        ("0x3555", "0.3333"),
+        ("0x7bff", "65500"),
+        ("0x0001", "6e-8"),
+        ("0x8000", "-0"),
+        ("0xfc00", "-inf"),
+    ] {
+        let o = call(&["half", bits, "--format", "dec"]);
+        assert_eq!(o.stdout, format!("{dec}\n"), "{bits}: {}", o.stderr);
+        let o = call(&["half", "--", dec]);
+        assert_eq!(o.stdout, format!("{bits}\n"), "{dec}: {}", o.stderr);
+    }
+    // Decimal output reads back as input.
+    let g = write_tmp("add_dec.ptx", ADD);
+    let o = ptxjit(
+        &["call", &g, "add2", "7", "-9", "0.1", "--format", "dec"],
+        None,
+    );
+    assert_eq!(o.stdout, "4294967294 0.2\n");
+    let o = ptxjit(&["call", &g, "add2", "4294967294", "0", "0.2"], None);
+    assert_eq!(o.stdout, "0xfffffffe 0d3fd999999999999a\n");
+    let o = ptxjit(
+        &["call", &g, "add2", "1", "1", "x", "--format", "oct"],
+        None,
+    );
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("[possible values: hex, dec]"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn launch_out_picks_the_buffers_given_back() {
+    let f = write_tmp("print_out.ptx", PRINT);
+    let buffers = ["u32[]:1,2", "f32[]:1", "s8[]:-1"];
+    let o = keep(&f, buffers, &["--out", "1"]);
+    assert_eq!(
+        (o.code, o.stdout.as_str()),
+        (0, "arg1: 0f3f800000\n"),
+        "{}",
+        o.stderr
+    );
+    // By index or name, commas or repeats; printed in parameter order, each once.
+    for picks in [
+        vec!["--out", "c,0"],
+        vec!["--out", "c", "--out", "a"],
+        vec!["--out", "2,a,2", "--format", "dec"],
+    ] {
+        let o = keep(&f, buffers, &picks);
+        assert_eq!(o.code, 0, "{picks:?}: {}", o.stderr);
+        let want = if picks.contains(&"dec") {
+            "arg0: 1 2\narg2: -1\n"
+        } else {
+            "arg0: 0x00000001 0x00000002\narg2: 0xff\n"
+        };
+        assert_eq!(o.stdout, want, "{picks:?}");
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli/out_picked");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = keep(
+        &f,
+        buffers,
+        &["--out", "b", "--out-dir", dir.to_str().unwrap()],
+    );
+    assert_eq!((o.code, o.stdout.as_str()), (0, ""), "{}", o.stderr);
+    let written: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(written, ["arg1.bin"]);
+    assert_eq!(
+        std::fs::read(dir.join("arg1.bin")).unwrap(),
+        1f32.to_le_bytes()
+    );
+    for (pick, msg) in [
+        ("n", "argument 3 is a scalar, not a buffer"),
+        ("4", "no parameter 4 (`keep` has 4)"),
+        ("x", "`keep` has no parameter named `x`"),
+    ] {
+        let o = keep(&f, buffers, &["--out", pick]);
+        assert_eq!(o.code, 2, "{pick}: {}", o.stderr);
+        assert!(o.stderr.starts_with("error: --out"), "{pick}: {}", o.stderr);
+        assert!(o.stderr.contains(msg), "{pick}: {}", o.stderr);
     }
 }
 

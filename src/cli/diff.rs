@@ -1,13 +1,43 @@
 //! `ptxjit diff`: a `.func` or `.entry` on both engines with the same inputs, N times,
 //! every return value and buffer compared bit for bit.
 
-use super::values::{Spec, format_buffer};
-use super::{Exit, LaunchShape, USAGE, bad, load};
+use super::values::{Format, Spec, format_buffer, parse_spec};
+use super::{Exit, bad, load, parse_dim};
 use crate::ast::{FuncKind, Type};
 use crate::diff::{self, Input, Outcome};
 use crate::engine::{Dim3, Engine, Value};
 use crate::generate::{Rng, edge_value};
+use clap::Args;
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub(super) struct DiffArgs {
+    /// The PTX module
+    file: PathBuf,
+    /// The .func or .entry to run
+    name: String,
+    /// Blocks in the grid (kernels only)
+    #[arg(long, value_name = "X[,Y[,Z]]", value_parser = parse_dim)]
+    grid: Option<Dim3>,
+    /// Threads in a block (kernels only)
+    #[arg(long, value_name = "X[,Y[,Z]]", value_parser = parse_dim)]
+    block: Option<Dim3>,
+    /// An argument, one for each parameter in order: a SPEC as for `launch`, or TYPE:random
+    /// or TYPE[N]:random
+    ///
+    /// `random` draws new edge-biased values each run: 0, ±1, min/max, all ones, sign bits,
+    /// subnormals, infinities, NaNs and uniform bits. A .func without --arg gets random
+    /// values for every parameter.
+    #[arg(long = "arg", value_name = "SPEC", value_parser = parse_spec)]
+    args: Vec<Spec>,
+    /// How many runs to compare
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    iterations: u64,
+    /// The seed of the random values
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+}
 
 /// What to run: a function with argument specs, or a kernel with its extents.
 enum Target {
@@ -15,45 +45,18 @@ enum Target {
     Kernel { grid: Dim3, block: Dim3 },
 }
 
-pub(super) fn diff(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
-    let mut positional = Vec::new();
-    let mut shape = LaunchShape::default();
-    let (mut iterations, mut seed) = (100u64, 1u64);
-    let mut i = 0;
-    while i < args.len() {
-        let used = shape.take(args, i)?;
-        if used > 0 {
-            i += used;
-            continue;
-        }
-        let next = args.get(i + 1);
-        let number = |what: &str| -> Result<u64, Exit> {
-            next.and_then(|v| v.parse().ok())
-                .ok_or_else(|| bad(format!("error: {what} needs a number")))
-        };
-        match args[i].as_str() {
-            "--iterations" => iterations = number("--iterations")?,
-            "--seed" => seed = number("--seed")?,
-            a if a.starts_with("--") => {
-                return Err(bad(format!("error: unknown option `{a}`\n{USAGE}")));
-            }
-            _ => {
-                positional.push(args[i].clone());
-                i += 1;
-                continue;
-            }
-        }
-        i += 2;
-    }
-    let [file, name] = &positional[..] else {
-        return Err(bad(format!("error: diff needs FILE and NAME\n{USAGE}")));
-    };
-    let LaunchShape {
+pub(super) fn diff(a: DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
+    let DiffArgs {
+        file,
+        name,
         grid,
         block,
-        mut specs,
-    } = shape;
-    let module = load(file)?;
+        args: mut specs,
+        iterations,
+        seed,
+    } = a;
+    let name = name.as_str();
+    let module = load(&file)?;
     let Some((_, func)) = module.function(name) else {
         return Err(bad(format!("error: no function or kernel named `{name}`")));
     };
@@ -70,10 +73,7 @@ pub(super) fn diff(args: &[String], out: &mut dyn Write, err: &mut dyn Write) ->
                     .map(|p| Spec::RandomScalar(func.param_type(p)))
                     .collect();
             }
-            if specs
-                .iter()
-                .any(|s| matches!(s, Spec::Buffer { .. } | Spec::RandomBuffer { .. }))
-            {
+            if specs.iter().any(|s| buffer_type(s).is_some()) {
                 return Err(bad("error: a .func takes scalar arguments only"));
             }
             Target::Func
@@ -119,7 +119,7 @@ pub(super) fn diff(args: &[String], out: &mut dyn Write, err: &mut dyn Write) ->
             let report = format!(
                 "mismatch on run {} of {iterations} (seed {seed})\n  inputs: {}\n  jit:    {}\n  interp: {}\n  first difference: {d}",
                 run + 1,
-                command(file, name, &target, &inputs),
+                command(&file, name, &target, &inputs),
                 show(&ours, &types),
                 show(&theirs, &types),
             );
@@ -135,19 +135,15 @@ pub(super) fn diff(args: &[String], out: &mut dyn Write, err: &mut dyn Write) ->
 
 fn buffer_type(s: &Spec) -> Option<Type> {
     match s {
-        Spec::Buffer { ty, .. } | Spec::RandomBuffer { ty, .. } => Some(*ty),
-        _ => None,
+        Spec::Given(Input::Buffer { ty, .. }) | Spec::RandomBuffer { ty, .. } => Some(*ty),
+        Spec::Given(Input::Scalar(_)) | Spec::RandomScalar(_) => None,
     }
 }
 
 /// A spec's value for one run.
 fn materialize(s: &Spec, rng: &mut Rng) -> Input {
     match s {
-        Spec::Scalar(v) => Input::Scalar(*v),
-        Spec::Buffer { ty, bytes } => Input::Buffer {
-            ty: *ty,
-            bytes: bytes.clone(),
-        },
+        Spec::Given(input) => input.clone(),
         Spec::RandomScalar(ty) => Input::Scalar(Value::new(*ty, edge_value(rng, *ty))),
         Spec::RandomBuffer { ty, n } => Input::Buffer {
             ty: *ty,
@@ -159,7 +155,8 @@ fn materialize(s: &Spec, rng: &mut Rng) -> Input {
 }
 
 /// The run as a ready-to-run `ptxjit call` or `ptxjit launch` command.
-fn command(file: &str, name: &str, target: &Target, inputs: &[Input]) -> String {
+fn command(file: &Path, name: &str, target: &Target, inputs: &[Input]) -> String {
+    let file = file.display();
     match target {
         Target::Func => {
             let args: Vec<String> = inputs
@@ -180,7 +177,7 @@ fn command(file: &str, name: &str, target: &Target, inputs: &[Input]) -> String 
                     Input::Buffer { ty, bytes } => format!(
                         "--arg '{}[]:{}'",
                         ty.ptx(),
-                        format_buffer(*ty, bytes).replace(' ', ",")
+                        format_buffer(*ty, bytes, Format::Hex).replace(' ', ",")
                     ),
                 })
                 .collect();
@@ -209,7 +206,10 @@ fn show(o: &Outcome, types: &[Type]) -> String {
                 let ty = types.get(k).copied().unwrap_or(Type::B8);
                 let shown = &b[..b.len().min(64 * ty.bytes())];
                 let more = if shown.len() < b.len() { " …" } else { "" };
-                format!("buffer {k}: {}{more}", format_buffer(ty, shown))
+                format!(
+                    "buffer {k}: {}{more}",
+                    format_buffer(ty, shown, Format::Hex)
+                )
             })
             .collect::<Vec<_>>()
             .join("\n          "),

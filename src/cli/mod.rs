@@ -1,49 +1,175 @@
-//! The `ptxjit` command line. Its syntax and output are a contract that other tools and the
-//! test harnesses drive; see the README.
+//! The `ptxjit` command line, on clap (derive). Its syntax and output are a contract that
+//! other tools and the test harnesses drive; `ptxjit help` and the README describe it.
 //!
-//! Exit codes: 0 success, 1 a fault inside the PTX, 2 bad input (parse or validation errors,
-//! bad arguments).
+//! Exit codes: 0 success, 1 a fault inside the PTX or a difference between the engines
+//! (`diff`, `--verify`), 2 bad input (parse or validation errors, bad arguments).
 
 mod diff;
 pub mod values;
 
-use crate::ast::{FuncKind, Module};
-use crate::engine::{Arg, Dim3, Engine, RunError, Value};
+use crate::ast::{FuncKind, Function, Module};
+use crate::diff::{Input, Outcome};
+use crate::engine::{Dim3, Engine, RunError, Value, check_arity, find_function};
 use crate::interp::Interpreter;
 use crate::jit::{Emit, Jit, JitOptions, LANES};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
 use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
-use values::{Spec, format_buffer, parse_spec, parse_value};
+use values::{Format, Spec, format_buffer, format_value, parse_spec, parse_value};
 
-pub const USAGE: &str = "\
-usage:
-  ptxjit check FILE
-  ptxjit call FILE FUNC [ENGINE OPTIONS] [ARG...] [--batch FILE|-]
-  ptxjit launch FILE KERNEL --grid X[,Y[,Z]] --block X[,Y[,Z]] [ENGINE OPTIONS]
-                [--arg SPEC]... [--out-dir DIR]
-  ptxjit diff FILE NAME [--grid X[,Y[,Z]] --block X[,Y[,Z]]] [--arg SPEC]...
-                [--iterations N] [--seed S]
+/// Run NVIDIA PTX on an x86-64 CPU: compiled with Cranelift, or on the reference interpreter
+#[derive(Parser)]
+#[command(
+    name = "ptxjit",
+    version,
+    arg_required_else_help = false,
+    after_help = "Exit codes: 0 success, 1 a fault inside the PTX or a difference between the \
+                  engines, 2 bad input (syntax, validation, arguments)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-ENGINE OPTIONS:
-  --engine jit|interp   the Cranelift JIT (default) or the reference interpreter
-  --unchecked           JIT: drop the memory checks (a bad access may crash the process)
-  --emit clif|asm       JIT: print the Cranelift IR or the x86-64 code of each function
-  --egraph              JIT: also run Cranelift's e-graph optimizer (off by default: it
-                        lengthens live ranges in unrolled code; see README, Benchmarks)
-  --no-lanes            JIT: run kernels one thread at a time (by default a kernel that
-                        allows it runs a warp, 32 threads, at a time in SIMD lanes;
-                        --stats says which do)
-  --stats               print compile time, run time and threads/s to stderr
-  --verify              run the interpreter beside the JIT; exit 1 on any difference
+#[derive(Subcommand)]
+enum Command {
+    /// Parse and validate a module
+    Check(CheckArgs),
+    /// Call a .func with scalar arguments and print its return values on one line
+    Call(CallArgs),
+    /// Launch a kernel over a grid and print its buffers afterwards (or write them to files)
+    Launch(LaunchArgs),
+    /// Run a .func or a kernel on the JIT and on the interpreter and compare the results
+    ///
+    /// Both engines get the same inputs, --iterations times, and every return value and
+    /// buffer is compared bit for bit: NaN equals NaN; faults must match in location and
+    /// message. A progress count shows on a terminal. On a mismatch it exits 1 and prints
+    /// the inputs as a ready-to-run `ptxjit call` or `ptxjit launch` command, both outcomes
+    /// and the first differing word, all in hex; otherwise it prints `N runs, 0 mismatches`.
+    Diff(diff::DiffArgs),
+}
 
-ARG: an integer (decimal, negative for signed types, or 0x hex) or a float (decimal, or PTX
-     hex bits 0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX), typed by the function's parameter.
-SPEC: TYPE:VALUE (scalar), TYPE[]:V1,V2,... or TYPE[]:@PATH (buffer from values or a file's
-     little-endian bytes), TYPE[N] (N zeroed elements); TYPE is u8..u64, s8..s64, b8..b64,
-     f32 or f64. Buffers are passed as 64-bit global addresses. For diff also TYPE:random
-     and TYPE[N]:random (new edge-biased values each run); a .func without --arg gets
-     random values for every parameter.
-exit codes: 0 success, 1 fault inside the PTX, 2 bad input";
+#[derive(Args)]
+struct CheckArgs {
+    /// The PTX module
+    file: PathBuf,
+}
+
+/// The options of the commands that run PTX on one engine.
+#[derive(Args, Clone, Copy)]
+#[command(next_help_heading = "Engine options")]
+struct EngineOpts {
+    /// The engine: the Cranelift JIT or the reference interpreter
+    #[arg(long, value_enum, default_value_t = EngineKind::Jit)]
+    engine: EngineKind,
+    /// JIT: drop the memory checks (faster; a bad access may crash the process)
+    #[arg(long)]
+    unchecked: bool,
+    /// JIT: print the Cranelift IR (clif) or the x86-64 code (asm) of each compiled
+    /// function (and each .func's host wrapper) before the results
+    #[arg(long, value_name = "clif|asm", value_parser = parse_emit)]
+    emit: Option<Emit>,
+    /// JIT: also run Cranelift's e-graph optimizer
+    ///
+    /// Off by default: it lengthens live ranges in unrolled code and slows the bignum
+    /// kernels (see the README, Benchmarks).
+    #[arg(long)]
+    egraph: bool,
+    /// JIT: run kernels one thread at a time
+    ///
+    /// By default a kernel that allows it runs a warp, 32 threads, at a time in SIMD lanes;
+    /// --stats says which kernels do and why the others do not.
+    #[arg(long)]
+    no_lanes: bool,
+    /// Print the compile time, which kernels run in SIMD lanes, and the run time and
+    /// threads/s or calls/s to stderr
+    #[arg(long)]
+    stats: bool,
+    /// Run the interpreter beside the JIT; exit 1 on any difference
+    #[arg(long)]
+    verify: bool,
+}
+
+/// The engine `--engine` names.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum EngineKind {
+    /// the Cranelift JIT
+    Jit,
+    /// the reference interpreter
+    Interp,
+}
+
+fn parse_emit(text: &str) -> Result<Emit, String> {
+    match text {
+        "clif" => Ok(Emit::Clif),
+        "asm" => Ok(Emit::Asm),
+        _ => Err("expected clif or asm".into()),
+    }
+}
+
+#[derive(Args)]
+struct CallArgs {
+    /// The PTX module
+    file: PathBuf,
+    /// The .func to call
+    func: String,
+    /// The arguments, one per parameter and typed by it
+    ///
+    /// Integers in decimal (negative for signed types) or 0x hex; floats in decimal or as
+    /// PTX hex bits 0fXXXXXXXX (f32) / 0dXXXXXXXXXXXXXXXX (f64) / 0xXXXX (f16). A value that
+    /// starts with `-` but is not a decimal number (-0x10, -inf) goes after `--`.
+    #[arg(value_name = "ARG", allow_negative_numbers = true)]
+    args: Vec<String>,
+    /// Read one argument list per line from FILE (`-`: stdin) and print one result line
+    /// for each
+    #[arg(long, value_name = "FILE|-", conflicts_with = "args")]
+    batch: Option<PathBuf>,
+    /// How to print the return values
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+    #[command(flatten)]
+    engine: EngineOpts,
+}
+
+#[derive(Args)]
+struct LaunchArgs {
+    /// The PTX module
+    file: PathBuf,
+    /// The .entry to launch
+    kernel: String,
+    /// Blocks in the grid
+    #[arg(long, value_name = "X[,Y[,Z]]", value_parser = parse_dim)]
+    grid: Dim3,
+    /// Threads in a block
+    #[arg(long, value_name = "X[,Y[,Z]]", value_parser = parse_dim)]
+    block: Dim3,
+    /// A kernel argument; give one for each parameter, in order
+    ///
+    /// TYPE:VALUE a scalar (VALUE as for `call`), TYPE[]:V1,V2,... a buffer of those values,
+    /// TYPE[]:@PATH a buffer of a file's little-endian bytes, TYPE[N] a buffer of N zeroed
+    /// elements. TYPE is u8…u64, s8…s64, b8…b64, f32 or f64. Buffers are passed as 64-bit
+    /// global addresses.
+    #[arg(long = "arg", value_name = "SPEC", value_parser = parse_spec)]
+    args: Vec<Spec>,
+    /// The buffers to give back after the launch, by 0-based parameter index or by
+    /// parameter name [default: every buffer]
+    ///
+    /// Repeat it or separate with commas. The other buffers are neither printed nor
+    /// written: on a large input that saves more time than the kernel takes.
+    #[arg(long, value_name = "K[,K...]", value_delimiter = ',')]
+    out: Vec<String>,
+    /// Write each buffer given back to DIR/argK.bin (K its 0-based parameter index) instead
+    /// of printing it as `argK: v0 v1 ...`
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// How to print the buffers (files get the raw bytes)
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+    #[command(flatten)]
+    engine: EngineOpts,
+}
 
 /// An error that ends the command, with its exit code.
 struct Exit(i32, String);
@@ -61,14 +187,33 @@ impl From<RunError> for Exit {
     }
 }
 
-/// Runs the command line `args` (without the program name); returns the exit code.
-pub fn run(
-    args: &[String],
-    stdin: &mut dyn BufRead,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> i32 {
-    match dispatch(args, stdin, out, err) {
+/// Runs the command line `args` (without the program name); returns the exit code. Help
+/// and the version go to `out`, errors to `err`.
+pub fn run<I, T>(args: I, stdin: &mut dyn BufRead, out: &mut dyn Write, err: &mut dyn Write) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let words = std::iter::once(OsString::from("ptxjit")).chain(args.into_iter().map(Into::into));
+    let cli = match Cli::try_parse_from(words) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let text = e.render().to_string();
+            let _ = if e.use_stderr() {
+                err.write_all(text.as_bytes())
+            } else {
+                out.write_all(text.as_bytes())
+            };
+            return e.exit_code();
+        }
+    };
+    let result = match cli.command {
+        Command::Check(a) => check(&a.file, out),
+        Command::Call(a) => call(a, stdin, out, err),
+        Command::Launch(a) => launch(a, out, err),
+        Command::Diff(a) => diff::diff(a, out, err),
+    };
+    match result {
         Ok(()) => 0,
         Err(Exit(code, msg)) => {
             let _ = writeln!(err, "{}", msg.trim_end());
@@ -77,128 +222,22 @@ pub fn run(
     }
 }
 
-fn dispatch(
-    args: &[String],
-    stdin: &mut dyn BufRead,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> Result<(), Exit> {
-    let Some(cmd) = args.first() else {
-        return Err(bad(USAGE));
-    };
-    match cmd.as_str() {
-        "check" => check(&args[1..], out),
-        "call" => call(&args[1..], stdin, out, err),
-        "launch" => launch(&args[1..], out, err),
-        "diff" => diff::diff(&args[1..], out, err),
-        "-h" | "--help" | "help" => {
-            let _ = writeln!(out, "{USAGE}");
-            Ok(())
-        }
-        other => Err(bad(format!("error: unknown command `{other}`\n{USAGE}"))),
-    }
-}
-
-fn load(path: &str) -> Result<Module, Exit> {
-    let bytes = std::fs::read(path).map_err(|e| bad(format!("error: cannot read {path}: {e}")))?;
+fn load(path: &Path) -> Result<Module, Exit> {
+    let name = path.display();
+    let bytes = std::fs::read(path).map_err(|e| bad(format!("error: cannot read {name}: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         bad(format!(
-            "error: {path} is not UTF-8 text (byte {})",
+            "error: {name} is not UTF-8 text (byte {})",
             e.utf8_error().valid_up_to()
         ))
     })?;
-    Module::parse_named(&text, path).map_err(|e| bad(e.to_string()))
-}
-
-/// The engine `--engine` names.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum EngineKind {
-    Interp,
-    Jit,
-}
-
-/// The options every running command takes.
-#[derive(Clone, Copy)]
-struct EngineOpts {
-    kind: EngineKind,
-    checked: bool,
-    emit: Emit,
-    egraph: bool,
-    lanes: bool,
-    stats: bool,
-    /// Run the interpreter beside the JIT and fail on any difference.
-    verify: bool,
-}
-
-impl Default for EngineOpts {
-    fn default() -> Self {
-        EngineOpts {
-            kind: EngineKind::Jit,
-            checked: true,
-            emit: Emit::None,
-            egraph: false,
-            lanes: true,
-            stats: false,
-            verify: false,
-        }
-    }
+    Module::parse_named(&text, &path.to_string_lossy()).map_err(|e| bad(e.to_string()))
 }
 
 impl EngineOpts {
-    /// Takes the option at `args[i]` if it is an engine option; returns how many words it
-    /// used (0 if it is not one).
-    fn take(&mut self, args: &[String], i: usize) -> Result<usize, Exit> {
-        let next = args.get(i + 1).map(String::as_str);
-        match args[i].as_str() {
-            "--engine" => {
-                self.kind = match next {
-                    Some("interp") => EngineKind::Interp,
-                    Some("jit") => EngineKind::Jit,
-                    Some(o) => {
-                        return Err(bad(format!("error: unknown engine `{o}` (jit or interp)")));
-                    }
-                    None => return Err(bad("error: --engine needs a value")),
-                };
-                Ok(2)
-            }
-            "--emit" => {
-                self.emit = match next {
-                    Some("clif") => Emit::Clif,
-                    Some("asm") => Emit::Asm,
-                    Some(o) => {
-                        return Err(bad(format!("error: unknown --emit `{o}` (clif or asm)")));
-                    }
-                    None => return Err(bad("error: --emit needs clif or asm")),
-                };
-                Ok(2)
-            }
-            "--unchecked" => {
-                self.checked = false;
-                Ok(1)
-            }
-            "--egraph" => {
-                self.egraph = true;
-                Ok(1)
-            }
-            "--no-lanes" => {
-                self.lanes = false;
-                Ok(1)
-            }
-            "--stats" => {
-                self.stats = true;
-                Ok(1)
-            }
-            "--verify" => {
-                self.verify = true;
-                Ok(1)
-            }
-            _ => Ok(0),
-        }
-    }
-
     /// The interpreter `--verify` compares the JIT with.
     fn reference(self, module: &Module) -> Result<Option<Interpreter>, Exit> {
-        match (self.verify, self.kind) {
+        match (self.verify, self.engine) {
             (false, _) => Ok(None),
             (true, EngineKind::Jit) => Ok(Some(Interpreter::new(module.clone()))),
             (true, EngineKind::Interp) => Err(bad(
@@ -214,8 +253,8 @@ impl EngineOpts {
         out: &mut dyn Write,
         err: &mut dyn Write,
     ) -> Result<Box<dyn Engine>, Exit> {
-        if self.kind == EngineKind::Interp {
-            if self.emit != Emit::None || !self.checked || self.egraph || !self.lanes {
+        if self.engine == EngineKind::Interp {
+            if self.emit.is_some() || self.unchecked || self.egraph || self.no_lanes {
                 return Err(bad(
                     "error: --emit, --unchecked, --egraph and --no-lanes apply to the JIT engine",
                 ));
@@ -225,10 +264,10 @@ impl EngineOpts {
         let jit = Jit::with_options(
             module,
             JitOptions {
-                checked: self.checked,
-                emit: self.emit,
+                checked: !self.unchecked,
+                emit: self.emit.unwrap_or(Emit::None),
                 egraph: self.egraph,
-                lanes: self.lanes,
+                lanes: !self.no_lanes,
                 ..JitOptions::default()
             },
         )?;
@@ -256,49 +295,32 @@ impl EngineOpts {
     }
 }
 
-fn check(args: &[String], out: &mut dyn Write) -> Result<(), Exit> {
-    let [file] = args else {
-        return Err(bad(format!("error: check takes one FILE\n{USAGE}")));
-    };
+fn check(file: &Path, out: &mut dyn Write) -> Result<(), Exit> {
     let m = load(file)?;
-    let _ = writeln!(out, "{file}: ok ({} functions)", m.functions.len());
+    let _ = writeln!(
+        out,
+        "{}: ok ({} functions)",
+        file.display(),
+        m.functions.len()
+    );
     Ok(())
 }
 
 fn call(
-    args: &[String],
+    a: CallArgs,
     stdin: &mut dyn BufRead,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), Exit> {
-    let mut positional = Vec::new();
-    let mut opts = EngineOpts::default();
-    let mut batch = None;
-    let mut i = 0;
-    while i < args.len() {
-        let used = opts.take(args, i)?;
-        if used > 0 {
-            i += used;
-            continue;
-        }
-        match args[i].as_str() {
-            "--batch" => {
-                batch = Some(
-                    args.get(i + 1)
-                        .ok_or_else(|| bad("error: --batch needs FILE or -"))?
-                        .clone(),
-                );
-                i += 1;
-            }
-            _ => positional.push(args[i].clone()),
-        }
-        i += 1;
-    }
-    if positional.len() < 2 {
-        return Err(bad(format!("error: call needs FILE and FUNC\n{USAGE}")));
-    }
-    let module = load(&positional[0])?;
-    let name = positional[1].clone();
+    let CallArgs {
+        file,
+        func: name,
+        args,
+        batch,
+        format,
+        engine: opts,
+    } = a;
+    let module = load(&file)?;
     let func = match module.function(&name) {
         Some((_, f)) if f.kind == FuncKind::Func => f.clone(),
         Some(_) => {
@@ -332,7 +354,7 @@ fn call(
         let values = parse_args(words)?;
         let result = engine.call(&name, &values);
         if let Some(r) = &reference {
-            let ours = crate::diff::outcome_of(&result, crate::diff::Outcome::Returned);
+            let ours = crate::diff::outcome_of(&result, Outcome::Returned);
             let theirs = crate::diff::call(r, &name, &values)?;
             if let Some(d) = ours.and_then(|o| crate::diff::first_difference(&o, &theirs, &[])) {
                 return Err(Exit(
@@ -342,24 +364,19 @@ fn call(
             }
         }
         let rets = result?;
-        let line: Vec<String> = rets.iter().map(|v| v.to_string()).collect();
+        let line: Vec<String> = rets.iter().map(|v| format_value(*v, format)).collect();
         let _ = writeln!(out, "{}", line.join(" "));
         Ok(())
     };
     let result = match batch {
-        None => one(&positional[2..]),
+        None => one(&args),
         Some(src) => {
-            if positional.len() > 2 {
-                return Err(bad(
-                    "error: give arguments either on the command line or with --batch",
-                ));
-            }
             let mut file_reader;
-            let reader: &mut dyn BufRead = if src == "-" {
+            let reader: &mut dyn BufRead = if src == Path::new("-") {
                 stdin
             } else {
                 let f = std::fs::File::open(&src)
-                    .map_err(|e| bad(format!("error: cannot read {src}: {e}")))?;
+                    .map_err(|e| bad(format!("error: cannot read {}: {e}", src.display())))?;
                 file_reader = std::io::BufReader::new(f);
                 &mut file_reader
             };
@@ -383,162 +400,172 @@ fn call(
     result
 }
 
-fn parse_dim(v: Option<&String>, what: &str) -> Result<Dim3, Exit> {
-    let v = v.ok_or_else(|| bad(format!("error: {what} needs X[,Y[,Z]]")))?;
-    let parts: Vec<&str> = v.split(',').collect();
-    if parts.is_empty() || parts.len() > 3 {
-        return Err(bad(format!("error: {what} `{v}` is not X[,Y[,Z]]")));
+/// Parses `--grid` or `--block`: X[,Y[,Z]], the missing extents 1.
+fn parse_dim(text: &str) -> Result<Dim3, String> {
+    let parts: Vec<&str> = text.split(',').collect();
+    if parts.len() > 3 {
+        return Err("expected X[,Y[,Z]]".into());
     }
     let mut d = [1u32; 3];
     for (k, p) in parts.iter().enumerate() {
-        d[k] = p.trim().parse().map_err(|_| {
-            bad(format!(
-                "error: {what} `{v}`: `{p}` is not a positive integer"
-            ))
-        })?;
+        d[k] = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{p}` is not a positive integer"))?;
     }
     Ok(Dim3::new(d[0], d[1], d[2]))
 }
 
-/// What `launch` and `diff` run: the extents and the argument SPECs.
-#[derive(Default)]
-struct LaunchShape {
-    grid: Option<Dim3>,
-    block: Option<Dim3>,
-    specs: Vec<Spec>,
+/// The arguments `launch` gives back, in order: the buffers `--out` picks (by index or
+/// parameter name), every buffer when it picks none.
+fn given_back(picks: &[String], kernel: &Function, inputs: &[Input]) -> Result<Vec<usize>, Exit> {
+    let buffers = (0..inputs.len()).filter(|&k| matches!(inputs[k], Input::Buffer { .. }));
+    if picks.is_empty() {
+        return Ok(buffers.collect());
+    }
+    let mut chosen = Vec::new();
+    for pick in picks {
+        let named = |p| kernel.param_name(p) == pick;
+        let k = match pick.parse::<usize>() {
+            Ok(k) => k,
+            Err(_) => kernel.params.iter().position(named).ok_or_else(|| {
+                bad(format!(
+                    "error: --out {pick}: `{}` has no parameter named `{pick}`",
+                    kernel.name
+                ))
+            })?,
+        };
+        match inputs.get(k) {
+            Some(Input::Buffer { .. }) => chosen.push(k),
+            Some(Input::Scalar(_)) => {
+                return Err(bad(format!(
+                    "error: --out {pick}: argument {k} is a scalar, not a buffer"
+                )));
+            }
+            None => {
+                return Err(bad(format!(
+                    "error: --out {pick}: no parameter {k} (`{}` has {})",
+                    kernel.name,
+                    inputs.len()
+                )));
+            }
+        }
+    }
+    chosen.sort_unstable();
+    chosen.dedup();
+    Ok(chosen)
 }
 
-impl LaunchShape {
-    /// Takes `--grid`, `--block` or `--arg` at `args[i]` with its value; returns how many
-    /// words it used (0 if it is none of them).
-    fn take(&mut self, args: &[String], i: usize) -> Result<usize, Exit> {
-        let next = args.get(i + 1);
-        match args[i].as_str() {
-            "--grid" => self.grid = Some(parse_dim(next, "--grid")?),
-            "--block" => self.block = Some(parse_dim(next, "--block")?),
-            "--arg" => self.specs.push(
-                parse_spec(next.ok_or_else(|| bad("error: --arg needs a SPEC"))?)
-                    .map_err(|m| bad(format!("error: {m}")))?,
-            ),
-            _ => return Ok(0),
-        }
-        Ok(2)
-    }
-}
-
-fn launch(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
-    let mut positional = Vec::new();
-    let mut opts = EngineOpts::default();
-    let mut shape = LaunchShape::default();
-    let mut out_dir = None;
-    let mut i = 0;
-    while i < args.len() {
-        let used = opts.take(args, i)? + shape.take(args, i)?;
-        if used > 0 {
-            i += used;
-            continue;
-        }
-        let next = args.get(i + 1);
-        match args[i].as_str() {
-            "--out-dir" => {
-                out_dir = Some(
-                    next.ok_or_else(|| bad("error: --out-dir needs a folder"))?
-                        .clone(),
-                )
+fn launch(a: LaunchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
+    let LaunchArgs {
+        file,
+        kernel,
+        grid,
+        block,
+        args: specs,
+        out: picks,
+        out_dir,
+        format,
+        engine: opts,
+    } = a;
+    let module = load(&file)?;
+    let mut inputs = specs
+        .into_iter()
+        .map(|s| match s {
+            Spec::Given(input) => Ok(input),
+            Spec::RandomScalar(_) | Spec::RandomBuffer { .. } => {
+                Err(bad("error: `random` arguments are for `ptxjit diff`"))
             }
-            a if a.starts_with("--") => {
-                return Err(bad(format!("error: unknown option `{a}`\n{USAGE}")));
-            }
-            _ => {
-                positional.push(args[i].clone());
-                i += 1;
-                continue;
-            }
-        }
-        i += 2;
-    }
-    let [file, kernel] = &positional[..] else {
-        return Err(bad(format!("error: launch needs FILE and KERNEL\n{USAGE}")));
-    };
-    let LaunchShape { grid, block, specs } = shape;
-    let grid = grid.ok_or_else(|| bad("error: launch needs --grid"))?;
-    let block = block.ok_or_else(|| bad("error: launch needs --block"))?;
-    let module = load(file)?;
+        })
+        .collect::<Result<Vec<Input>, Exit>>()?;
+    let (_, func) = find_function(&module, &kernel, FuncKind::Entry)?;
+    check_arity(func, inputs.len())?;
+    let given_back = given_back(&picks, func, &inputs)?;
     let reference = opts.reference(&module)?;
     let engine = opts.build(module, out, err)?;
-    let mut buffers: Vec<(usize, crate::ast::Type, Vec<u8>)> = Vec::new();
-    let mut scalars = Vec::new();
-    for (k, s) in specs.into_iter().enumerate() {
-        match s {
-            Spec::Scalar(v) => scalars.push((k, v)),
-            Spec::Buffer { ty, bytes } => buffers.push((k, ty, bytes)),
-            Spec::RandomScalar(_) | Spec::RandomBuffer { .. } => {
-                return Err(bad("error: `random` arguments are for `ptxjit diff`"));
-            }
-        }
-    }
-    {
-        let mut slots: Vec<Option<Arg>> =
-            (0..scalars.len() + buffers.len()).map(|_| None).collect();
-        for (k, v) in &scalars {
-            slots[*k] = Some(Arg::Scalar(*v));
-        }
-        for (k, _, bytes) in buffers.iter_mut() {
-            slots[*k] = Some(Arg::Buffer(bytes.as_mut_slice()));
-        }
-        let mut launch_args: Vec<Arg> = slots
-            .into_iter()
-            .map(|s| s.expect("every slot filled"))
+    let theirs = match &reference {
+        Some(r) => Some(crate::diff::launch(r, &kernel, grid, block, &inputs)?),
+        None => None,
+    };
+    let started = Instant::now();
+    let result = engine.launch(&kernel, grid, block, &mut Input::args(&mut inputs));
+    if let Some(theirs) = theirs {
+        let ours = crate::diff::outcome_of(&result, |()| {
+            Outcome::Buffers(
+                inputs
+                    .iter()
+                    .cloned()
+                    .filter_map(Input::into_buffer)
+                    .collect(),
+            )
+        });
+        let types: Vec<_> = inputs
+            .iter()
+            .filter_map(|i| match i {
+                Input::Buffer { ty, .. } => Some(*ty),
+                Input::Scalar(_) => None,
+            })
             .collect();
-        let theirs = match &reference {
-            Some(r) => {
-                let inputs = crate::diff::inputs_of(&launch_args);
-                Some(crate::diff::launch(r, kernel, grid, block, &inputs)?)
-            }
-            None => None,
-        };
-        let started = Instant::now();
-        let result = engine.launch(kernel, grid, block, &mut launch_args);
-        if let Some(theirs) = theirs {
-            let ours = crate::diff::outcome_of(&result, |()| {
-                crate::diff::Outcome::Buffers(crate::diff::buffers_of(&launch_args))
-            });
-            let types: Vec<_> = buffers.iter().map(|(_, t, _)| *t).collect();
-            if let Some(d) = ours.and_then(|o| crate::diff::first_difference(&o, &theirs, &types)) {
-                return Err(Exit(
-                    1,
-                    format!("verify: the JIT and the interpreter differ: {d}"),
-                ));
-            }
-        }
-        result?;
-        if opts.stats {
-            let secs = started.elapsed().as_secs_f64();
-            let threads = grid.count() * block.count();
-            let _ = writeln!(
-                err,
-                "run: {:.3} ms for {threads} threads ({:.3e} threads/s)",
-                secs * 1e3,
-                threads as f64 / secs.max(1e-9)
-            );
-            if let Some(n) = engine.lane_threads() {
-                let _ = writeln!(err, "run: {n} of {threads} threads in SIMD lanes");
-            }
+        if let Some(d) = ours.and_then(|o| crate::diff::first_difference(&o, &theirs, &types)) {
+            return Err(Exit(
+                1,
+                format!("verify: the JIT and the interpreter differ: {d}"),
+            ));
         }
     }
-    for (k, ty, bytes) in &buffers {
+    result?;
+    if opts.stats {
+        let secs = started.elapsed().as_secs_f64();
+        let threads = grid.count() * block.count();
+        let _ = writeln!(
+            err,
+            "run: {:.3} ms for {threads} threads ({:.3e} threads/s)",
+            secs * 1e3,
+            threads as f64 / secs.max(1e-9)
+        );
+        if let Some(n) = engine.lane_threads() {
+            let _ = writeln!(err, "run: {n} of {threads} threads in SIMD lanes");
+        }
+    }
+    for k in given_back {
+        let Input::Buffer { ty, bytes } = &inputs[k] else {
+            unreachable!("given_back picks buffers");
+        };
         match &out_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir)
-                    .map_err(|e| bad(format!("error: cannot create {dir}: {e}")))?;
-                let path = std::path::Path::new(dir).join(format!("arg{k}.bin"));
+                    .map_err(|e| bad(format!("error: cannot create {}: {e}", dir.display())))?;
+                let path = dir.join(format!("arg{k}.bin"));
                 std::fs::write(&path, bytes)
                     .map_err(|e| bad(format!("error: cannot write {}: {e}", path.display())))?;
             }
             None => {
-                let _ = writeln!(out, "arg{k}: {}", format_buffer(*ty, bytes));
+                let _ = writeln!(out, "arg{k}: {}", format_buffer(*ty, bytes, format));
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed_and_every_argument_described() {
+        let cli = Cli::command();
+        cli.clone().debug_assert();
+        for cmd in cli.get_subcommands() {
+            for arg in cmd.get_arguments() {
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                assert!(
+                    !help.is_empty(),
+                    "`{} {}` has no description",
+                    cmd.get_name(),
+                    arg.get_id()
+                );
+            }
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! faults compared by location and message (host addresses aside).
 
 use crate::ast::{Module, Type};
-use crate::engine::{Arg, Dim3, Engine, RunError, Value};
+use crate::engine::{Arg, Dim3, Engine, LaunchConfig, RunError, Value};
 use crate::generate::{self, Layout, Program, Rng};
 use crate::interp::Interpreter;
 use crate::jit::{Jit, JitOptions};
@@ -85,12 +85,11 @@ pub fn call(e: &dyn Engine, name: &str, args: &[Value]) -> Result<Outcome, RunEr
 pub fn launch(
     e: &dyn Engine,
     name: &str,
-    grid: Dim3,
-    block: Dim3,
+    config: LaunchConfig,
     inputs: &[Input],
 ) -> Result<Outcome, RunError> {
     let mut run = inputs.to_vec();
-    let r = e.launch(name, grid, block, &mut Input::args(&mut run));
+    let r = e.launch_with(name, config, &mut Input::args(&mut run));
     outcome(r, |()| {
         Outcome::Buffers(run.into_iter().filter_map(Input::into_buffer).collect())
     })
@@ -342,7 +341,12 @@ fn differ(jit: &Jit, interp: &Interpreter, layout: Layout, inputs: &[Input]) -> 
             Input::Scalar(v) => v.ty,
         })
         .collect();
-    let run = |e: &dyn Engine| launch(e, "k", grid, block, inputs);
+    let config = LaunchConfig {
+        grid,
+        block,
+        shared_bytes: 0,
+    };
+    let run = |e: &dyn Engine| launch(e, "k", config, inputs);
     match (run(jit), run(interp)) {
         (Ok(a), Ok(b)) => first_difference(&a, &b, &types),
         (a, b) => Some(format!("jit: {a:?}\ninterp: {b:?}")),

@@ -944,3 +944,94 @@ fn stats_say_which_kernels_run_in_simd_lanes_and_how_many_threads_did() {
         o.stderr
     );
 }
+
+/// `--shared-bytes` sizes the dynamic shared memory of `launch` and `diff`; too much is a usage
+/// error.
+#[test]
+fn shared_bytes_size_dynamic_shared_memory() {
+    let text = format!(
+        "{HEADER}.extern .shared .align 16 .b8 dyn[];\n.visible .entry k(.param .u64 out)\n{{\n    \
+         .reg .b32 %r<4>;\n    .reg .b64 %rd<2>;\n    ld.param.u64 %rd1, [out];\n    \
+         mov.u32 %r1, %dynamic_smem_size;\n    st.shared.u32 [dyn+96], %r1;\n    \
+         ld.shared.u32 %r2, [dyn+96];\n    st.global.u32 [%rd1], %r2;\n    ret;\n}}\n"
+    );
+    let f = write_tmp("dynamic_shared.ptx", &text);
+    for engine in ["jit", "interp"] {
+        let o = ptxjit(
+            &[
+                "launch",
+                &f,
+                "k",
+                "--grid",
+                "2",
+                "--block",
+                "3",
+                "--shared-bytes",
+                "100",
+                "--engine",
+                engine,
+                "--arg",
+                "u32[1]",
+            ],
+            None,
+        );
+        assert_eq!(o.code, 0, "{engine}: {}", o.stderr);
+        assert_eq!(o.stdout.trim(), "arg0: 0x00000064", "{engine}");
+    }
+    // 96 + 4 bytes do not fit in 64 bytes: the store faults.
+    let o = ptxjit(
+        &[
+            "launch",
+            &f,
+            "k",
+            "--grid",
+            "1",
+            "--block",
+            "1",
+            "--shared-bytes",
+            "64",
+            "--arg",
+            "u32[1]",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains(".shared variable `dyn`"), "{}", o.stderr);
+    let o = ptxjit(
+        &[
+            "diff",
+            &f,
+            "k",
+            "--grid",
+            "2",
+            "--block",
+            "3",
+            "--shared-bytes",
+            "100",
+            "--arg",
+            "u32[1]",
+            "--iterations",
+            "3",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = ptxjit(
+        &[
+            "launch",
+            &f,
+            "k",
+            "--grid",
+            "1",
+            "--block",
+            "1",
+            "--shared-bytes",
+            "300000",
+            "--arg",
+            "u32[1]",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("shared memory"), "{}", o.stderr);
+}

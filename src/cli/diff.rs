@@ -5,7 +5,7 @@ use super::values::{Format, Spec, format_buffer, parse_spec};
 use super::{Exit, bad, load, parse_dim};
 use crate::ast::{FuncKind, Type};
 use crate::diff::{self, Input, Outcome};
-use crate::engine::{Dim3, Engine, Value};
+use crate::engine::{Dim3, Engine, LaunchConfig, Value};
 use crate::generate::{Rng, edge_value};
 use clap::Args;
 use std::io::{IsTerminal, Write};
@@ -23,6 +23,10 @@ pub(super) struct DiffArgs {
     /// Threads in a block (kernels only)
     #[arg(long, value_name = "X[,Y[,Z]]", value_parser = parse_dim)]
     block: Option<Dim3>,
+    /// Bytes of dynamic shared memory per block (what `.extern .shared` arrays of unspecified
+    /// size name; kernels only)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    shared_bytes: u32,
     /// An argument, one for each parameter in order: a SPEC as for `launch`, or TYPE:random
     /// or TYPE[N]:random
     ///
@@ -42,7 +46,7 @@ pub(super) struct DiffArgs {
 /// What to run: a function with argument specs, or a kernel with its extents.
 enum Target {
     Func,
-    Kernel { grid: Dim3, block: Dim3 },
+    Kernel(LaunchConfig),
 }
 
 pub(super) fn diff(a: DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
@@ -51,6 +55,7 @@ pub(super) fn diff(a: DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
         name,
         grid,
         block,
+        shared_bytes,
         args: mut specs,
         iterations,
         seed,
@@ -63,8 +68,10 @@ pub(super) fn diff(a: DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
     let func = func.clone();
     let target = match func.kind {
         FuncKind::Func => {
-            if grid.is_some() || block.is_some() {
-                return Err(bad("error: --grid and --block are for kernels"));
+            if grid.is_some() || block.is_some() || shared_bytes > 0 {
+                return Err(bad(
+                    "error: --grid, --block and --shared-bytes are for kernels",
+                ));
             }
             if specs.is_empty() {
                 specs = func
@@ -78,10 +85,11 @@ pub(super) fn diff(a: DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
             }
             Target::Func
         }
-        FuncKind::Entry => Target::Kernel {
+        FuncKind::Entry => Target::Kernel(LaunchConfig {
             grid: grid.ok_or_else(|| bad("error: diff of a kernel needs --grid"))?,
             block: block.ok_or_else(|| bad("error: diff of a kernel needs --block"))?,
-        },
+            shared_bytes,
+        }),
     };
     let (jit, interp) = diff::engines(module, false)?;
     let mut rng = Rng::new(seed);
@@ -106,8 +114,8 @@ pub(super) fn diff(a: DiffArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
                     Vec::new(),
                 )
             }
-            Target::Kernel { grid, block } => {
-                let run = |e: &dyn Engine| diff::launch(e, name, *grid, *block, &inputs);
+            Target::Kernel(config) => {
+                let run = |e: &dyn Engine| diff::launch(e, name, *config, &inputs);
                 let types = specs.iter().filter_map(buffer_type).collect();
                 (run(&jit)?, run(&interp)?, types)
             }
@@ -168,7 +176,7 @@ fn command(file: &Path, name: &str, target: &Target, inputs: &[Input]) -> String
                 .collect();
             format!("ptxjit call {file} {name} {}", args.join(" "))
         }
-        Target::Kernel { grid, block } => {
+        Target::Kernel(config) => {
             let dim = |d: &Dim3| format!("{},{},{}", d.x, d.y, d.z);
             let args: Vec<String> = inputs
                 .iter()
@@ -181,10 +189,14 @@ fn command(file: &Path, name: &str, target: &Target, inputs: &[Input]) -> String
                     ),
                 })
                 .collect();
+            let shared = match config.shared_bytes {
+                0 => String::new(),
+                n => format!(" --shared-bytes {n}"),
+            };
             format!(
-                "ptxjit launch {file} {name} --grid {} --block {} {}",
-                dim(grid),
-                dim(block),
+                "ptxjit launch {file} {name} --grid {} --block {}{shared} {}",
+                dim(&config.grid),
+                dim(&config.block),
                 args.join(" ")
             )
         }

@@ -9,7 +9,7 @@ pub mod values;
 
 use crate::ast::{FuncKind, Function, Module};
 use crate::diff::{Input, Outcome};
-use crate::engine::{Dim3, Engine, RunError, Value, check_arity, find_function};
+use crate::engine::{Dim3, Engine, LaunchConfig, RunError, Value, check_arity, find_function};
 use crate::interp::Interpreter;
 use crate::jit::{Emit, Jit, JitOptions, LANES};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -145,6 +145,10 @@ struct LaunchArgs {
     /// Threads in a block
     #[arg(long, value_name = "X[,Y[,Z]]", value_parser = parse_dim)]
     block: Dim3,
+    /// Bytes of dynamic shared memory per block (what `.extern .shared` arrays of unspecified
+    /// size name)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    shared_bytes: u32,
     /// A kernel argument; give one for each parameter, in order
     ///
     /// TYPE:VALUE a scalar (VALUE as for `call`), TYPE[]:V1,V2,... a buffer of those values,
@@ -462,6 +466,7 @@ fn launch(a: LaunchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
         kernel,
         grid,
         block,
+        shared_bytes,
         args: specs,
         out: picks,
         out_dir,
@@ -481,14 +486,19 @@ fn launch(a: LaunchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(),
     let (_, func) = find_function(&module, &kernel, FuncKind::Entry)?;
     check_arity(func, inputs.len())?;
     let given_back = given_back(&picks, func, &inputs)?;
+    let config = LaunchConfig {
+        grid,
+        block,
+        shared_bytes,
+    };
     let reference = opts.reference(&module)?;
     let engine = opts.build(module, out, err)?;
     let theirs = match &reference {
-        Some(r) => Some(crate::diff::launch(r, &kernel, grid, block, &inputs)?),
+        Some(r) => Some(crate::diff::launch(r, &kernel, config, &inputs)?),
         None => None,
     };
     let started = Instant::now();
-    let result = engine.launch(&kernel, grid, block, &mut Input::args(&mut inputs));
+    let result = engine.launch_with(&kernel, config, &mut Input::args(&mut inputs));
     if let Some(theirs) = theirs {
         let ours = crate::diff::outcome_of(&result, |()| {
             Outcome::Buffers(

@@ -927,6 +927,81 @@ impl Inst {
     }
 }
 
+impl Inst {
+    /// The registers the instruction reads (its guard aside), in no particular order; a
+    /// register may appear twice. A video instruction's `d` counts as read (its sub-word
+    /// forms keep the other bytes).
+    pub fn reads(&self) -> Vec<RegId> {
+        let mut regs = Vec::new();
+        let mut op = |o: &Operand| match o {
+            Operand::Reg(r)
+            | Operand::NotPred(r)
+            | Operand::RegSel(r, _)
+            | Operand::NegReg(r, _) => regs.push(*r),
+            Operand::Vector(parts) => regs.extend(parts.iter().flatten()),
+            Operand::Addr(a) => {
+                if let AddrBase::Reg(r) = a.base {
+                    regs.push(r)
+                }
+            }
+            Operand::Imm(_) | Operand::Special(_) | Operand::Var(_) | Operand::Sink => {}
+        };
+        let addr = |a: &Address| Operand::Addr(*a);
+        let video = |s: &VideoSrc| Operand::Reg(s.reg);
+        let tail = |t: &VideoTail| match t {
+            VideoTail::None => Operand::Sink,
+            VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) => Operand::Reg(*c),
+        };
+        use Inst::*;
+        match self {
+            Mov { a, .. } | Cvta { a, .. } | IntUn { a, .. } | Cvt { a, .. } => op(a),
+            FloatUn { a, .. } | Isspacep { a, .. } => op(a),
+            Ld { addr: at, .. } => op(&addr(at)),
+            St { addr: at, a, .. } => {
+                op(&addr(at));
+                op(a);
+            }
+            Atom { addr: at, b, c, .. } => {
+                op(&addr(at));
+                op(b);
+                c.iter().for_each(&mut op);
+            }
+            IntBin { a, b, .. } | Mul { a, b, .. } | FloatBin { a, b, .. } => {
+                op(a);
+                op(b);
+            }
+            Mad { a, b, c, .. }
+            | Fma { a, b, c, .. }
+            | Shf { a, b, c, .. }
+            | Prmt { a, b, c, .. }
+            | Selp { a, b, c, .. }
+            | Slct { a, b, c, .. } => [a, b, c].into_iter().for_each(&mut op),
+            Bfe { a, pos, len, .. } => [a, pos, len].into_iter().for_each(&mut op),
+            Bfi { a, b, pos, len, .. } => [a, b, pos, len].into_iter().for_each(&mut op),
+            Setp { a, b, c, .. } => {
+                op(a);
+                op(b);
+                c.iter().for_each(&mut op);
+            }
+            Video {
+                d, a, b, tail: t, ..
+            }
+            | Vset {
+                d, a, b, tail: t, ..
+            } => [Operand::Reg(*d), video(a), video(b), tail(t)]
+                .iter()
+                .for_each(&mut op),
+            Vmad { d, a, b, c, .. } => [Operand::Reg(*d), video(a), video(b), Operand::Reg(*c)]
+                .iter()
+                .for_each(&mut op),
+            Call { args, .. } => args.iter().for_each(&mut op),
+            Sync { srcs, .. } => srcs.iter().for_each(&mut op),
+            Bra { .. } | Fence | Ret | Exit => {}
+        }
+        regs
+    }
+}
+
 /// An instruction with its guard and where it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Instruction {

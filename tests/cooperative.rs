@@ -579,3 +579,33 @@ fn malformed_cooperative_forms_are_located_errors() {
         "{err}"
     );
 }
+
+/// What lives across a barrier survives it: registers written before and read after (also
+/// in a loop), CC.CF between `add.cc` and `addc`, and `.local` memory.
+#[test]
+fn thread_state_survives_barriers() {
+    let ptx = kernel(
+        "  .local .align 4 .b32 mine[4];",
+        "  add.u32 %r3, %r0, 0xfffffff0;
+  st.local.u32 [mine+8], %r0;
+  mov.u32 %r4, 0;
+  mov.u32 %r5, 0;
+LOOP:
+  add.cc.u32 %r6, %r3, 0x20;
+  bar.sync 0;
+  addc.u32 %r7, 0, 0;
+  add.u32 %r5, %r5, %r7;
+  add.u32 %r4, %r4, 1;
+  setp.lt.u32 %p1, %r4, 3;
+  @%p1 bra LOOP;
+  ld.local.u32 %r8, [mine+8];
+  mad.lo.u32 %r9, %r8, 100, %r5;
+  st.global.u32 [%rd1], %r9;",
+    );
+    // r3 = 0xfffffff0 + tid wraps for tid >= 16 (to tid - 16, which + 0x20 does not carry);
+    // below 16, r3 + 0x20 carries, and each of the 3 iterations adds 1.
+    let want: Vec<u32> = (0..40)
+        .map(|t| t * 100 + if t < 16 { 3 } else { 0 })
+        .collect();
+    expect_out(&ptx, "k", 1, Dim3::x(40), 0, &want);
+}

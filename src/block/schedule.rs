@@ -100,6 +100,8 @@ pub fn run_block(
             address: None,
         }
     };
+    // The op of the last point looked up (threads mostly stop where the one before did).
+    let mut last: Option<(u32, SyncOp)> = None;
     loop {
         threads.run_round(&mut slots)?;
         let mut progress = false;
@@ -113,9 +115,16 @@ pub fn run_block(
                 *seen = Seen::Ended;
                 continue;
             }
-            let op = match &body[slot.point as usize].inst {
-                Inst::Sync { op, .. } => *op,
-                other => unreachable!("sync points are Inst::Sync, not {other:?}"),
+            let op = match last {
+                Some((point, op)) if point == slot.point => op,
+                _ => {
+                    let op = match &body[slot.point as usize].inst {
+                        Inst::Sync { op, .. } => *op,
+                        other => unreachable!("sync points are Inst::Sync, not {other:?}"),
+                    };
+                    last = Some((slot.point, op));
+                    op
+                }
             };
             let id = slot.args[0];
             match op {
@@ -127,7 +136,7 @@ pub fn run_block(
                 SyncOp::Bar { wait: false, .. } => {
                     arrivals[id as usize] += 1;
                     progress = true;
-                    *slot = Slot::default();
+                    slot.status = READY;
                     continue;
                 }
                 SyncOp::Bar { .. } => queue[id as usize].push(t),
@@ -172,10 +181,9 @@ pub fn run_block(
                 Some(BarRed::Or) => preds.clone().any(|p| p) as u64,
             };
             for t in queue[id].drain(..released) {
-                slots[t] = Slot {
-                    d,
-                    ..Slot::default()
-                };
+                let slot = &mut slots[t];
+                slot.status = READY;
+                slot.d = d;
                 seen[t] = Seen::Running;
             }
             progress = true;

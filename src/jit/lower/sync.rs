@@ -13,8 +13,8 @@
 //! (which the schedule put in the slot) to its destinations, and goes on after the point.
 //! This is the design of gpuocelot's and MCUDA's barrier handling, with the loop over a
 //! block's threads in generated code as for ordinary kernels; the state holds every
-//! register rather than only those live across the point (simpler, and a kernel's register
-//! count is small next to its frame).
+//! register live across the point (a backward data-flow over the body), the others dead
+//! there.
 
 use super::{Lower, trusted};
 use crate::ast::{self, Inst, Operand, Space, SyncOp, Type};
@@ -22,6 +22,7 @@ use crate::block::schedule::{self, Slot};
 use crate::jit::runtime::ThreadCtx;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, Block, InstBuilder, JumpTableData, Value, types};
+use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
 
 /// The state area of one thread of a cooperative kernel.
@@ -54,6 +55,99 @@ impl StepLayout {
     }
 }
 
+/// A set of registers, by id.
+type RegSet = Vec<u64>;
+
+fn has(set: &RegSet, r: usize) -> bool {
+    set[r / 64] & (1 << (r % 64)) != 0
+}
+
+fn add(set: &mut RegSet, r: usize) {
+    set[r / 64] |= 1 << (r % 64);
+}
+
+/// For each sync point of `f`, by instruction index, the registers live after it: read on
+/// some path from it before they are written (a backward data-flow over the body; guarded
+/// writes do not count as writes). The point's own results are written when the thread
+/// goes on, so they are not live across it. Only these are saved and reloaded.
+fn live_across_points(f: &ast::Function) -> HashMap<usize, RegSet> {
+    let body = f.body.as_deref().unwrap_or(&[]);
+    let (n, words) = (body.len(), f.regs.len().div_ceil(64).max(1));
+    let mut uses = vec![vec![0u64; words]; n];
+    let mut defs = vec![vec![0u64; words]; n];
+    let mut succs: Vec<Vec<usize>> = Vec::with_capacity(n);
+    for (i, ins) in body.iter().enumerate() {
+        for r in ins.inst.reads().into_iter().chain(ins.guard.map(|g| g.reg)) {
+            add(&mut uses[i], r.0 as usize);
+        }
+        if ins.guard.is_none() {
+            for r in 0..f.regs.len() {
+                if ins.inst.writes(ast::RegId(r as u32)) {
+                    add(&mut defs[i], r);
+                }
+            }
+        }
+        let falls_through =
+            ins.guard.is_some() || !matches!(ins.inst, Inst::Bra { .. } | Inst::Ret | Inst::Exit);
+        let mut s: Vec<usize> = Vec::new();
+        if falls_through && i + 1 < n {
+            s.push(i + 1);
+        }
+        if let Inst::Bra { target, .. } = ins.inst {
+            let to = f.labels[target.0 as usize];
+            if to < n {
+                s.push(to);
+            }
+        }
+        succs.push(s);
+    }
+    let mut live_in = vec![vec![0u64; words]; n];
+    let mut live_out = vec![vec![0u64; words]; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in (0..n).rev() {
+            let mut out = vec![0u64; words];
+            for &s in &succs[i] {
+                for (o, l) in out.iter_mut().zip(&live_in[s]) {
+                    *o |= l;
+                }
+            }
+            let inn: RegSet = (0..words)
+                .map(|w| uses[i][w] | (out[w] & !defs[i][w]))
+                .collect();
+            if inn != live_in[i] {
+                live_in[i] = inn;
+                changed = true;
+            }
+            live_out[i] = out;
+        }
+    }
+    body.iter()
+        .enumerate()
+        .filter_map(|(i, ins)| match &ins.inst {
+            Inst::Sync { d, p, .. } => {
+                let mut live = live_out[i].clone();
+                for o in [d, p] {
+                    if let Operand::Reg(r) = o {
+                        live[r.0 as usize / 64] &= !(1 << (r.0 % 64));
+                    }
+                }
+                Some((i, live))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a function reads or writes CC.CF.
+fn uses_carry(f: &ast::Function) -> bool {
+    f.body.iter().flatten().any(|i| match &i.inst {
+        Inst::IntBin { carry, .. } | Inst::Mad { carry, .. } => carry.carry_in || carry.carry_out,
+        _ => false,
+    })
+}
+
 /// The round function's state while it is lowered.
 pub(super) struct Step {
     /// The running thread's slot and state area.
@@ -62,6 +156,10 @@ pub(super) struct Step {
     layout: StepLayout,
     /// Where a thread goes when it stops or ends: the next one.
     next: Block,
+    /// The registers saved at each sync point (see [`live_across_points`]).
+    live: HashMap<usize, RegSet>,
+    /// Whether the kernel uses CC.CF at all (else it stays 0 and is not saved).
+    carries: bool,
     /// Per sync point, in order: its resume block, the block after it, its instruction.
     points: Vec<(Block, Block, usize)>,
 }
@@ -137,6 +235,8 @@ impl Lower<'_, '_> {
             state,
             layout,
             next,
+            live: live_across_points(self.f),
+            carries: uses_carry(self.f),
             points: Vec::new(),
         });
         self.enter_frame();
@@ -186,21 +286,19 @@ impl Lower<'_, '_> {
         let body = self.f.body.as_ref().expect("kernels have bodies");
         for &(resume_block, after, at) in &step.points {
             self.b.switch_to_block(resume_block);
-            self.load_thread(&step);
+            self.load_thread(&step, &step.live[&at]);
             if let Inst::Sync { op, d, p, .. } = &body[at].inst {
-                let ty = op.d_type();
-                let v =
-                    self.b
-                        .ins()
-                        .load(types::I64, trusted(), slot, slot_field(offset_of!(Slot, d)));
-                let v = self.conv(v, Type::B64, ty, false);
-                self.set(d, ty, v);
-                let v =
-                    self.b
-                        .ins()
-                        .load(types::I64, trusted(), slot, slot_field(offset_of!(Slot, p)));
-                let v = self.conv(v, Type::B64, Type::Pred, false);
-                self.set(p, Type::Pred, v);
+                for (o, ty, field) in [
+                    (d, op.d_type(), offset_of!(Slot, d)),
+                    (p, Type::Pred, offset_of!(Slot, p)),
+                ] {
+                    if *o != Operand::Sink {
+                        let at = slot_field(field);
+                        let v = self.b.ins().load(types::I64, trusted(), slot, at);
+                        let v = self.conv(v, Type::B64, ty, false);
+                        self.set(o, ty, v);
+                    }
+                }
             }
             self.b.ins().jump(after, &[]);
         }
@@ -225,17 +323,25 @@ impl Lower<'_, '_> {
         }
     }
 
-    /// Reloads every register and CC.CF from the state area.
-    fn load_thread(&mut self, step: &Step) {
+    /// Reloads the registers `live` across a point and CC.CF from the state area; the others
+    /// are dead there and start again from 0 (so that no value flows around the thread loop).
+    fn load_thread(&mut self, step: &Step, live: &RegSet) {
         for (k, r) in self.f.regs.iter().enumerate() {
-            let at = (step.layout.regs + 8 * k as u32) as i32;
-            let v = self.load_value(super::clif(r.ty), trusted(), step.state, at);
+            let v = if has(live, k) {
+                let at = (step.layout.regs + 8 * k as u32) as i32;
+                self.load_value(super::clif(r.ty), trusted(), step.state, at)
+            } else {
+                self.zero(r.ty)
+            };
             self.b.def_var(self.regs[k], v);
         }
-        let cf = self
-            .b
-            .ins()
-            .load(types::I64, trusted(), step.state, StepLayout::CF as i32);
+        let cf = if step.carries {
+            self.b
+                .ins()
+                .load(types::I64, trusted(), step.state, StepLayout::CF as i32)
+        } else {
+            self.b.ins().iconst(types::I64, 0)
+        };
         self.b.def_var(self.cf, cf);
     }
 
@@ -292,15 +398,18 @@ impl Lower<'_, '_> {
             let at = slot_field(offset_of!(Slot, args) + 8 * k);
             self.b.ins().store(trusted(), v, slot, at);
         }
-        for (k, _) in self.f.regs.iter().enumerate() {
+        let live = self.step.as_ref().expect("checked above").live[&self.at].clone();
+        for k in (0..self.f.regs.len()).filter(|&k| has(&live, k)) {
             let v = self.b.use_var(self.regs[k]);
             let at = (layout.regs + 8 * k as u32) as i32;
             self.b.ins().store(trusted(), v, state, at);
         }
-        let cf = self.b.use_var(self.cf);
-        self.b
-            .ins()
-            .store(trusted(), cf, state, StepLayout::CF as i32);
+        if self.step.as_ref().expect("checked above").carries {
+            let cf = self.b.use_var(self.cf);
+            self.b
+                .ins()
+                .store(trusted(), cf, state, StepLayout::CF as i32);
+        }
         let resume = self.b.ins().iconst(types::I32, number as i64 + 1);
         self.b
             .ins()

@@ -224,6 +224,249 @@ fn streaming(t: &mut Table) {
     t.add(name, "rayon", ns);
 }
 
+/// Best of `runs` timings (for the heavy cooperative workloads).
+fn time_runs(runs: usize, ops: u64, mut f: impl FnMut()) -> f64 {
+    (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e9 / ops as f64
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+fn words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// Cooperative kernels (the NVRTC corpus' `reduce_sum`, `matmul_tiled` and `warp_sum`, and
+/// a barrier loop) against the same algorithms in Rust over rayon: the tree reduction of
+/// each 512-element chunk through a 256-word scratch, the 16×16-tiled product, the
+/// down-shuffle tree of each warp. Each result is checked against Rust's first.
+fn cooperative(t: &mut Table, rng: &mut Rng) {
+    let u32s = |v: &[u32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+
+    // Barriers: 16,384 threads in blocks of 256 pass 200 barriers each.
+    let ptx = include_str!("../benches/workloads/barriers.ptx");
+    let (checked, unchecked) = (jit(ptx, true), jit(ptx, false));
+    let interp = Interpreter::new(Module::parse(ptx).unwrap());
+    let (grid, block, passes) = (64u32, 256u32, 200u32);
+    for (imp, e, grid) in [
+        ("jit", &checked as &dyn Engine, grid),
+        ("jit-unchecked", &unchecked, grid),
+        ("interp", &interp, 4),
+    ] {
+        let mut out = vec![0u8; 4];
+        let ns = time_runs(3, (grid * block * passes) as u64, || {
+            e.launch(
+                "barriers",
+                Dim3::x(grid),
+                Dim3::x(block),
+                &mut [Arg::Buffer(&mut out), Arg::Scalar(Value::u32(passes))],
+            )
+            .expect("barriers run")
+        });
+        t.add("bar.sync per thread", imp, ns);
+    }
+
+    // Tree reduction in shared memory of 16M u32 (4M for the interpreter).
+    let ptx = include_str!("../tests/corpus/coop/reduce_sum.ptx");
+    let (checked, unchecked) = (jit(ptx, true), jit(ptx, false));
+    let interp = Interpreter::new(Module::parse(ptx).unwrap());
+    let n = 1usize << 24;
+    let input: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
+    let want: u64 = input.iter().map(|&v| v as u64).sum();
+    let mut inb = u32s(&input);
+    let name = "shared reduce 16M";
+    for (imp, e, n) in [
+        ("jit", &checked as &dyn Engine, n),
+        ("jit-unchecked", &unchecked, n),
+        ("interp", &interp, n >> 4),
+    ] {
+        let blocks = n / 512;
+        let (mut sums, mut total) = (vec![0u8; 4 * blocks], vec![0u8; 8]);
+        let mut run = |sums: &mut Vec<u8>, total: &mut Vec<u8>| {
+            total.fill(0);
+            e.launch(
+                "reduce_sum",
+                Dim3::x(blocks as u32),
+                Dim3::x(256),
+                &mut [
+                    Arg::Buffer(&mut inb[..4 * n]),
+                    Arg::Buffer(sums),
+                    Arg::Buffer(total),
+                    Arg::Scalar(Value::u32(n as u32)),
+                ],
+            )
+            .expect("reduce_sum runs")
+        };
+        run(&mut sums, &mut total);
+        let got = u64::from_le_bytes(total[..8].try_into().unwrap());
+        let want_n: u64 = input[..n].iter().map(|&v| v as u64).sum();
+        assert_eq!(got, want_n, "{imp}: reduce_sum");
+        let ns = time_runs(3, n as u64, || run(&mut sums, &mut total));
+        t.add(name, imp, ns);
+    }
+    let ns = time_runs(3, n as u64, || {
+        let total: u64 = input
+            .par_chunks(512)
+            .map(|c| {
+                let mut s = [0u32; 256];
+                for (k, v) in s.iter_mut().enumerate() {
+                    *v = c[k].wrapping_add(c[k + 256]);
+                }
+                let mut half = 128;
+                while half > 0 {
+                    for k in 0..half {
+                        s[k] = s[k].wrapping_add(s[k + half]);
+                    }
+                    half /= 2;
+                }
+                s[0] as u64
+            })
+            .sum();
+        assert_eq!(black_box(total), want);
+    });
+    t.add(name, "rust", ns);
+
+    // Tiled 512×512 f32 product (128×128 for the interpreter), ns per multiply-add.
+    let ptx = include_str!("../tests/corpus/coop/matmul_tiled.ptx");
+    let (checked, unchecked) = (jit(ptx, true), jit(ptx, false));
+    let interp = Interpreter::new(Module::parse(ptx).unwrap());
+    let m = 512usize;
+    let a: Vec<f32> = (0..m * m).map(|i| (i % 13) as f32 - 6.0).collect();
+    let b: Vec<f32> = (0..m * m).map(|i| (i % 7) as f32 * 0.5).collect();
+    let rust_tiled = |m: usize| -> Vec<f32> {
+        let mut c = vec![0f32; m * m];
+        c.par_chunks_mut(16 * m).enumerate().for_each(|(bi, rows)| {
+            for bj in 0..m / 16 {
+                let mut acc = [[0f32; 16]; 16];
+                for k0 in (0..m).step_by(16) {
+                    let mut ta = [[0f32; 16]; 16];
+                    let mut tb = [[0f32; 16]; 16];
+                    for y in 0..16 {
+                        for x in 0..16 {
+                            ta[y][x] = a[(bi * 16 + y) * m + k0 + x];
+                            tb[y][x] = b[(k0 + y) * m + bj * 16 + x];
+                        }
+                    }
+                    for y in 0..16 {
+                        for x in 0..16 {
+                            for j in 0..16 {
+                                acc[y][x] += ta[y][j] * tb[j][x];
+                            }
+                        }
+                    }
+                }
+                for y in 0..16 {
+                    rows[y * m + bj * 16..y * m + bj * 16 + 16].copy_from_slice(&acc[y]);
+                }
+            }
+        });
+        c
+    };
+    let (mut ab, mut bb) = (u32s(&words_of(&a)), u32s(&words_of(&b)));
+    let name = "tiled matmul 512";
+    for (imp, e, m) in [
+        ("jit", &checked as &dyn Engine, m),
+        ("jit-unchecked", &unchecked, m),
+        ("interp", &interp, 128),
+    ] {
+        let mut c = vec![0u8; 4 * m * m];
+        let mut run = |c: &mut Vec<u8>| {
+            let k = m as i32;
+            e.launch(
+                "matmul_tiled",
+                Dim3::new((m / 16) as u32, (m / 16) as u32, 1),
+                Dim3::new(16, 16, 1),
+                &mut [
+                    Arg::Buffer(&mut ab[..4 * m * m]),
+                    Arg::Buffer(&mut bb[..4 * m * m]),
+                    Arg::Buffer(c),
+                    Arg::Scalar(Value::s32(k)),
+                    Arg::Scalar(Value::s32(k)),
+                    Arg::Scalar(Value::s32(k)),
+                ],
+            )
+            .expect("matmul_tiled runs")
+        };
+        run(&mut c);
+        if m == 512 {
+            let want = rust_tiled(m);
+            assert_eq!(words(&c), words_of(&want), "{imp}: matmul_tiled");
+        }
+        let ns = time_runs(3, (m * m * m) as u64, || run(&mut c));
+        t.add(name, imp, ns);
+    }
+    let ns = time_runs(3, (m * m * m) as u64, || {
+        black_box(rust_tiled(m));
+    });
+    t.add(name, "rust", ns);
+
+    // Warp-shuffle reduction of 4M u32 (256K for the interpreter), ns per element.
+    let ptx = include_str!("../tests/corpus/coop/warp_sum.ptx");
+    let (checked, unchecked) = (jit(ptx, true), jit(ptx, false));
+    let interp = Interpreter::new(Module::parse(ptx).unwrap());
+    let n = 1usize << 22;
+    let rust_warps = |input: &[u32]| -> Vec<u32> {
+        input
+            .par_chunks(32)
+            .map(|w| {
+                let mut v = [0u32; 32];
+                v.copy_from_slice(w);
+                let mut d = 16;
+                while d > 0 {
+                    // Lane l reads lane l + d (its own value past the warp, as shfl's clamp).
+                    let before = v;
+                    for l in 0..32 {
+                        let src = if l + d < 32 { before[l + d] } else { before[l] };
+                        v[l] = v[l].wrapping_add(src);
+                    }
+                    d /= 2;
+                }
+                v[0]
+            })
+            .collect()
+    };
+    let want = rust_warps(&input[..n]);
+    let name = "warp shuffle sum 4M";
+    for (imp, e, n) in [
+        ("jit", &checked as &dyn Engine, n),
+        ("jit-unchecked", &unchecked, n),
+        ("interp", &interp, n >> 4),
+    ] {
+        let mut sums = vec![0u8; 4 * (n / 32)];
+        let mut run = |sums: &mut Vec<u8>| {
+            e.launch(
+                "warp_sum",
+                Dim3::x((n / 256) as u32),
+                Dim3::x(256),
+                &mut [
+                    Arg::Buffer(&mut inb[..4 * n]),
+                    Arg::Buffer(sums),
+                    Arg::Scalar(Value::u32(n as u32)),
+                ],
+            )
+            .expect("warp_sum runs")
+        };
+        run(&mut sums);
+        assert_eq!(words(&sums), want[..n / 32], "{imp}: warp_sum");
+        let ns = time_runs(3, n as u64, || run(&mut sums));
+        t.add(name, imp, ns);
+    }
+    let ns = time_runs(3, n as u64, || {
+        black_box(rust_warps(&input[..n]));
+    });
+    t.add(name, "rust", ns);
+}
+
+fn words_of(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
 /// Interpreter throughput on corpus kernels with loops, branches, calls and memory, counted
 /// by the interpreter itself (`Interpreter::executed`): ns per PTX instruction, and the rate
 /// per core.
@@ -304,6 +547,7 @@ fn main() {
         bignum(&w, &mut t, &mut rng);
     }
     streaming(&mut t);
+    cooperative(&mut t, &mut rng);
     interpreter_rate(&mut t);
     let mut names: Vec<String> = t
         .rows

@@ -330,3 +330,14 @@ coop_test!(
         Gen::Scalar(Value::u32(90)),
     ]
 );
+coop_test!(
+    warp_sum,
+    Dim3::x(3),
+    Dim3::x(64),
+    0,
+    [
+        Gen::Buf(4, 180, any),
+        Gen::Zeros(4, 6),
+        Gen::Scalar(Value::u32(180)),
+    ]
+);

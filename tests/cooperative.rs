@@ -6,6 +6,7 @@
 mod common;
 
 use common::engines;
+use ptxjit::diff::without_addresses;
 use ptxjit::{Arg, Dim3, LaunchConfig, Module, RunError};
 
 const HEAD: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
@@ -47,14 +48,6 @@ fn expect_out(ptx: &str, kernel: &str, grid: u32, block: Dim3, shared: u32, want
         let got = got.unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(got, want, "{name}");
     }
-}
-
-/// A fault message without its host addresses (each engine has its own memory).
-fn without_addresses(msg: &str) -> String {
-    msg.split(' ')
-        .map(|w| if w.starts_with("0x") { "0x…" } else { w })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Every engine's fault message (the same on all of them but for host addresses), rendered.

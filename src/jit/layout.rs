@@ -59,13 +59,17 @@ impl FrameLayout {
     }
 
     pub fn of(module: &Module, f: &Function) -> FrameLayout {
-        let in_frame =
-            |role: VarRole| !(f.kind == FuncKind::Entry && matches!(role, VarRole::Param(_)));
+        // A kernel's parameters are the launch's; `.shared` variables are the block's
+        // (see `crate::block`).
+        let in_frame = |v: &crate::ast::VarDecl| {
+            !(f.kind == FuncKind::Entry && matches!(v.role, VarRole::Param(_)))
+                && v.space != crate::ast::Space::Shared
+        };
         let mut vars = Vec::with_capacity(f.vars.len());
         let mut frame_vars = Vec::new();
         let mut at = 0;
         for v in &f.vars {
-            if in_frame(v.role) {
+            if in_frame(v) {
                 at = align_up(at, VAR_ALIGN);
                 vars.push(at);
                 frame_vars.push(FrameVar {

@@ -520,26 +520,32 @@ struct StepThreads<'a> {
     module: &'a Module,
     ctx: &'a mut ThreadCtx,
     round: RoundFunc,
-    /// Every thread's state area, one after another, each starting with its `%tid`.
-    states: Vec<u128>,
+    /// Every thread's state area, one after another.
+    states: &'a mut Vec<u128>,
 }
 
 impl<'a> StepThreads<'a> {
+    /// The threads of a block at their start, in `states` (a worker's, reused from block to
+    /// block): each thread's resume number 0, its `%tid`, its frame zeroed; its registers
+    /// are set when it starts.
     fn new(
         module: &'a Module,
         ctx: &'a mut ThreadCtx,
         round: RoundFunc,
         layout: StepLayout,
         block: Dim3,
+        states: &'a mut Vec<u128>,
     ) -> Self {
         let size = layout.size as usize;
-        let mut states = aligned_bytes(size * block.count() as usize);
-        let bytes = as_bytes(&mut states);
+        states.resize((size * block.count() as usize).div_ceil(16).max(1), 0);
+        let bytes = as_bytes(states);
         for t in 0..block.count() {
-            let at = t as usize * size + StepLayout::TID as usize;
-            for (k, v) in block.point(t).iter().enumerate() {
+            let at = t as usize * size;
+            let [x, y, z] = block.point(t);
+            for (k, v) in [0, x, y, z].into_iter().enumerate() {
                 bytes[at + 4 * k..at + 4 * k + 4].copy_from_slice(&v.to_le_bytes());
             }
+            bytes[at + layout.frame as usize..at + size].fill(0);
         }
         StepThreads {
             module,
@@ -561,7 +567,7 @@ impl schedule::Threads for StepThreads<'_> {
             (self.round)(
                 self.ctx,
                 slots.as_mut_ptr(),
-                as_bytes(&mut self.states).as_mut_ptr(),
+                as_bytes(self.states).as_mut_ptr(),
                 slots.len() as u32,
             )
         };
@@ -761,14 +767,16 @@ impl Engine for Jit {
             (0..grid.count())
                 .into_par_iter()
                 .map_init(
-                    || ThreadCtx::new(shared_ref, info),
-                    |ctx, b| {
+                    || (ThreadCtx::new(shared_ref, info), Vec::new()),
+                    |(ctx, states), b| {
                         ctx.ctaid = grid.point(b);
                         ctx.ntid = [block.x, block.y, block.z];
                         ctx.nctaid = [grid.x, grid.y, grid.z];
                         ctx.params = params_base;
                         ctx.depth = 0;
                         ctx.own.clear();
+                        // The slots may hold the last block's shared variables.
+                        ctx.hits = Default::default();
                         // A fresh, zeroed window; its variables are the bottom of the
                         // thread's own areas (frames come and go above them).
                         let window = window_size.map(aligned_bytes);
@@ -788,8 +796,9 @@ impl Engine for Jit {
                                 // is `RoundFunc`.
                                 let round =
                                     unsafe { std::mem::transmute::<usize, RoundFunc>(entry) };
-                                let mut threads =
-                                    StepThreads::new(module, &mut *ctx, round, layout, block);
+                                let mut threads = StepThreads::new(
+                                    module, &mut *ctx, round, layout, block, states,
+                                );
                                 schedule::run_block(
                                     module.func(id),
                                     block,

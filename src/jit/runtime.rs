@@ -129,6 +129,10 @@ pub const STATUS_EXIT: i32 = 2;
 /// round-robin cache of two made that kernel evict each area just before its next use and
 /// call `rt_check` on every access.)
 pub const HIT_AREAS: usize = 8;
+/// As many slots again, after those, for `.shared`-space access sites: they hold the block's
+/// shared variables (an access naming `.shared` can only be allowed in one), so a shared
+/// area never sits in a slot a global or generic site tests.
+pub const SHARED_HITS: usize = 8;
 
 /// Per-thread state that generated code reads and helpers update. The first fields are read
 /// by generated code at the offsets `std::mem::offset_of!` gives; the rest is Rust's.
@@ -146,7 +150,7 @@ pub struct ThreadCtx {
     /// generated code lets aligned global and generic accesses inside their slot's area
     /// through without calling `rt_check` (the check would find the same area and allow
     /// them).
-    pub hits: [[u64; 2]; HIT_AREAS],
+    pub hits: [[u64; 2]; HIT_AREAS + SHARED_HITS],
     /// Threads a kernel's lanes function has run (see `lower/lanes.rs`); the launch adds
     /// them up.
     pub lane_threads: u64,
@@ -174,7 +178,7 @@ impl ThreadCtx {
             nctaid: [1; 3],
             params: 0,
             depth: 0,
-            hits: [[0; 2]; HIT_AREAS],
+            hits: [[0; 2]; HIT_AREAS + SHARED_HITS],
             lane_threads: 0,
             shared_base: 0,
             dynamic_smem: 0,
@@ -214,7 +218,7 @@ impl ThreadCtx {
         *nctaid = [1; 3];
         *params = 0;
         *depth = 0;
-        *hits = [[0; 2]; HIT_AREAS];
+        *hits = [[0; 2]; HIT_AREAS + SHARED_HITS];
         *lane_threads = 0;
         *shared_base = 0;
         *dynamic_smem = 0;
@@ -259,7 +263,7 @@ impl AccessDesc {
             size: (desc & 0xffff) as usize,
             space: (sp > 0).then(|| Space::ALL[sp - 1]),
             store: (desc >> 24) & 1 != 0,
-            slot: (desc >> 25) as usize % HIT_AREAS,
+            slot: (desc >> 25) as usize % (HIT_AREAS + SHARED_HITS),
         }
     }
 }
@@ -278,7 +282,10 @@ pub unsafe extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, sit
     let d = AccessDesc::unpack(desc);
     match memcheck::check_in(&ctx.own, shared, addr, d.size, d.space, d.store) {
         Ok((area, _)) => {
-            if area.space == Space::Global && area.writable {
+            let shared_site = d.space == Some(Space::Shared);
+            if area.writable && area.space == Space::Global && !shared_site
+                || area.space == Space::Shared && shared_site
+            {
                 ctx.hits[d.slot] = [area.base, area.base + area.size as u64];
             }
             0

@@ -12,7 +12,7 @@ use crate::ast::{
     AddrBase, Address, Function, Inst, MemOrder, Operand, RegId, Space, VarId, VarRole,
 };
 use crate::jit::runtime::AccessDesc;
-use crate::jit::runtime::{HIT_AREAS, ThreadCtx};
+use crate::jit::runtime::{HIT_AREAS, SHARED_HITS, ThreadCtx};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 use cranelift_frontend::Variable;
@@ -261,11 +261,15 @@ impl Lower<'_, '_> {
                             .expect("a run starts before its members");
                         self.b.use_var(ok)
                     });
+                    let slot = match space {
+                        Some(Space::Shared) => HIT_AREAS + self.checks.slot(a.base) % SHARED_HITS,
+                        _ => self.checks.slot(a.base),
+                    };
                     let desc = AccessDesc {
                         size,
                         space,
                         store,
-                        slot: self.checks.slot(a.base),
+                        slot,
                     };
                     self.check(at, desc, run_ok);
                 }
@@ -325,8 +329,8 @@ impl Lower<'_, '_> {
         self.b.ins().band(ok, aligned)
     }
 
-    /// Checks an access: passes if its run's span test passed (`run_ok`), then, for global
-    /// and generic accesses, if it lies aligned in its slot's recent area; else calls
+    /// Checks an access: passes if its run's span test passed (`run_ok`), then, for global,
+    /// generic and shared-space accesses, if it lies aligned in its slot's recent area; else calls
     /// `rt_check`.
     fn check(&mut self, at: Value, d: AccessDesc, run_ok: Option<Value>) {
         // What runs only when an inline test fails is laid out at the end of the function
@@ -340,7 +344,7 @@ impl Lower<'_, '_> {
             self.b.ins().brif(ok, done, &[], inline, &[]);
             self.b.switch_to_block(inline);
         }
-        if matches!(d.space, None | Some(Space::Global)) {
+        if matches!(d.space, None | Some(Space::Global | Space::Shared)) {
             let end = self.b.ins().iadd_imm_s(at, d.size as i64);
             let ok = self.in_recent_area(at, end, d.slot, at, d.size as u64);
             self.b.ins().brif(ok, done, &[], slow, &[]);

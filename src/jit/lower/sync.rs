@@ -37,7 +37,8 @@ pub struct StepLayout {
 }
 
 impl StepLayout {
-    /// u32: 0 at the thread's start, else 1 + the number of the point it stopped at.
+    /// u32: 0 at the thread's start, else 1 + the number of the point it stopped at (the
+    /// launch writes this, `TID`, and the zeroed frame before the block's first round).
     const RESUME: u32 = 0;
     /// 3 × u32: the thread's `%tid`, written by the launch.
     pub const TID: u32 = 4;

@@ -602,3 +602,38 @@ LOOP:
         .collect();
     expect_out(&ptx, "k", 1, Dim3::x(40), 0, &want);
 }
+
+/// `isspacep.local` knows a thread's `.local` memory in every mode, unchecked too (the
+/// differential generator found the unchecked JIT answering false).
+#[test]
+fn isspacep_knows_local_memory_unchecked_too() {
+    let ptx = kernel(
+        "  .local .align 8 .b8 loc[32];",
+        "  mov.u64 %rd2, loc;
+  cvta.local.u64 %rd3, %rd2;
+  isspacep.local %p1, %rd3;
+  isspacep.global %p2, %rd3;
+  selp.u32 %r3, 1, 0, %p1;
+  selp.u32 %r4, 1, 0, %p2;
+  st.global.u32 [%rd0], %r3;
+  st.global.u32 [%rd0+4], %r4;",
+    );
+    expect_out(&ptx, "k", 1, Dim3::x(1), 0, &[1, 0]);
+    let unchecked = common::jit_with(
+        &ptx,
+        ptxjit::JitOptions {
+            checked: false,
+            ..Default::default()
+        },
+    );
+    let mut out = vec![0u8; 8];
+    ptxjit::Engine::launch(
+        &unchecked,
+        "k",
+        Dim3::x(1),
+        Dim3::x(1),
+        &mut [Arg::Buffer(&mut out)],
+    )
+    .unwrap();
+    assert_eq!(out, [1, 0, 0, 0, 0, 0, 0, 0]);
+}

@@ -310,6 +310,12 @@ impl Jit {
             helpers: &helpers,
             module_vars: &module_vars,
             checked: options.checked,
+            frames_known: options.checked
+                || module
+                    .functions
+                    .iter()
+                    .flat_map(|f| f.body.iter().flatten())
+                    .any(|i| matches!(i.inst, Inst::Isspacep { .. })),
             hw_arith: options.hardware_rounding,
             hw_fma: options.hardware_rounding && hwfloat::has_fma(),
             lanes: &vec![None; module.functions.len()],

@@ -132,6 +132,9 @@ pub struct Shared<'a> {
     /// Address of each module variable.
     pub module_vars: &'a [u64],
     pub checked: bool,
+    /// Whether functions register their frames' variables with the thread's context: in
+    /// checked mode, and for `isspacep` (which must know `.local` addresses) in any mode.
+    pub frames_known: bool,
     /// Directed add/sub/mul/div/sqrt on the host's hardware (else soft-float).
     pub hw_arith: bool,
     /// Directed fma on the host's FMA unit (else soft-float).
@@ -584,7 +587,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     fn enter_frame(&mut self) {
-        if self.sh.checked && self.layout.has_vars() {
+        if self.sh.frames_known && self.layout.has_vars() {
             let fid = self.b.ins().iconst(types::I32, self.fid as i64);
             let (ctx, frame) = (self.ctx, self.frame);
             self.helper("rt_enter", &[ctx, fid, frame]);
@@ -592,7 +595,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     fn leave_and_return(&mut self, status: i32) {
-        if self.sh.checked && self.layout.has_vars() {
+        if self.sh.frames_known && self.layout.has_vars() {
             let fid = self.b.ins().iconst(types::I32, self.fid as i64);
             let ctx = self.ctx;
             self.helper("rt_leave", &[ctx, fid]);

@@ -317,7 +317,7 @@ impl Lower<'_, '_> {
 
     /// Forgets the frame's variables (checked mode; see `enter_frame`).
     fn leave_frame(&mut self) {
-        if self.sh.checked && self.layout.has_vars() {
+        if self.sh.frames_known && self.layout.has_vars() {
             let fid = self.b.ins().iconst(types::I32, self.fid as i64);
             let ctx = self.ctx;
             self.helper("rt_leave", &[ctx, fid]);

@@ -66,8 +66,8 @@ pub struct JitOptions {
     /// → 5,954 stack accesses, 3.2× faster without it), and no loop kernel measured here gains
     /// from it (README, "Benchmarks").
     pub egraph: bool,
-    /// Run kernels that allow it four threads at a time in SIMD lanes (the default is on;
-    /// see `lower/lanes.rs`).
+    /// Run kernels that allow it a warp (32 threads) at a time in SIMD lanes (the default is
+    /// on; see `lower/lanes/`).
     pub lanes: bool,
 }
 
@@ -255,8 +255,8 @@ impl Jit {
         }
     }
 
-    /// Each kernel's name and, when it runs on the thread loop only, why (else it runs four
-    /// threads at a time in SIMD lanes where it can: see `lower/lanes.rs`).
+    /// Each kernel's name and, when it runs on the thread loop only, why (else it runs a warp
+    /// (32 threads) at a time in SIMD lanes where it can: see `lower/lanes/`).
     pub fn lanes_report(&self) -> &[(String, Option<String>)] {
         &self.lanes_report
     }

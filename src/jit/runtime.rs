@@ -147,7 +147,7 @@ pub struct ThreadCtx {
     /// through without calling `rt_check` (the check would find the same area and allow
     /// them).
     pub hits: [[u64; 2]; HIT_AREAS],
-    /// Threads a kernel's lanes function has run (see `lower/lanes.rs`); the launch adds
+    /// Threads a kernel's lanes function has run (see `lower/lanes/`); the launch adds
     /// them up.
     pub lane_threads: u64,
     /// Host address of offset 0 of the block's shared-memory window (see [`crate::block`]).

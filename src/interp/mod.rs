@@ -66,7 +66,7 @@ impl Interpreter {
                     v.size,
                     v.space,
                     v.space != Space::Const,
-                    format!("variable `{}`", v.name),
+                    memcheck::variable_name(&v.name),
                 )
             })
             .collect();
@@ -82,7 +82,7 @@ impl Interpreter {
             .map(|f| {
                 f.vars
                     .iter()
-                    .map(|v| Arc::from(format!("{} `{}`", v.space, v.name)))
+                    .map(|v| Arc::from(memcheck::frame_var_name(v.space, &v.name)))
                     .collect()
             })
             .collect();
@@ -1022,7 +1022,7 @@ impl<'a> Thread<'a> {
             .or_else(|| self.block.find(a))
             .or_else(|| self.l.shared.find(a).copied());
         match found {
-            Some(r) => r.space == space,
+            Some(r) => r.space() == space,
             None => space == Space::Global,
         }
     }

@@ -12,6 +12,7 @@ use super::runtime::{AreaName, JitArea, ModuleInfo};
 use super::{Emit, FRAME_OVERHEAD, JitOptions, SMALL_STACK, compile_error, host};
 use crate::ast::{FuncId, FuncKind, Inst, Module, Space};
 use crate::engine::{MAX_CALL_DEPTH, RunError};
+use crate::memcheck::{self, Extent};
 use cranelift_codegen::ir;
 use cranelift_codegen::isa::CallConv;
 use cranelift_codegen::settings::{self, Configurable};
@@ -98,11 +99,13 @@ impl ModuleVars {
             };
             bytes[..v.init.len().min(v.size)].copy_from_slice(&v.init[..v.init.len().min(v.size)]);
             areas.push(JitArea {
-                base: mem.as_ptr() as u64,
-                size: v.size,
-                space: v.space,
-                writable: v.space != Space::Const,
-                name: AreaName::text(format!("variable `{}`", v.name)),
+                extent: Extent {
+                    base: mem.as_ptr() as u64,
+                    size: v.size,
+                    space: v.space,
+                    writable: v.space != Space::Const,
+                },
+                name: AreaName::text(memcheck::variable_name(&v.name)),
             });
             memory.push(mem);
         }
@@ -111,7 +114,7 @@ impl ModuleVars {
 
     /// Each variable's address.
     pub fn bases(&self) -> Vec<u64> {
-        self.areas.iter().map(|a| a.base).collect()
+        self.areas.iter().map(|a| a.extent.base).collect()
     }
 }
 

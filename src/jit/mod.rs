@@ -25,7 +25,7 @@ use crate::engine::{
     Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
     check_buffer_param, check_dims, check_scalar_rets, find_function,
 };
-use crate::memcheck::AreaMap;
+use crate::memcheck::{AreaMap, Extent};
 use compile::{Declared, Frames, LanesFunctions, ModuleVars};
 use cranelift_jit::JITModule;
 use layout::FrameLayout;
@@ -472,10 +472,12 @@ impl Engine for Jit {
                         // it until every block has finished.
                         let base = buf.as_mut_ptr() as u64;
                         areas.push(JitArea {
-                            base,
-                            size: buf.len(),
-                            space: Space::Global,
-                            writable: true,
+                            extent: Extent {
+                                base,
+                                size: buf.len(),
+                                space: Space::Global,
+                                writable: true,
+                            },
                             name: AreaName::text(format!("buffer arg{i}")),
                         });
                         base.to_le_bytes().to_vec()
@@ -484,10 +486,12 @@ impl Engine for Jit {
                 let off = *off as usize;
                 bytes[off..off + b.len()].copy_from_slice(&b);
                 areas.push(JitArea {
-                    base: params_base + off as u64,
-                    size: func.param_size(p),
-                    space: Space::Param,
-                    writable: false,
+                    extent: Extent {
+                        base: params_base + off as u64,
+                        size: func.param_size(p),
+                        space: Space::Param,
+                        writable: false,
+                    },
                     name: AreaName::text(format!("parameter `{}`", func.param_name(p))),
                 });
             }
@@ -504,10 +508,12 @@ impl Engine for Jit {
             .shared_layout
             .sized(shared_bytes)
             .map(|v| JitArea {
-                base: v.offset as u64,
-                size: v.size as usize,
-                space: Space::Shared,
-                writable: true,
+                extent: Extent {
+                    base: v.offset as u64,
+                    size: v.size as usize,
+                    space: Space::Shared,
+                    writable: true,
+                },
                 name: AreaName::text(v.name),
             })
             .collect();
@@ -536,8 +542,11 @@ impl Engine for Jit {
                         ctx.total_smem = total_smem;
                         for a in &window_areas {
                             ctx.own.push(JitArea {
-                                base: ctx.shared_base + a.base,
-                                ..a.clone()
+                                extent: Extent {
+                                    base: ctx.shared_base + a.extent.base,
+                                    ..a.extent
+                                },
+                                name: a.name.clone(),
                             });
                         }
                         let ended = match step {

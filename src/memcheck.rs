@@ -47,6 +47,16 @@ pub trait Area {
     }
 }
 
+/// How faults name a kernel's buffer argument `arg` (counted from 0), in both engines.
+pub fn buffer_name(arg: usize) -> String {
+    format!("buffer arg{arg}")
+}
+
+/// How faults name a kernel parameter, in both engines.
+pub fn param_name(name: &str) -> String {
+    format!("parameter `{name}`")
+}
+
 /// How faults name a module variable, in both engines.
 pub fn variable_name(name: &str) -> String {
     format!("variable `{name}`")

@@ -24,7 +24,7 @@ use crate::block::SharedLayout;
 use crate::block::schedule::{self, Slot};
 use crate::engine::{
     Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
-    check_buffer_param, check_dims, check_scalar_rets, find_function,
+    check_scalar_rets, find_function, launched_kernel, param_bytes,
 };
 use crate::memcheck::{self, Area};
 use crate::softfloat::Fmt;
@@ -156,38 +156,30 @@ impl Engine for Interpreter {
         config: LaunchConfig,
         args: &mut [Arg],
     ) -> Result<(), RunError> {
+        let (id, func) =
+            launched_kernel(&self.module, name, config, &self.shared_layout, args.len())?;
         let LaunchConfig {
             grid,
             block,
             shared_bytes,
         } = config;
-        let (id, func) = find_function(&self.module, name, FuncKind::Entry)?;
-        check_dims(grid, block)?;
-        self.shared_layout
-            .check_launch(shared_bytes)
-            .map_err(RunError::Usage)?;
-        check_arity(func, args.len())?;
         // Buffers become global regions; every parameter becomes a read-only param region.
         let mut buffers = Vec::new();
         let mut params = Vec::new();
-        for (i, (p, a)) in func.params.iter().zip(args.iter()).enumerate() {
-            let bytes = match a {
-                Arg::Scalar(v) => arg_bytes(func, p, *v)?,
-                Arg::Buffer(b) => {
-                    check_buffer_param(func, p)?;
-                    let r = Region::new(b, b.len(), Space::Global, true, format!("buffer arg{i}"));
-                    let addr = r.base().to_le_bytes().to_vec();
-                    buffers.push((i, r));
-                    addr
-                }
-            };
+        for (i, (p, a)) in func.params.iter().zip(args.iter_mut()).enumerate() {
+            let bytes = param_bytes(func, p, a, |b| {
+                let r = Region::new(b, b.len(), Space::Global, true, memcheck::buffer_name(i));
+                let base = r.base();
+                buffers.push((i, r));
+                base
+            })?;
             let size = func.param_size(p);
             params.push(Region::new(
                 &bytes,
                 size,
                 Space::Param,
                 false,
-                format!("parameter `{}`", func.param_name(p)),
+                memcheck::param_name(func.param_name(p)),
             ));
         }
         let mut regions: Vec<&Region> = self.module_vars.iter().collect();

@@ -23,9 +23,9 @@ use crate::block::SharedLayout;
 use crate::block::schedule::{self, Slot};
 use crate::engine::{
     Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
-    check_buffer_param, check_dims, check_scalar_rets, find_function,
+    check_scalar_rets, find_function, launched_kernel, param_bytes,
 };
-use crate::memcheck::{AreaMap, Extent};
+use crate::memcheck::{self, AreaMap, Extent};
 use compile::{Declared, Frames, LanesFunctions, ModuleVars};
 use cranelift_jit::JITModule;
 use layout::FrameLayout;
@@ -439,17 +439,13 @@ impl Engine for Jit {
         config: LaunchConfig,
         args: &mut [Arg],
     ) -> Result<(), RunError> {
+        let (id, func) =
+            launched_kernel(&self.module, name, config, &self.shared_layout, args.len())?;
         let LaunchConfig {
             grid,
             block,
             shared_bytes,
         } = config;
-        let (id, func) = find_function(&self.module, name, FuncKind::Entry)?;
-        check_dims(grid, block)?;
-        self.shared_layout
-            .check_launch(shared_bytes)
-            .map_err(RunError::Usage)?;
-        check_arity(func, args.len())?;
         let layout = &self.layouts[id.0 as usize];
         let mut block_params = aligned_bytes(layout.kernel_params_size as usize);
         let params_base = block_params.as_ptr() as u64;
@@ -463,26 +459,22 @@ impl Engine for Jit {
                 .zip(&layout.kernel_params)
                 .enumerate()
             {
-                let b = match a {
-                    Arg::Scalar(v) => arg_bytes(func, p, *v)?,
-                    Arg::Buffer(buf) => {
-                        check_buffer_param(func, p)?;
-                        // Generated code reads and writes the caller's buffer in place: it is
-                        // exclusively borrowed for the whole launch and Rust does not touch
-                        // it until every block has finished.
-                        let base = buf.as_mut_ptr() as u64;
-                        areas.push(JitArea {
-                            extent: Extent {
-                                base,
-                                size: buf.len(),
-                                space: Space::Global,
-                                writable: true,
-                            },
-                            name: AreaName::text(format!("buffer arg{i}")),
-                        });
-                        base.to_le_bytes().to_vec()
-                    }
-                };
+                let b = param_bytes(func, p, a, |buf| {
+                    // Generated code reads and writes the caller's buffer in place: it is
+                    // exclusively borrowed for the whole launch and Rust does not touch it
+                    // until every block has finished.
+                    let base = buf.as_mut_ptr() as u64;
+                    areas.push(JitArea {
+                        extent: Extent {
+                            base,
+                            size: buf.len(),
+                            space: Space::Global,
+                            writable: true,
+                        },
+                        name: AreaName::text(memcheck::buffer_name(i)),
+                    });
+                    base
+                })?;
                 let off = *off as usize;
                 bytes[off..off + b.len()].copy_from_slice(&b);
                 areas.push(JitArea {
@@ -492,7 +484,7 @@ impl Engine for Jit {
                         space: Space::Param,
                         writable: false,
                     },
-                    name: AreaName::text(format!("parameter `{}`", func.param_name(p))),
+                    name: AreaName::text(memcheck::param_name(func.param_name(p))),
                 });
             }
         }

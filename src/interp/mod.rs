@@ -868,11 +868,8 @@ impl<'a> Thread<'a> {
                 addr,
             } => {
                 let n = ty.bytes();
-                let space = decode::access_space(self.l.module, fr.func, *space, addr);
-                let (r, off) = self.access_region(fr, op, n * *vec as usize, space, false)?;
-                // A strong access is single-copy atomic and ordered: it happens under the lock
-                // of the atomics (memory is bytes).
-                let _held = order.is_strong().then(|| lock(self.l.atomics));
+                let size = n * *vec as usize;
+                let (r, off, _held) = self.ast_access(fr, op, *space, addr, size, *order, false)?;
                 match d {
                     Operand::Vector(regs) => {
                         for (k, reg) in regs.iter().enumerate() {
@@ -893,9 +890,8 @@ impl<'a> Thread<'a> {
                 addr,
             } => {
                 let n = ty.bytes();
-                let space = decode::access_space(self.l.module, fr.func, *space, addr);
-                let (r, off) = self.access_region(fr, op, n * *vec as usize, space, true)?;
-                let _held = order.is_strong().then(|| lock(self.l.atomics));
+                let size = n * *vec as usize;
+                let (r, off, _held) = self.ast_access(fr, op, *space, addr, size, *order, true)?;
                 match a {
                     Operand::Vector(regs) => {
                         for (k, reg) in regs.iter().enumerate() {
@@ -983,6 +979,25 @@ impl<'a> Thread<'a> {
             other => unreachable!("decoded: {other:?} is not executed from the AST"),
         }
         Ok(Next::Continue)
+    }
+
+    /// The region and offset of a vector or strong load or store (`exec_ast`) of `size` bytes
+    /// at `addr`, and for a strong access the lock of the atomics, held while it happens: a
+    /// strong access is single-copy atomic and ordered (memory is bytes).
+    #[allow(clippy::too_many_arguments)]
+    fn ast_access(
+        &self,
+        fr: &Frame,
+        op: &Op,
+        space: Option<Space>,
+        addr: &Address,
+        size: usize,
+        order: MemOrder,
+        store: bool,
+    ) -> Result<(&Region, usize, Option<std::sync::MutexGuard<'a, ()>>), Trap> {
+        let space = decode::access_space(self.l.module, fr.func, space, addr);
+        let (r, off) = self.access_region(fr, op, size, space, store)?;
+        Ok((r, off, order.is_strong().then(|| lock(self.l.atomics))))
     }
 
     /// The region of a load or store of `size` bytes at its decoded address (`src[0]` +

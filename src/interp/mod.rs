@@ -902,30 +902,9 @@ impl<'a> Thread<'a> {
                     _ => r.write(off, n, op.src[2].read(&fr.regs)),
                 }
             }
-            Video {
-                op,
-                dty,
-                aty,
-                bty,
-                sat,
-                mode,
-                tail,
-                d,
-                a,
-                b,
-            } => {
-                let s = self.video_sources(fr, *a, *b, *tail);
-                let form = video::Form {
-                    op: *op,
-                    dty: *dty,
-                    aty: *aty,
-                    bty: *bty,
-                    sat: *sat,
-                    mode: *mode,
-                    tail: *tail,
-                };
-                let v = video::video(form, s);
-                set_reg(fr, *d, Type::B32, v);
+            Video { form, d, a, b } => {
+                let s = self.video_sources(fr, *a, *b, form.tail);
+                set_reg(fr, *d, Type::B32, video::video(*form, s));
             }
             Vset {
                 aty,
@@ -939,34 +918,12 @@ impl<'a> Thread<'a> {
                 let s = self.video_sources(fr, *a, *b, *tail);
                 set_reg(fr, *d, Type::B32, video::vset(*aty, *bty, *cmp, *tail, s));
             }
-            Vmad {
-                aty,
-                bty,
-                po,
-                sat,
-                scale,
-                neg_product,
-                neg_c,
-                d,
-                a,
-                b,
-                c,
-                ..
-            } => {
+            Vmad { form, d, a, b, c } => {
                 let s = video::Sources {
                     c: fr.regs[c.0 as usize],
                     ..self.video_sources(fr, *a, *b, VideoTail::None)
                 };
-                let m = video::Vmad {
-                    aty: *aty,
-                    bty: *bty,
-                    po: *po,
-                    sat: *sat,
-                    scale: *scale,
-                    neg_product: *neg_product,
-                    neg_c: *neg_c,
-                };
-                set_reg(fr, *d, Type::B32, video::vmad(m, s));
+                set_reg(fr, *d, Type::B32, video::vmad(*form, s));
             }
             Call {
                 func, rets, args, ..

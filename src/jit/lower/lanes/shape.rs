@@ -8,7 +8,7 @@ use super::memory::gated_space;
 use super::{LANES, LaneVal, Lanes, PARTS, Res, Shape, V, Vecs, refuse};
 use crate::ast::{
     AddrBase, Guard, Inst, Instruction, MemOrder, Operand, RegId, Space, SpecialRegKind, Type,
-    VideoSrc, VideoTail,
+    VideoForm, VideoSrc, VideoTail,
 };
 use crate::jit::lower::int_type;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -149,7 +149,13 @@ impl<'f> Lanes<'_, '_, 'f> {
             Bfi { a, b, pos, len, .. } => u(a) && u(b) && u(pos) && u(len),
             Setp { a, b, c, .. } => u(a) && u(b) && c.as_ref().is_none_or(u),
             // Sub-word destinations keep the other bytes of d: d is read too.
-            Video { d, a, b, tail, .. } | Vset { d, a, b, tail, .. } => {
+            Video {
+                d,
+                a,
+                b,
+                form: VideoForm { tail, .. },
+            }
+            | Vset { d, a, b, tail, .. } => {
                 reg(d) && video(a) && video(b) && tail_reg(*tail).as_ref().is_none_or(reg)
             }
             Vmad { d, a, b, c, .. } => reg(d) && video(a) && video(b) && reg(c),

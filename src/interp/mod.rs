@@ -859,17 +859,9 @@ impl<'a> Thread<'a> {
             Mov { ty, d, a } => {
                 Self::mov_vector(fr, *ty, d, a, op.src[0].read(&fr.regs), op.dst[0])
             }
-            Ld {
-                space,
-                vec,
-                ty,
-                d,
-                order,
-                addr,
-            } => {
+            Ld { ty, d, .. } => {
                 let n = ty.bytes();
-                let size = n * *vec as usize;
-                let (r, off, _held) = self.ast_access(fr, op, *space, addr, size, *order, false)?;
+                let (r, off, _held) = self.ast_access(fr, op, &ins.inst)?;
                 match d {
                     Operand::Vector(regs) => {
                         for (k, reg) in regs.iter().enumerate() {
@@ -881,17 +873,9 @@ impl<'a> Thread<'a> {
                     _ => op.dst[0].write(&mut fr.regs, r.read(off, n)),
                 }
             }
-            St {
-                space,
-                vec,
-                ty,
-                a,
-                order,
-                addr,
-            } => {
+            St { ty, a, .. } => {
                 let n = ty.bytes();
-                let size = n * *vec as usize;
-                let (r, off, _held) = self.ast_access(fr, op, *space, addr, size, *order, true)?;
+                let (r, off, _held) = self.ast_access(fr, op, &ins.inst)?;
                 match a {
                     Operand::Vector(regs) => {
                         for (k, reg) in regs.iter().enumerate() {
@@ -938,22 +922,37 @@ impl<'a> Thread<'a> {
         Ok(Next::Continue)
     }
 
-    /// The region and offset of a vector or strong load or store (`exec_ast`) of `size` bytes
-    /// at `addr`, and for a strong access the lock of the atomics, held while it happens: a
+    /// The region and offset of a vector or strong load or store run from the AST
+    /// (`exec_ast`), and for a strong access the lock of the atomics, held while it happens: a
     /// strong access is single-copy atomic and ordered (memory is bytes).
-    #[allow(clippy::too_many_arguments)]
     fn ast_access(
         &self,
         fr: &Frame,
         op: &Op,
-        space: Option<Space>,
-        addr: &Address,
-        size: usize,
-        order: MemOrder,
-        store: bool,
+        inst: &Inst,
     ) -> Result<(&Region, usize, Option<std::sync::MutexGuard<'a, ()>>), Trap> {
-        let space = decode::access_space(self.l.module, fr.func, space, addr);
-        let (r, off) = self.access_region(fr, op, size, space, store)?;
+        let (Inst::Ld {
+            space,
+            vec,
+            ty,
+            order,
+            addr,
+            ..
+        }
+        | Inst::St {
+            space,
+            vec,
+            ty,
+            order,
+            addr,
+            ..
+        }) = inst
+        else {
+            unreachable!("a load or store");
+        };
+        let space = decode::access_space(self.l.module, fr.func, *space, addr);
+        let store = matches!(inst, Inst::St { .. });
+        let (r, off) = self.access_region(fr, op, ty.bytes() * *vec as usize, space, store)?;
         Ok((r, off, order.is_strong().then(|| lock(self.l.atomics))))
     }
 

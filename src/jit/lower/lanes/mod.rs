@@ -51,7 +51,6 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, Block, InstBuilder, Value, types};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
-use cranelift_module::Module as _;
 use shape::uses_shared_memory;
 use std::collections::HashMap;
 
@@ -251,9 +250,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         l.b.switch_to_block(bail);
         let x = l.b.use_var(tid[0]);
         l.b.ins().return_(&[x]);
-        l.b.seal_all_blocks();
-        let cfg = l.jm.isa().frontend_config();
-        l.b.finalize(cfg);
+        l.seal_and_finalize();
         Ok(())
     }
 }

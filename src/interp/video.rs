@@ -1,8 +1,8 @@
 //! The scalar video instructions (PTX ISA 9.7.18.1), following the manual's pseudocode:
 //! `partSelectSignExtend`, the primary operation, `optSaturate`, `optSecondaryOp` or
 //! `optMerge`, and `vmad`'s 128-bit intermediate. Values are computed exactly in i128; where the
-//! manual's text and pseudocode differ, the reading taken is written beside the code and in the
-//! README's semantics notes.
+//! manual's text and pseudocode differ, the reading taken is written beside the code and in
+//! docs/semantics.md ("Video instructions").
 
 use super::int::sext;
 use crate::ast::{

@@ -64,7 +64,7 @@ pub struct JitOptions {
     /// code depth-first from each side effect, which lengthens live ranges: on the unrolled
     /// bignum workloads it doubles the code and its spills (mul1024: 184 KB → 98 KB, 16,361
     /// → 5,954 stack accesses, 3.2× faster without it), and no loop kernel measured here gains
-    /// from it (README, "Benchmarks").
+    /// from it (docs/performance.md, "Cranelift's e-graph pass").
     pub egraph: bool,
     /// Run kernels that allow it a warp (32 threads) at a time in SIMD lanes (the default is
     /// on; see `lower/lanes/`).

@@ -1,6 +1,6 @@
 //! One instruction: resolve its operands, map its modifier list onto the opcode's typed form
-//! (the table-driven check of ../shared/design.md: modifiers in any order, the first unexpected
-//! or missing one reported with its span), and check operand types by PTX's rules
+//! (a table-driven check, see docs/architecture.md: modifiers in any order, the first
+//! unexpected or missing one reported with its span), and check operand types by PTX's rules
 //! (PTX ISA 6.4.1, "Operand type information" and the relaxed rules for ld/st/cvt).
 //!
 //! This file holds what every instruction shares: operands, the checking context `Cx` and

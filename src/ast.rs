@@ -465,6 +465,54 @@ impl VideoTail {
     }
 }
 
+/// The modifiers of `vadd vsub vabsdiff vmin vmax vshl vshr` (PTX ISA 9.7.18.1.1–2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VideoForm {
+    pub op: VideoOp,
+    pub dty: Type,
+    pub aty: Type,
+    /// `.u32` for the shifts.
+    pub bty: Type,
+    pub sat: bool,
+    /// `.clamp`/`.wrap` of the shifts.
+    pub mode: Option<ShfMode>,
+    pub tail: VideoTail,
+}
+
+/// The modifiers of `vmad` (PTX ISA 9.7.18.1.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VmadForm {
+    pub dty: Type,
+    pub aty: Type,
+    pub bty: Type,
+    pub po: bool,
+    pub sat: bool,
+    pub scale: Option<VmadScale>,
+    /// The product is negated (exactly one of `-a`, `-b`).
+    pub neg_product: bool,
+    pub neg_c: bool,
+}
+
+impl VmadForm {
+    /// Whether the product is signed (and c extended by its sign): a signed source, or a
+    /// negated product.
+    pub fn signed_product(self) -> bool {
+        self.aty.is_signed() || self.bty.is_signed() || self.neg_product
+    }
+    /// Whether the result saturates as a signed value: the product is signed, or c negated.
+    pub fn signed_final(self) -> bool {
+        self.signed_product() || self.neg_c
+    }
+    /// The right shift of the sum (`.shr7`, `.shr15`).
+    pub fn shift(self) -> u32 {
+        match self.scale {
+            None => 0,
+            Some(VmadScale::Shr7) => 7,
+            Some(VmadScale::Shr15) => 15,
+        }
+    }
+}
+
 /// Rounding of `cvt`: a float rounding (`.rn` …) or an integer rounding (`.rni` …).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CvtRounding {
@@ -816,15 +864,7 @@ pub enum Inst {
     },
     /// `vadd vsub vabsdiff vmin vmax vshl vshr` (PTX ISA 9.7.18.1.1–2).
     Video {
-        op: VideoOp,
-        dty: Type,
-        aty: Type,
-        /// `.u32` for the shifts.
-        bty: Type,
-        sat: bool,
-        /// `.clamp`/`.wrap` of the shifts.
-        mode: Option<ShfMode>,
-        tail: VideoTail,
+        form: VideoForm,
         d: RegId,
         a: VideoSrc,
         b: VideoSrc,
@@ -841,15 +881,7 @@ pub enum Inst {
     },
     /// `vmad` (9.7.18.1.3).
     Vmad {
-        dty: Type,
-        aty: Type,
-        bty: Type,
-        po: bool,
-        sat: bool,
-        scale: Option<VmadScale>,
-        /// The product is negated (exactly one of `-a`, `-b`).
-        neg_product: bool,
-        neg_c: bool,
+        form: VmadForm,
         d: RegId,
         a: VideoSrc,
         b: VideoSrc,
@@ -983,10 +1015,10 @@ impl Inst {
                 op(b);
                 c.iter().for_each(&mut op);
             }
-            Video {
-                d, a, b, tail: t, ..
-            }
-            | Vset {
+            Video { d, a, b, form, .. } => [Operand::Reg(*d), video(a), video(b), tail(&form.tail)]
+                .iter()
+                .for_each(&mut op),
+            Vset {
                 d, a, b, tail: t, ..
             } => [Operand::Reg(*d), video(a), video(b), tail(t)]
                 .iter()

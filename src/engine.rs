@@ -2,6 +2,7 @@
 //! arguments and errors they exchange with the host.
 
 use crate::ast::{FuncId, FuncKind, Function, Module, Param, Source, Span, Type, TypeKind};
+use crate::block::SharedLayout;
 use std::fmt;
 
 /// Deepest chain of PTX calls a thread may make before the launch faults (both engines).
@@ -230,6 +231,43 @@ pub fn arg_bytes(func: &Function, p: &Param, v: Value) -> Result<Vec<u8>, RunErr
         )));
     }
     Ok(v.to_le_bytes())
+}
+
+/// The kernel a launch names, once its grid, block, dynamic shared memory (against the
+/// module's `shared` layout) and argument count are checked: every engine's first step of a
+/// launch.
+pub fn launched_kernel<'m>(
+    module: &'m Module,
+    name: &str,
+    config: LaunchConfig,
+    shared: &SharedLayout,
+    args: usize,
+) -> Result<(FuncId, &'m Function), RunError> {
+    let (id, func) = find_function(module, name, FuncKind::Entry)?;
+    check_dims(config.grid, config.block)?;
+    shared
+        .check_launch(config.shared_bytes)
+        .map_err(RunError::Usage)?;
+    check_arity(func, args)?;
+    Ok((id, func))
+}
+
+/// The bytes kernel parameter `p` receives from its argument: a scalar's (checked against
+/// the parameter), or a buffer's address, which `place` gives (the engine makes the buffer an
+/// area there).
+pub fn param_bytes(
+    func: &Function,
+    p: &Param,
+    arg: &mut Arg,
+    place: impl FnOnce(&mut [u8]) -> u64,
+) -> Result<Vec<u8>, RunError> {
+    match arg {
+        Arg::Scalar(v) => arg_bytes(func, p, *v),
+        Arg::Buffer(b) => {
+            check_buffer_param(func, p)?;
+            Ok(place(b).to_le_bytes().to_vec())
+        }
+    }
 }
 
 /// CUDA's launch limits: at most 1024 threads a block, 2^31-1 × 65535 × 65535 blocks.

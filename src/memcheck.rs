@@ -12,19 +12,59 @@
 use crate::ast::Space;
 use std::borrow::Borrow;
 
+/// Where an area lies and what it allows: all the rule reads of an area but its name (each
+/// engine's areas hold one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    pub base: u64,
+    /// Logical size in bytes.
+    pub size: usize,
+    pub space: Space,
+    pub writable: bool,
+}
+
 /// One addressable object, as the check sees it.
 pub trait Area {
-    fn base(&self) -> u64;
-    /// Logical size in bytes.
-    fn size(&self) -> usize;
-    fn space(&self) -> Space;
-    fn writable(&self) -> bool;
+    fn extent(&self) -> Extent;
     /// How faults name it (`buffer arg1`, `variable table`).
     fn name(&self) -> &str;
+    fn base(&self) -> u64 {
+        self.extent().base
+    }
+    /// Logical size in bytes.
+    fn size(&self) -> usize {
+        self.extent().size
+    }
+    fn space(&self) -> Space {
+        self.extent().space
+    }
+    fn writable(&self) -> bool {
+        self.extent().writable
+    }
     /// Whether `addr` is one of its bytes (an empty area still owns its first address).
     fn contains(&self, addr: u64) -> bool {
         addr >= self.base() && addr - self.base() < self.size().max(1) as u64
     }
+}
+
+/// How faults name a kernel's buffer argument `arg` (counted from 0), in both engines.
+pub fn buffer_name(arg: usize) -> String {
+    format!("buffer arg{arg}")
+}
+
+/// How faults name a kernel parameter, in both engines.
+pub fn param_name(name: &str) -> String {
+    format!("parameter `{name}`")
+}
+
+/// How faults name a module variable, in both engines.
+pub fn variable_name(name: &str) -> String {
+    format!("variable `{name}`")
+}
+
+/// How faults name a variable of a function's frame (`.local` or `.param`), in both engines.
+pub fn frame_var_name(space: Space, name: &str) -> String {
+    format!("{space} `{name}`")
 }
 
 /// How far past an area's end an address may be and still be reported as out of bounds of
@@ -152,17 +192,8 @@ fn describe_access(is_store: bool, space: Option<Space>, bytes: usize) -> String
 }
 
 impl<A: Area + ?Sized> Area for &A {
-    fn base(&self) -> u64 {
-        (**self).base()
-    }
-    fn size(&self) -> usize {
-        (**self).size()
-    }
-    fn space(&self) -> Space {
-        (**self).space()
-    }
-    fn writable(&self) -> bool {
-        (**self).writable()
+    fn extent(&self) -> Extent {
+        (**self).extent()
     }
     fn name(&self) -> &str {
         (**self).name()

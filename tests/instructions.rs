@@ -1291,7 +1291,7 @@ fn predicated_off_instructions_write_nothing() {
 fn kernel_parameters_read_in_parts_and_under_guards() {
     // Parts of a kernel's parameters at their own widths, sign-extended, and under guards
     // that differ between threads (hoisting these loads out of the JIT's thread loop was
-    // tried in session 5 and dropped; this is the test it was checked with).
+    // tried and dropped; this is the test it was checked with).
     let ptx = r#"
 .version 7.8
 .target sm_80

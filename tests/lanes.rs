@@ -1,4 +1,4 @@
-//! Kernels in SIMD lanes (`src/jit/lower/lanes.rs`). Results are checked against references
+//! Kernels in SIMD lanes (`src/jit/lower/lanes/`). Results are checked against references
 //! written here — Rust's IEEE-754 f32 arithmetic (`mul_add` is the single-rounding fma) with
 //! the manual's `.ftz`, `.sat` and canonical-NaN rules spelled out, wrapping integer
 //! arithmetic, and the one-thread-after-another order of a block written out — and against

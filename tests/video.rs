@@ -192,7 +192,7 @@ fn model(f: &Form, a: u32, b: u32, c: u32) -> u32 {
                 "vabsdiff" => (ta - tb).abs(),
                 "vmin" => ta.min(tb),
                 "vmax" => ta.max(tb),
-                // The exact shift (our reading; see the README).
+                // The exact shift (our reading; see docs/semantics.md, "Video instructions").
                 "vshl" => ta << amount(tb),
                 _ => ta >> amount(tb),
             };

@@ -74,7 +74,7 @@ struct EngineOpts {
     /// JIT: also run Cranelift's e-graph optimizer
     ///
     /// Off by default: it lengthens live ranges in unrolled code and slows the bignum
-    /// kernels (see the README, Benchmarks).
+    /// kernels (see docs/performance.md, "Cranelift's e-graph pass").
     #[arg(long)]
     egraph: bool,
     /// JIT: run kernels one thread at a time

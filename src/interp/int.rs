@@ -27,7 +27,8 @@ fn wide(v: u64, ty: Type) -> i128 {
 /// (9.7.2.1–4). Returns the result and, for the carry forms, CC.CF.
 ///
 /// Subtraction keeps the hardware's convention: CC.CF is NOT borrow, i.e. the carry out of
-/// a + ~b + 1 (`sub.cc`) or a + ~b + CF (`subc`); see the semantics note in the README.
+/// a + ~b + 1 (`sub.cc`) or a + ~b + CF (`subc`); see docs/semantics.md ("The carry flag
+/// CC.CF").
 #[inline(always)]
 pub fn add_sub(
     op: IntBinOp,

@@ -9,7 +9,7 @@
 
 use crate::ast::Space;
 use crate::block::SharedLayout;
-use crate::memcheck::{Area, AreaMap};
+use crate::memcheck::{Area, AreaMap, Extent};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -21,11 +21,9 @@ const RED_ZONE: usize = 64;
 /// One addressable object.
 pub struct Region {
     bytes: Box<[AtomicU8]>,
-    /// Logical size (the allocation holds at least one byte so that every region has its own
-    /// address).
-    size: usize,
-    pub space: Space,
-    pub writable: bool,
+    /// Where it lies (its bytes' address), its logical size (the allocation holds at least
+    /// one byte so that every region has its own address), space and writability.
+    extent: Extent,
     /// How faults name it (`buffer arg1`, `variable table`). Shared: a frame's variables are
     /// named once per interpreter, not formatted again at every call.
     pub name: Arc<str>,
@@ -47,11 +45,15 @@ impl Region {
                 .map(|&b| AtomicU8::new(b)),
         );
         bytes.resize_with(len, || AtomicU8::new(0));
+        let bytes = bytes.into_boxed_slice();
         Region {
-            bytes: bytes.into_boxed_slice(),
-            size,
-            space,
-            writable,
+            extent: Extent {
+                base: bytes.as_ptr() as u64,
+                size,
+                space,
+                writable,
+            },
+            bytes,
             name: name.into(),
         }
     }
@@ -72,9 +74,12 @@ impl Region {
         for (i, b) in self.bytes[..size].iter().enumerate() {
             b.store(init.get(i).copied().unwrap_or(0), Ordering::Relaxed);
         }
-        self.size = size;
-        self.space = space;
-        self.writable = writable;
+        self.extent = Extent {
+            size,
+            space,
+            writable,
+            ..self.extent
+        };
         // Names are shared by every thread of a launch: a new reference is an atomic add on
         // a cache line all cores use, so a region that keeps its name keeps its reference.
         if !Arc::ptr_eq(&self.name, name) {
@@ -86,10 +91,10 @@ impl Region {
         self.bytes.len() - RED_ZONE
     }
     pub fn base(&self) -> u64 {
-        self.bytes.as_ptr() as u64
+        self.extent.base
     }
     pub fn size(&self) -> usize {
-        self.size
+        self.extent.size
     }
     /// Reads `n` ≤ 8 bytes at `offset` as a little-endian integer. The caller has checked
     /// the bounds.
@@ -109,7 +114,7 @@ impl Region {
     /// Appends the region's bytes to `out`.
     pub fn append_to(&self, out: &mut Vec<u8>) {
         out.extend(
-            self.bytes[..self.size]
+            self.bytes[..self.extent.size]
                 .iter()
                 .map(|b| b.load(Ordering::Relaxed)),
         );
@@ -120,24 +125,15 @@ impl Region {
         }
     }
     pub fn to_vec(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.size);
+        let mut v = Vec::with_capacity(self.extent.size);
         self.append_to(&mut v);
         v
     }
 }
 
 impl Area for Region {
-    fn base(&self) -> u64 {
-        Region::base(self)
-    }
-    fn size(&self) -> usize {
-        self.size
-    }
-    fn space(&self) -> Space {
-        self.space
-    }
-    fn writable(&self) -> bool {
-        self.writable
+    fn extent(&self) -> Extent {
+        self.extent
     }
     fn name(&self) -> &str {
         &self.name

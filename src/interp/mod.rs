@@ -24,7 +24,7 @@ use crate::block::SharedLayout;
 use crate::block::schedule::{self, Slot};
 use crate::engine::{
     Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
-    check_buffer_param, check_dims, check_scalar_rets, find_function,
+    check_scalar_rets, find_function, launched_kernel, param_bytes,
 };
 use crate::memcheck::{self, Area};
 use crate::softfloat::Fmt;
@@ -66,7 +66,7 @@ impl Interpreter {
                     v.size,
                     v.space,
                     v.space != Space::Const,
-                    format!("variable `{}`", v.name),
+                    memcheck::variable_name(&v.name),
                 )
             })
             .collect();
@@ -82,7 +82,7 @@ impl Interpreter {
             .map(|f| {
                 f.vars
                     .iter()
-                    .map(|v| Arc::from(format!("{} `{}`", v.space, v.name)))
+                    .map(|v| Arc::from(memcheck::frame_var_name(v.space, &v.name)))
                     .collect()
             })
             .collect();
@@ -156,38 +156,30 @@ impl Engine for Interpreter {
         config: LaunchConfig,
         args: &mut [Arg],
     ) -> Result<(), RunError> {
+        let (id, func) =
+            launched_kernel(&self.module, name, config, &self.shared_layout, args.len())?;
         let LaunchConfig {
             grid,
             block,
             shared_bytes,
         } = config;
-        let (id, func) = find_function(&self.module, name, FuncKind::Entry)?;
-        check_dims(grid, block)?;
-        self.shared_layout
-            .check_launch(shared_bytes)
-            .map_err(RunError::Usage)?;
-        check_arity(func, args.len())?;
         // Buffers become global regions; every parameter becomes a read-only param region.
         let mut buffers = Vec::new();
         let mut params = Vec::new();
-        for (i, (p, a)) in func.params.iter().zip(args.iter()).enumerate() {
-            let bytes = match a {
-                Arg::Scalar(v) => arg_bytes(func, p, *v)?,
-                Arg::Buffer(b) => {
-                    check_buffer_param(func, p)?;
-                    let r = Region::new(b, b.len(), Space::Global, true, format!("buffer arg{i}"));
-                    let addr = r.base().to_le_bytes().to_vec();
-                    buffers.push((i, r));
-                    addr
-                }
-            };
+        for (i, (p, a)) in func.params.iter().zip(args.iter_mut()).enumerate() {
+            let bytes = param_bytes(func, p, a, |b| {
+                let r = Region::new(b, b.len(), Space::Global, true, memcheck::buffer_name(i));
+                let base = r.base();
+                buffers.push((i, r));
+                base
+            })?;
             let size = func.param_size(p);
             params.push(Region::new(
                 &bytes,
                 size,
                 Space::Param,
                 false,
-                format!("parameter `{}`", func.param_name(p)),
+                memcheck::param_name(func.param_name(p)),
             ));
         }
         let mut regions: Vec<&Region> = self.module_vars.iter().collect();
@@ -867,20 +859,9 @@ impl<'a> Thread<'a> {
             Mov { ty, d, a } => {
                 Self::mov_vector(fr, *ty, d, a, op.src[0].read(&fr.regs), op.dst[0])
             }
-            Ld {
-                space,
-                vec,
-                ty,
-                d,
-                order,
-                addr,
-            } => {
+            Ld { ty, d, .. } => {
                 let n = ty.bytes();
-                let space = decode::access_space(self.l.module, fr.func, *space, addr);
-                let (r, off) = self.access_region(fr, op, n * *vec as usize, space, false)?;
-                // A strong access is single-copy atomic and ordered: it happens under the lock
-                // of the atomics (memory is bytes).
-                let _held = order.is_strong().then(|| lock(self.l.atomics));
+                let (r, off, _held) = self.ast_access(fr, op, &ins.inst)?;
                 match d {
                     Operand::Vector(regs) => {
                         for (k, reg) in regs.iter().enumerate() {
@@ -892,18 +873,9 @@ impl<'a> Thread<'a> {
                     _ => op.dst[0].write(&mut fr.regs, r.read(off, n)),
                 }
             }
-            St {
-                space,
-                vec,
-                ty,
-                a,
-                order,
-                addr,
-            } => {
+            St { ty, a, .. } => {
                 let n = ty.bytes();
-                let space = decode::access_space(self.l.module, fr.func, *space, addr);
-                let (r, off) = self.access_region(fr, op, n * *vec as usize, space, true)?;
-                let _held = order.is_strong().then(|| lock(self.l.atomics));
+                let (r, off, _held) = self.ast_access(fr, op, &ins.inst)?;
                 match a {
                     Operand::Vector(regs) => {
                         for (k, reg) in regs.iter().enumerate() {
@@ -914,30 +886,9 @@ impl<'a> Thread<'a> {
                     _ => r.write(off, n, op.src[2].read(&fr.regs)),
                 }
             }
-            Video {
-                op,
-                dty,
-                aty,
-                bty,
-                sat,
-                mode,
-                tail,
-                d,
-                a,
-                b,
-            } => {
-                let s = self.video_sources(fr, *a, *b, *tail);
-                let form = video::Form {
-                    op: *op,
-                    dty: *dty,
-                    aty: *aty,
-                    bty: *bty,
-                    sat: *sat,
-                    mode: *mode,
-                    tail: *tail,
-                };
-                let v = video::video(form, s);
-                set_reg(fr, *d, Type::B32, v);
+            Video { form, d, a, b } => {
+                let s = self.video_sources(fr, *a, *b, form.tail);
+                set_reg(fr, *d, Type::B32, video::video(*form, s));
             }
             Vset {
                 aty,
@@ -951,34 +902,12 @@ impl<'a> Thread<'a> {
                 let s = self.video_sources(fr, *a, *b, *tail);
                 set_reg(fr, *d, Type::B32, video::vset(*aty, *bty, *cmp, *tail, s));
             }
-            Vmad {
-                aty,
-                bty,
-                po,
-                sat,
-                scale,
-                neg_product,
-                neg_c,
-                d,
-                a,
-                b,
-                c,
-                ..
-            } => {
+            Vmad { form, d, a, b, c } => {
                 let s = video::Sources {
                     c: fr.regs[c.0 as usize],
                     ..self.video_sources(fr, *a, *b, VideoTail::None)
                 };
-                let m = video::Vmad {
-                    aty: *aty,
-                    bty: *bty,
-                    po: *po,
-                    sat: *sat,
-                    scale: *scale,
-                    neg_product: *neg_product,
-                    neg_c: *neg_c,
-                };
-                set_reg(fr, *d, Type::B32, video::vmad(m, s));
+                set_reg(fr, *d, Type::B32, video::vmad(*form, s));
             }
             Call {
                 func, rets, args, ..
@@ -991,6 +920,40 @@ impl<'a> Thread<'a> {
             other => unreachable!("decoded: {other:?} is not executed from the AST"),
         }
         Ok(Next::Continue)
+    }
+
+    /// The region and offset of a vector or strong load or store run from the AST
+    /// (`exec_ast`), and for a strong access the lock of the atomics, held while it happens: a
+    /// strong access is single-copy atomic and ordered (memory is bytes).
+    fn ast_access(
+        &self,
+        fr: &Frame,
+        op: &Op,
+        inst: &Inst,
+    ) -> Result<(&Region, usize, Option<std::sync::MutexGuard<'a, ()>>), Trap> {
+        let (Inst::Ld {
+            space,
+            vec,
+            ty,
+            order,
+            addr,
+            ..
+        }
+        | Inst::St {
+            space,
+            vec,
+            ty,
+            order,
+            addr,
+            ..
+        }) = inst
+        else {
+            unreachable!("a load or store");
+        };
+        let space = decode::access_space(self.l.module, fr.func, *space, addr);
+        let store = matches!(inst, Inst::St { .. });
+        let (r, off) = self.access_region(fr, op, ty.bytes() * *vec as usize, space, store)?;
+        Ok((r, off, order.is_strong().then(|| lock(self.l.atomics))))
     }
 
     /// The region of a load or store of `size` bytes at its decoded address (`src[0]` +
@@ -1022,7 +985,7 @@ impl<'a> Thread<'a> {
             .or_else(|| self.block.find(a))
             .or_else(|| self.l.shared.find(a).copied());
         match found {
-            Some(r) => r.space == space,
+            Some(r) => r.space() == space,
             None => space == Space::Global,
         }
     }

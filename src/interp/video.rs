@@ -1,11 +1,13 @@
 //! The scalar video instructions (PTX ISA 9.7.18.1), following the manual's pseudocode:
 //! `partSelectSignExtend`, the primary operation, `optSaturate`, `optSecondaryOp` or
 //! `optMerge`, and `vmad`'s 128-bit intermediate. Values are computed exactly in i128; where the
-//! manual's text and pseudocode differ, the reading taken is written beside the code and in the
-//! README's semantics notes.
+//! manual's text and pseudocode differ, the reading taken is written beside the code and in
+//! docs/semantics.md ("Video instructions").
 
 use super::int::sext;
-use crate::ast::{CmpOp, Selector, ShfMode, Type, VideoOp, VideoSecOp, VideoTail, VmadScale};
+use crate::ast::{
+    CmpOp, Selector, ShfMode, Type, VideoForm, VideoOp, VideoSecOp, VideoTail, VmadForm,
+};
 
 /// `partSelectSignExtend`: the selected byte, half-word or word of x, sign-extended for a
 /// signed type and zero-extended otherwise (an .s33 value).
@@ -70,40 +72,19 @@ pub struct Sources {
     pub c: u64,
 }
 
-/// The modifiers of one `vadd vsub vabsdiff vmin vmax vshl vshr`.
-#[derive(Clone, Copy, Debug)]
-pub struct Form {
-    pub op: VideoOp,
-    pub dty: Type,
-    pub aty: Type,
-    pub bty: Type,
-    pub sat: bool,
-    pub mode: Option<ShfMode>,
-    pub tail: VideoTail,
-}
-
 /// `vadd vsub vabsdiff vmin vmax` (9.7.18.1.1) and `vshl vshr` (9.7.18.1.2).
 ///
 /// Shifts: `.clamp` limits the amount to 32, `.wrap` takes it mod 32. A left shift of an .s33
 /// value by up to 32 needs 65 bits, more than the manual's .s34 intermediate; we keep the
 /// exact value, so `.sat` and `.min/.max` see its true magnitude (not verified on hardware).
-pub fn video(f: Form, s: Sources) -> u64 {
-    let Form {
-        op,
-        dty,
-        aty,
-        bty,
-        sat,
-        mode,
-        tail,
-    } = f;
-    let ta = part_select(s.a, aty, s.asel);
-    let tb = part_select(s.b, bty, s.bsel);
-    let amount = || match mode {
+pub fn video(f: VideoForm, s: Sources) -> u64 {
+    let ta = part_select(s.a, f.aty, s.asel);
+    let tb = part_select(s.b, f.bty, s.bsel);
+    let amount = || match f.mode {
         Some(ShfMode::Wrap) => tb & 0x1f,
         _ => tb.min(32),
     } as u32;
-    let tmp = match op {
+    let tmp = match f.op {
         VideoOp::Vadd => ta + tb,
         VideoOp::Vsub => ta - tb,
         VideoOp::Vabsdiff => (ta - tb).abs(),
@@ -112,8 +93,9 @@ pub fn video(f: Form, s: Sources) -> u64 {
         VideoOp::Vshl => ta << amount(),
         VideoOp::Vshr => ta >> amount(),
     };
-    let tmp = saturate(tmp, sat, dty.is_signed(), tail.dsel());
-    finish(tail, tmp, s.c, dty.is_signed())
+    let signed = f.dty.is_signed();
+    let tmp = saturate(tmp, f.sat, signed, f.tail.dsel());
+    finish(f.tail, tmp, s.c, signed)
 }
 
 /// `vset` (9.7.18.1.4): 1 if the comparison holds, else 0; c and d are unsigned.
@@ -132,18 +114,6 @@ pub fn vset(aty: Type, bty: Type, cmp: CmpOp, tail: VideoTail, s: Sources) -> u6
     finish(tail, t as i128, s.c, false)
 }
 
-/// The modifiers of one `vmad`.
-#[derive(Clone, Copy, Debug)]
-pub struct Vmad {
-    pub aty: Type,
-    pub bty: Type,
-    pub po: bool,
-    pub sat: bool,
-    pub scale: Option<VmadScale>,
-    pub neg_product: bool,
-    pub neg_c: bool,
-}
-
 /// `vmad` (9.7.18.1.3): (±a·b) + (±c) (+1 for `.po`) over 128 bits, negation as ones'
 /// complement plus the lsb, scaled by `.shr7/.shr15`, the low 64 bits saturated to the final
 /// type's 32-bit range.
@@ -151,11 +121,10 @@ pub struct Vmad {
 /// c is extended by the sign of the intermediate result, as the text says, before a negation
 /// (128-bit complement): `(u32 * u32) - u32` subtracts c's unsigned value. The pseudocode
 /// sign-extends `~c` instead, which differs only there and only for c ≥ 2^31.
-pub fn vmad(m: Vmad, s: Sources) -> u64 {
+pub fn vmad(m: VmadForm, s: Sources) -> u64 {
     let ta = part_select(s.a, m.aty, s.asel);
     let tb = part_select(s.b, m.bty, s.bsel);
-    let signed_product = m.aty.is_signed() || m.bty.is_signed() || m.neg_product;
-    let signed_final = signed_product || m.neg_c;
+    let (signed_product, signed_final) = (m.signed_product(), m.signed_final());
     let mut tmp = ta * tb;
     let mut c = if signed_product {
         sext(s.c, 32) as i128
@@ -173,12 +142,7 @@ pub fn vmad(m: Vmad, s: Sources) -> u64 {
         lsb = 1;
     }
     let tmp = tmp.wrapping_add(c).wrapping_add(lsb);
-    let shift = match m.scale {
-        None => 0,
-        Some(VmadScale::Shr7) => 7,
-        Some(VmadScale::Shr15) => 15,
-    };
-    let result = ((tmp as u128) >> shift) as u64;
+    let result = ((tmp as u128) >> m.shift()) as u64;
     let result = match (m.sat, signed_final) {
         (false, _) => result,
         (true, true) => (result as i64).clamp(i32::MIN as i64, i32::MAX as i64) as u64,

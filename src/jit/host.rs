@@ -19,6 +19,7 @@
 //! The typed handle [`Func`] checks the Rust types against the PTX signature when it is made
 //! and turns a recorded fault into an error.
 
+use super::compile::{Listing, define};
 use super::layout::FrameLayout;
 use super::lower::{clif, copy_bytes, signature};
 use super::runtime::{JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
@@ -101,7 +102,7 @@ pub(super) fn define_wrappers(
     call_areas: u64,
     info: u64,
     emit: Emit,
-    listing: &mut Vec<(String, String)>,
+    listing: &mut Listing,
 ) -> Result<Vec<Option<FuncId>>, RunError> {
     let cc = jm.isa().default_call_conv();
     let enter = jm
@@ -205,24 +206,9 @@ pub(super) fn define_wrappers(
             b.seal_all_blocks();
             b.finalize(jm.isa().frontend_config());
         }
-        if emit == Emit::Clif {
-            listing.push((
-                format!("{} (host wrapper)", f.name),
-                ctx.func.display().to_string(),
-            ));
-        }
-        jm.define_function(id, &mut ctx)
-            .map_err(|e| compile_error(format!("wrapper of `{}`: {e:?}", f.name)))?;
-        if emit == Emit::Asm {
-            let text = ctx
-                .compiled_code()
-                .and_then(|c| c.vcode.clone())
-                .unwrap_or_default();
-            listing.push((format!("{} (host wrapper)", f.name), text));
-        }
-        jm.clear_context(&mut ctx);
-        // clear_context also resets the listing flag.
-        ctx.set_disasm(emit == Emit::Asm);
+        let name = format!("{} (host wrapper)", f.name);
+        let what = format!("wrapper of `{}`", f.name);
+        define(jm, &mut ctx, id, &name, &what, emit, listing)?;
         ids.push(Some(id));
     }
     Ok(ids)

@@ -4,6 +4,7 @@
 
 use super::runtime::FrameVar;
 use crate::ast::{FuncKind, Function, Module, VarRole};
+use crate::memcheck;
 use std::sync::Arc;
 
 /// The most `.local`/`.param` memory one function's frame may hold: PTX's per-thread local
@@ -76,7 +77,7 @@ impl FrameLayout {
                     offset: at,
                     size: v.size,
                     space: v.space,
-                    name: Arc::from(format!("{} `{}`", v.space, v.name)),
+                    name: Arc::from(memcheck::frame_var_name(v.space, &v.name)),
                 });
                 at += v.size.max(1) as u32;
             } else {

@@ -9,6 +9,7 @@
 //! - Memory is checked by default (see [`crate::memcheck`]); [`JitOptions::checked`] off
 //!   drops the checks.
 
+mod compile;
 pub mod host;
 pub mod hwfloat;
 pub mod layout;
@@ -17,25 +18,21 @@ pub mod runtime;
 
 pub use lower::LANES;
 
-use crate::ast::{FuncId, FuncKind, Inst, Module, Space};
+use crate::ast::{FuncId, FuncKind, Module, Space};
 use crate::block::SharedLayout;
 use crate::block::schedule::{self, Slot};
 use crate::engine::{
     Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
-    check_buffer_param, check_dims, check_scalar_rets, find_function,
+    check_scalar_rets, find_function, launched_kernel, param_bytes,
 };
-use crate::memcheck::AreaMap;
-use cranelift_codegen::ir;
-use cranelift_codegen::settings::{self, Configurable};
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{Linkage, Module as _};
+use crate::memcheck::{self, AreaMap, Extent};
+use compile::{Declared, Frames, LanesFunctions, ModuleVars};
+use cranelift_jit::JITModule;
 use layout::FrameLayout;
-use lower::sync::{StepLayout, step_signature};
-use lower::{HELPERS, Lower, Refused, Shared, internal_signature, lanes_signature, signature};
+use lower::Shared;
+use lower::sync::StepLayout;
 use rayon::prelude::*;
 use runtime::{AreaName, JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -67,10 +64,10 @@ pub struct JitOptions {
     /// code depth-first from each side effect, which lengthens live ranges: on the unrolled
     /// bignum workloads it doubles the code and its spills (mul1024: 184 KB → 98 KB, 16,361
     /// → 5,954 stack accesses, 3.2× faster without it), and no loop kernel measured here gains
-    /// from it (README, "Benchmarks").
+    /// from it (docs/performance.md, "Cranelift's e-graph pass").
     pub egraph: bool,
-    /// Run kernels that allow it four threads at a time in SIMD lanes (the default is on;
-    /// see `lower/lanes.rs`).
+    /// Run kernels that allow it a warp (32 threads) at a time in SIMD lanes (the default is
+    /// on; see `lower/lanes/`).
     pub lanes: bool,
 }
 
@@ -169,145 +166,24 @@ impl Jit {
         Jit::with_options(module, JitOptions::default())
     }
 
+    /// Compiles a module: the code module, the module variables, the frames, the
+    /// declarations, the kernels' lanes functions, every function's code with its listing,
+    /// the host wrappers, and the finalized entry points (the steps are in `compile.rs`).
     pub fn with_options(module: Module, options: JitOptions) -> Result<Jit, RunError> {
         let start = Instant::now();
-        let mut flags = settings::builder();
-        let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(compile_error);
-        let opt_level = if options.egraph { "speed" } else { "none" };
-        set(&mut flags, "opt_level", opt_level)?;
-        set(&mut flags, "is_pic", "false")?;
-        // Frames can be large (.local arrays): touch every stack page in order, so that an
-        // exhausted stack hits its guard page instead of skipping past it.
-        set(&mut flags, "enable_probestack", "true")?;
-        set(&mut flags, "probestack_strategy", "inline")?;
-        set(
-            &mut flags,
-            "enable_verifier",
-            if options.verify { "true" } else { "false" },
-        )?;
-        let isa = cranelift_native::builder()
-            .map_err(compile_error)?
-            .finish(settings::Flags::new(flags))
-            .map_err(compile_error)?;
-        let cc = isa.default_call_conv();
-        let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
-        for (name, ptr) in runtime_symbols() {
-            jb.symbol(name, ptr);
-        }
-        let mut jm = JITModule::new(jb);
-
-        // Module variables: storage with stable addresses, and their areas.
-        let mut module_memory = Vec::new();
-        let mut module_areas = Vec::new();
-        for v in &module.vars {
-            let mut mem = vec![0u128; v.size.div_ceil(16).max(1)].into_boxed_slice();
-            // SAFETY: the u128 storage holds at least `v.size` bytes and `init` is no longer.
-            let bytes = unsafe {
-                std::slice::from_raw_parts_mut(mem.as_mut_ptr() as *mut u8, mem.len() * 16)
-            };
-            bytes[..v.init.len().min(v.size)].copy_from_slice(&v.init[..v.init.len().min(v.size)]);
-            module_areas.push(JitArea {
-                base: mem.as_ptr() as u64,
-                size: v.size,
-                space: v.space,
-                writable: v.space != Space::Const,
-                name: AreaName::text(format!("variable `{}`", v.name)),
-            });
-            module_memory.push(mem);
-        }
-        let module_vars: Vec<u64> = module_areas.iter().map(|a| a.base).collect();
-
-        let layouts: Vec<FrameLayout> = module
-            .functions
-            .iter()
-            .map(|f| FrameLayout::of(&module, f))
-            .collect();
-        for (f, l) in module.functions.iter().zip(&layouts) {
-            if l.frame_size > layout::MAX_FRAME_BYTES {
-                return Err(RunError::Usage(format!(
-                    "`{}` uses {} bytes of .local and .param memory per thread; the JIT supports at most {} (PTX's local memory limit)",
-                    f.name,
-                    l.frame_size,
-                    layout::MAX_FRAME_BYTES
-                )));
-            }
-        }
-        // Deep recursion with big frames needs more stack than a thread has by default:
-        // launches and calls of such modules run on threads with room for the worst case.
-        let has_calls = module.functions.iter().any(|f| {
-            f.body
-                .iter()
-                .flatten()
-                .any(|i| matches!(i.inst, crate::ast::Inst::Call { .. }))
-        });
-        let deepest = layouts
-            .iter()
-            .map(|l| l.frame_size + l.call_buf)
-            .max()
-            .unwrap_or(0) as usize
-            + FRAME_OVERHEAD;
-        let stack_needed = if has_calls {
-            (crate::engine::MAX_CALL_DEPTH + 1) * deepest
-        } else {
-            deepest
-        };
-        let info = Box::new(ModuleInfo {
-            names: module.functions.iter().map(|f| f.name.clone()).collect(),
-            frames: layouts.iter().map(|l| l.frame_vars.clone()).collect(),
-            lines: module
-                .functions
-                .iter()
-                .map(|f| f.body.iter().flatten().map(|i| i.line).collect())
-                .collect(),
-        });
-        let call_areas = Box::new(AreaMap::new(module_areas.clone()));
-
-        let mut helpers = HashMap::new();
-        for (name, params, rets) in HELPERS {
-            let id = jm
-                .declare_function(name, Linkage::Import, &signature(cc, params, rets))
-                .map_err(compile_error)?;
-            helpers.insert(*name, id);
-        }
-        // Kernels with barriers or warp collectives are compiled as step functions.
-        let cooperative: Vec<bool> = module
-            .functions
-            .iter()
-            .map(|f| {
-                f.kind == FuncKind::Entry
-                    && f.body
-                        .iter()
-                        .flatten()
-                        .any(|i| matches!(i.inst, Inst::Sync { .. }))
-            })
-            .collect();
-        let code_signature = |i: usize, kind| {
-            if cooperative[i] {
-                step_signature(cc)
-            } else {
-                internal_signature(cc, kind)
-            }
-        };
-        let mut internal_ids = Vec::new();
-        for (i, f) in module.functions.iter().enumerate() {
-            internal_ids.push(match f.body {
-                Some(_) => Some(
-                    jm.declare_function(
-                        &format!("ptx{i}.{}", f.name),
-                        Linkage::Local,
-                        &code_signature(i, f.kind),
-                    )
-                    .map_err(compile_error)?,
-                ),
-                None => None,
-            });
-        }
+        let mut jm = compile::code_module(&options)?;
+        let vars = ModuleVars::of(&module);
+        let module_vars = vars.bases();
+        let frames = Frames::of(&module)?;
+        let info = frames.info(&module);
+        let call_areas = Box::new(AreaMap::new(vars.areas.clone()));
+        let declared = Declared::of(&mut jm, &module)?;
         let shared_layout = SharedLayout::of(&module);
         let shared = Shared {
             ptx: &module,
-            layouts: &layouts,
-            internal: &internal_ids,
-            helpers: &helpers,
+            layouts: &frames.layouts,
+            internal: &declared.internal,
+            helpers: &declared.helpers,
             module_vars: &module_vars,
             checked: options.checked,
             frames_known: options.checked
@@ -315,150 +191,61 @@ impl Jit {
                     .functions
                     .iter()
                     .flat_map(|f| f.body.iter().flatten())
-                    .any(|i| matches!(i.inst, Inst::Isspacep { .. })),
+                    .any(|i| matches!(i.inst, crate::ast::Inst::Isspacep { .. })),
             hw_arith: options.hardware_rounding,
             hw_fma: options.hardware_rounding && hwfloat::has_fma(),
             lanes: &vec![None; module.functions.len()],
             shared_layout: &shared_layout,
-            cooperative: &cooperative,
+            cooperative: &declared.cooperative,
         };
-        // Kernels in lanes: lowered first, to learn which ones can be.
-        let mut lanes_code: Vec<Option<ir::Function>> = vec![None; module.functions.len()];
-        let mut lanes_report = Vec::new();
-        for (i, f) in module.functions.iter().enumerate() {
-            if f.kind != FuncKind::Entry || f.body.is_none() {
-                continue;
-            }
-            let why = if cooperative[i] {
-                Some("barriers or warp collectives".to_string())
-            } else if options.lanes {
-                let mut func = ir::Function::with_name_signature(
-                    ir::UserFuncName::default(),
-                    lanes_signature(cc),
-                );
-                let mut fc = FunctionBuilderContext::new();
-                let b = FunctionBuilder::new(&mut func, &mut fc);
-                match Lower::lanes_function(b, &shared, &mut jm, FuncId(i as u32)) {
-                    Ok(()) => {
-                        lanes_code[i] = Some(func);
-                        None
-                    }
-                    Err(Refused(why)) => Some(why),
-                }
-            } else {
-                Some("lanes are off".to_string())
-            };
-            lanes_report.push((f.name.clone(), why));
-        }
-        let mut lanes_ids = Vec::new();
-        for (i, code) in lanes_code.iter().enumerate() {
-            lanes_ids.push(match code {
-                Some(_) => Some(
-                    jm.declare_function(
-                        &format!("ptx{i}.{}.lanes", module.functions[i].name),
-                        Linkage::Local,
-                        &lanes_signature(cc),
-                    )
-                    .map_err(compile_error)?,
-                ),
-                None => None,
-            });
-        }
+        let lanes = LanesFunctions::lower(&mut jm, &shared, &options)?;
         let shared = Shared {
-            lanes: &lanes_ids,
+            lanes: &lanes.ids,
             ..shared
         };
         let mut listing = Vec::new();
-        let mut fctx = FunctionBuilderContext::new();
-        let mut ctx = jm.make_context();
-        ctx.set_disasm(options.emit == Emit::Asm);
-        let mut instructions = 0;
-        for (i, f) in module.functions.iter().enumerate() {
-            let Some(id) = internal_ids[i] else { continue };
-            instructions += f.body.as_ref().map_or(0, Vec::len);
-            ctx.func.signature = code_signature(i, f.kind);
-            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            Lower::function(b, &shared, &mut jm, FuncId(i as u32));
-            if options.emit == Emit::Clif {
-                listing.push((f.name.clone(), ctx.func.display().to_string()));
-            }
-            jm.define_function(id, &mut ctx)
-                .map_err(|e| compile_error(format!("`{}`: {e:?}", f.name)))?;
-            if options.emit == Emit::Asm {
-                let text = ctx
-                    .compiled_code()
-                    .and_then(|c| c.vcode.clone())
-                    .unwrap_or_default();
-                listing.push((f.name.clone(), text));
-            }
-            jm.clear_context(&mut ctx);
-            // clear_context also resets the listing flag.
-            ctx.set_disasm(options.emit == Emit::Asm);
-            if let (Some(id), Some(code)) = (lanes_ids[i], lanes_code[i].take()) {
-                let name = format!("{}.lanes", f.name);
-                ctx.func = code;
-                if options.emit == Emit::Clif {
-                    listing.push((name.clone(), ctx.func.display().to_string()));
-                }
-                jm.define_function(id, &mut ctx)
-                    .map_err(|e| compile_error(format!("`{name}`: {e:?}")))?;
-                if options.emit == Emit::Asm {
-                    let text = ctx
-                        .compiled_code()
-                        .and_then(|c| c.vcode.clone())
-                        .unwrap_or_default();
-                    listing.push((name, text));
-                }
-                jm.clear_context(&mut ctx);
-                ctx.set_disasm(options.emit == Emit::Asm);
-            }
-        }
+        let instructions = compile::define_functions(
+            &mut jm,
+            &shared,
+            &declared,
+            lanes.code,
+            options.emit,
+            &mut listing,
+        )?;
         let host_ids = host::define_wrappers(
             &mut jm,
             &module,
-            &layouts,
-            &internal_ids,
+            &frames.layouts,
+            &declared.internal,
             &*call_areas as *const _ as u64,
             &*info as *const _ as u64,
             options.emit,
             &mut listing,
         )?;
         jm.finalize_definitions().map_err(compile_error)?;
-        let internal = internal_ids
-            .iter()
-            .map(|id| id.map(|id| jm.get_finalized_function(id) as usize))
-            .collect();
-        let hosts = host_ids
-            .iter()
-            .map(|id| id.map(|id| jm.get_finalized_function(id) as usize))
-            .collect();
         let stats = CompileStats {
             millis: start.elapsed().as_secs_f64() * 1e3,
-            functions: internal_ids.iter().flatten().count(),
+            functions: declared.internal.iter().flatten().count(),
             instructions,
         };
-        let step_layouts = module
-            .functions
-            .iter()
-            .zip(&layouts)
-            .zip(&cooperative)
-            .map(|((f, l), &c)| c.then(|| StepLayout::of(f, l.frame_size)))
-            .collect();
+        let internal = compile::finalized(&jm, &declared.internal);
+        let hosts = compile::finalized(&jm, &host_ids);
+        let step_layouts = frames.step_layouts(&module, &declared.cooperative);
         Ok(Jit {
             module,
             options,
             code: Some(jm),
             internal,
             hosts,
-            layouts,
+            layouts: frames.layouts,
             info,
-            _module_memory: module_memory,
+            _module_memory: vars.memory,
             call_areas,
-            module_areas,
+            module_areas: vars.areas,
             listing,
             stats,
-            big_stack: stack_needed > SMALL_STACK,
-            lanes_report,
+            big_stack: frames.big_stack,
+            lanes_report: lanes.report,
             lane_threads: Default::default(),
             step_layouts,
             shared_layout,
@@ -474,8 +261,8 @@ impl Jit {
         }
     }
 
-    /// Each kernel's name and, when it runs on the thread loop only, why (else it runs four
-    /// threads at a time in SIMD lanes where it can: see `lower/lanes.rs`).
+    /// Each kernel's name and, when it runs on the thread loop only, why (else it runs a warp
+    /// (32 threads) at a time in SIMD lanes where it can: see `lower/lanes/`).
     pub fn lanes_report(&self) -> &[(String, Option<String>)] {
         &self.lanes_report
     }
@@ -589,34 +376,6 @@ impl schedule::Threads for StepThreads<'_> {
     }
 }
 
-/// The runtime's symbols, by the names generated code calls.
-fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
-    use runtime::*;
-    vec![
-        ("rt_check", rt_check as *const u8),
-        ("rt_probe", rt_probe as *const u8),
-        ("rt_isspacep", rt_isspacep as *const u8),
-        ("rt_enter", rt_enter as *const u8),
-        ("rt_leave", rt_leave as *const u8),
-        ("rt_fault", rt_fault as *const u8),
-        ("rt_call_failed", rt_call_failed as *const u8),
-        ("rt_arith", rt_arith as *const u8),
-        ("rt_arith_hw", rt_arith_hw as *const u8),
-        ("rt_fma_hw", rt_fma_hw as *const u8),
-        ("rt_sqrt_hw", rt_sqrt_hw as *const u8),
-        ("rt_fma", rt_fma as *const u8),
-        ("rt_unary", rt_unary as *const u8),
-        ("rt_from_int", rt_from_int as *const u8),
-        ("rt_to_int", rt_to_int as *const u8),
-        ("rt_convert", rt_convert as *const u8),
-        ("rt_round_integral", rt_round_integral as *const u8),
-        ("rt_host_enter", host::rt_host_enter as *const u8),
-        ("rt_host_fault", host::rt_host_fault as *const u8),
-        ("fma", host_fma as *const u8),
-        ("fmaf", host_fmaf as *const u8),
-    ]
-}
-
 /// An internal `.func`: `(ctx, args, rets) -> status`.
 type InternalFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut u8, *mut u8) -> i32;
 /// A kernel's block function: `(ctx) -> status`.
@@ -692,17 +451,13 @@ impl Engine for Jit {
         config: LaunchConfig,
         args: &mut [Arg],
     ) -> Result<(), RunError> {
+        let (id, func) =
+            launched_kernel(&self.module, name, config, &self.shared_layout, args.len())?;
         let LaunchConfig {
             grid,
             block,
             shared_bytes,
         } = config;
-        let (id, func) = find_function(&self.module, name, FuncKind::Entry)?;
-        check_dims(grid, block)?;
-        self.shared_layout
-            .check_launch(shared_bytes)
-            .map_err(RunError::Usage)?;
-        check_arity(func, args.len())?;
         let layout = &self.layouts[id.0 as usize];
         let mut block_params = aligned_bytes(layout.kernel_params_size as usize);
         let params_base = block_params.as_ptr() as u64;
@@ -716,32 +471,32 @@ impl Engine for Jit {
                 .zip(&layout.kernel_params)
                 .enumerate()
             {
-                let b = match a {
-                    Arg::Scalar(v) => arg_bytes(func, p, *v)?,
-                    Arg::Buffer(buf) => {
-                        check_buffer_param(func, p)?;
-                        // Generated code reads and writes the caller's buffer in place: it is
-                        // exclusively borrowed for the whole launch and Rust does not touch
-                        // it until every block has finished.
-                        let base = buf.as_mut_ptr() as u64;
-                        areas.push(JitArea {
+                let b = param_bytes(func, p, a, |buf| {
+                    // Generated code reads and writes the caller's buffer in place: it is
+                    // exclusively borrowed for the whole launch and Rust does not touch it
+                    // until every block has finished.
+                    let base = buf.as_mut_ptr() as u64;
+                    areas.push(JitArea {
+                        extent: Extent {
                             base,
                             size: buf.len(),
                             space: Space::Global,
                             writable: true,
-                            name: AreaName::text(format!("buffer arg{i}")),
-                        });
-                        base.to_le_bytes().to_vec()
-                    }
-                };
+                        },
+                        name: AreaName::text(memcheck::buffer_name(i)),
+                    });
+                    base
+                })?;
                 let off = *off as usize;
                 bytes[off..off + b.len()].copy_from_slice(&b);
                 areas.push(JitArea {
-                    base: params_base + off as u64,
-                    size: func.param_size(p),
-                    space: Space::Param,
-                    writable: false,
-                    name: AreaName::text(format!("parameter `{}`", func.param_name(p))),
+                    extent: Extent {
+                        base: params_base + off as u64,
+                        size: func.param_size(p),
+                        space: Space::Param,
+                        writable: false,
+                    },
+                    name: AreaName::text(memcheck::param_name(func.param_name(p))),
                 });
             }
         }
@@ -757,10 +512,12 @@ impl Engine for Jit {
             .shared_layout
             .sized(shared_bytes)
             .map(|v| JitArea {
-                base: v.offset as u64,
-                size: v.size as usize,
-                space: Space::Shared,
-                writable: true,
+                extent: Extent {
+                    base: v.offset as u64,
+                    size: v.size as usize,
+                    space: Space::Shared,
+                    writable: true,
+                },
                 name: AreaName::text(v.name),
             })
             .collect();
@@ -791,8 +548,11 @@ impl Engine for Jit {
                         ctx.total_smem = total_smem;
                         for a in &window_areas {
                             ctx.own.push(JitArea {
-                                base: ctx.shared_base + a.base,
-                                ..a.clone()
+                                extent: Extent {
+                                    base: ctx.shared_base + a.extent.base,
+                                    ..a.extent
+                                },
+                                name: a.name.clone(),
                             });
                         }
                         let ended = match step {

@@ -8,7 +8,7 @@
 
 use super::hwfloat as hw;
 use crate::ast::{FloatBinOp, FloatUnOp, Rounding, Space};
-use crate::memcheck::{self, Area, AreaMap};
+use crate::memcheck::{self, Area, AreaMap, Extent};
 use crate::softfloat::{self as sf, Fmt};
 use std::sync::Arc;
 
@@ -16,10 +16,7 @@ use std::sync::Arc;
 /// parameter, or a variable in a function's frame.
 #[derive(Clone, Debug)]
 pub struct JitArea {
-    pub base: u64,
-    pub size: usize,
-    pub space: Space,
-    pub writable: bool,
+    pub extent: Extent,
     pub name: AreaName,
 }
 
@@ -48,17 +45,8 @@ impl AreaName {
 }
 
 impl Area for JitArea {
-    fn base(&self) -> u64 {
-        self.base
-    }
-    fn size(&self) -> usize {
-        self.size
-    }
-    fn space(&self) -> Space {
-        self.space
-    }
-    fn writable(&self) -> bool {
-        self.writable
+    fn extent(&self) -> Extent {
+        self.extent
     }
     fn name(&self) -> &str {
         match &self.name {
@@ -151,7 +139,7 @@ pub struct ThreadCtx {
     /// through without calling `rt_check` (the check would find the same area and allow
     /// them).
     pub hits: [[u64; 2]; HIT_AREAS + SHARED_HITS],
-    /// Threads a kernel's lanes function has run (see `lower/lanes.rs`); the launch adds
+    /// Threads a kernel's lanes function has run (see `lower/lanes/`); the launch adds
     /// them up.
     pub lane_threads: u64,
     /// Host address of offset 0 of the block's shared-memory window (see [`crate::block`]).
@@ -282,11 +270,12 @@ pub unsafe extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, sit
     let d = AccessDesc::unpack(desc);
     match memcheck::check_in(&ctx.own, shared, addr, d.size, d.space, d.store) {
         Ok((area, _)) => {
+            let e = area.extent;
             let shared_site = d.space == Some(Space::Shared);
-            if area.writable && area.space == Space::Global && !shared_site
-                || area.space == Space::Shared && shared_site
+            if e.writable && e.space == Space::Global && !shared_site
+                || e.space == Space::Shared && shared_site
             {
-                ctx.hits[d.slot] = [area.base, area.base + area.size as u64];
+                ctx.hits[d.slot] = [e.base, e.base + e.size as u64];
             }
             0
         }
@@ -315,7 +304,7 @@ pub unsafe extern "C" fn rt_isspacep(ctx: *mut ThreadCtx, addr: u64, space: u32)
         .find(|a| a.contains(addr))
         .or_else(|| shared.find(addr));
     match found {
-        Some(a) => (a.space == space) as i32,
+        Some(a) => (a.extent.space == space) as i32,
         None => (space == Space::Global) as i32,
     }
 }
@@ -335,16 +324,16 @@ pub unsafe extern "C" fn rt_probe(ctx: *mut ThreadCtx, lo: u64, hi: u64, slot_al
     let ctx = unsafe { &mut *ctx };
     let shared = unsafe { &*ctx.shared };
     let (slot, align) = ((slot_align & 0xff) as usize, (slot_align >> 8) as u64);
-    let inside = shared.find(lo).filter(|a| {
-        a.space == Space::Global
-            && a.writable
+    let inside = shared.find(lo).map(|a| a.extent).filter(|e| {
+        e.space == Space::Global
+            && e.writable
             && hi > lo
-            && hi <= a.base + a.size as u64
+            && hi <= e.base + e.size as u64
             && lo.is_multiple_of(align.max(1))
     });
     match inside {
-        Some(a) => {
-            ctx.hits[slot % HIT_AREAS] = [a.base, a.base + a.size as u64];
+        Some(e) => {
+            ctx.hits[slot % HIT_AREAS] = [e.base, e.base + e.size as u64];
             1
         }
         None => 0,
@@ -361,10 +350,12 @@ pub unsafe extern "C" fn rt_enter(ctx: *mut ThreadCtx, func: u32, frame: u64) {
     let info = unsafe { &*ctx.info };
     for v in &info.frames[func as usize] {
         ctx.own.push(JitArea {
-            base: frame + v.offset as u64,
-            size: v.size,
-            space: v.space,
-            writable: true,
+            extent: Extent {
+                base: frame + v.offset as u64,
+                size: v.size,
+                space: v.space,
+                writable: true,
+            },
             name: AreaName::Frame(v),
         });
     }

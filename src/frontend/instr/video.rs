@@ -127,13 +127,15 @@ pub(super) fn video(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     };
     let (d, tail) = shape(cx, ops)?;
     Ok(Inst::Video {
-        op,
-        dty,
-        aty,
-        bty,
-        sat,
-        mode,
-        tail,
+        form: VideoForm {
+            op,
+            dty,
+            aty,
+            bty,
+            sat,
+            mode,
+            tail,
+        },
         d,
         a: source(cx, &ops[1])?,
         b: source(cx, &ops[2])?,
@@ -194,14 +196,16 @@ pub(super) fn vmad(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         );
     }
     Ok(Inst::Vmad {
-        dty,
-        aty,
-        bty,
-        po,
-        sat,
-        scale,
-        neg_product,
-        neg_c,
+        form: VmadForm {
+            dty,
+            aty,
+            bty,
+            po,
+            sat,
+            scale,
+            neg_product,
+            neg_c,
+        },
         d: d.reg,
         a,
         b,

@@ -227,9 +227,14 @@ impl<'a, 'f> Lower<'a, 'f> {
             FuncKind::Entry if sh.cooperative[fid.0 as usize] => l.step_body(),
             FuncKind::Entry => l.kernel_body(),
         }
-        l.b.seal_all_blocks();
-        let cfg = l.jm.isa().frontend_config();
-        l.b.finalize(cfg);
+        l.seal_and_finalize();
+    }
+
+    /// Seals every block and finalizes the function (its code is complete).
+    fn seal_and_finalize(mut self) {
+        self.b.seal_all_blocks();
+        let cfg = self.jm.isa().frontend_config();
+        self.b.finalize(cfg);
     }
 
     /// The lowering state of function `fid`, positioned in its entry block (which has the

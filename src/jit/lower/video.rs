@@ -7,7 +7,6 @@
 use super::Lower;
 use crate::ast::{
     CmpOp, Inst, Operand, Selector, ShfMode, Type, VideoOp, VideoSecOp, VideoSrc, VideoTail,
-    VmadScale,
 };
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
@@ -15,22 +14,11 @@ use cranelift_codegen::ir::{InstBuilder, Value, types};
 impl Lower<'_, '_> {
     pub(super) fn video(&mut self, inst: &Inst) {
         match inst {
-            Inst::Video {
-                op,
-                dty,
-                aty,
-                bty,
-                sat,
-                mode,
-                tail,
-                d,
-                a,
-                b,
-            } => {
-                let ta = self.part_select(*a, *aty);
-                let tb = self.part_select(*b, *bty);
+            Inst::Video { form: f, d, a, b } => {
+                let ta = self.part_select(*a, f.aty);
+                let tb = self.part_select(*b, f.bty);
                 // (key, lo): the exact result for comparisons, and its low 64 bits.
-                let (key, lo) = match op {
+                let (key, lo) = match f.op {
                     VideoOp::Vadd => self.same(|l| l.b.ins().iadd(ta, tb)),
                     VideoOp::Vsub => self.same(|l| l.b.ins().isub(ta, tb)),
                     VideoOp::Vabsdiff => self.same(|l| {
@@ -40,7 +28,7 @@ impl Lower<'_, '_> {
                     VideoOp::Vmin => self.same(|l| l.b.ins().smin(ta, tb)),
                     VideoOp::Vmax => self.same(|l| l.b.ins().smax(ta, tb)),
                     VideoOp::Vshl => {
-                        let n = self.shift_amount(*mode, tb);
+                        let n = self.shift_amount(f.mode, tb);
                         let lo = self.b.ins().ishl(ta, n);
                         // Shifting back tells whether bits were lost; then the exact value
                         // lies beyond the i64 range, on ta's side of zero.
@@ -53,12 +41,12 @@ impl Lower<'_, '_> {
                         (self.b.ins().select(lost, beyond, lo), lo)
                     }
                     VideoOp::Vshr => {
-                        let n = self.shift_amount(*mode, tb);
+                        let n = self.shift_amount(f.mode, tb);
                         self.same(|l| l.b.ins().sshr(ta, n))
                     }
                 };
-                let (key, lo) = self.video_saturate(key, lo, *sat, dty.is_signed(), *tail);
-                let v = self.video_finish(*tail, key, lo, dty.is_signed());
+                let (key, lo) = self.video_saturate(key, lo, f.sat, f.dty.is_signed(), f.tail);
+                let v = self.video_finish(f.tail, key, lo, f.dty.is_signed());
                 self.set_reg(*d, Type::B32, v);
             }
             Inst::Vset {
@@ -87,43 +75,31 @@ impl Lower<'_, '_> {
                 self.set_reg(*d, Type::B32, v);
             }
             Inst::Vmad {
-                aty,
-                bty,
-                po,
-                sat,
-                scale,
-                neg_product,
-                neg_c,
+                form: m,
                 d,
                 a,
                 b,
                 c,
-                ..
             } => {
-                let ta = self.part_select(*a, *aty);
-                let tb = self.part_select(*b, *bty);
-                let signed_product = aty.is_signed() || bty.is_signed() || *neg_product;
-                let signed_final = signed_product || *neg_c;
+                let ta = self.part_select(*a, m.aty);
+                let tb = self.part_select(*b, m.bty);
+                let (signed_product, signed_final) = (m.signed_product(), m.signed_final());
                 let c = self.get(&Operand::Reg(*c), Type::B32);
-                let shift = match scale {
-                    None => 0,
-                    Some(VmadScale::Shr7) => 7,
-                    Some(VmadScale::Shr15) => 15,
-                };
+                let shift = m.shift() as i64;
                 // Without .sat only bits [shift, shift+32) of the sum are kept, all below
                 // bit 47: the low 64 bits of every term suffice. With .sat the whole 64-bit
                 // window [shift, shift+64) counts, and the product of two .s33 values has 66.
-                let wide = if *sat { types::I128 } else { types::I64 };
+                let wide = if m.sat { types::I128 } else { types::I64 };
                 let mut prod = self.b.ins().imul(ta, tb);
-                if *sat {
+                if m.sat {
                     let hi = self.b.ins().smulhi(ta, tb);
                     prod = self.b.ins().iconcat(prod, hi);
                 }
                 let mut cw = self.resize(c, wide, signed_product);
-                let lsb = *po || *neg_product || *neg_c;
-                if !*po && *neg_product {
+                let lsb = m.po || m.neg_product || m.neg_c;
+                if !m.po && m.neg_product {
                     prod = self.b.ins().bnot(prod);
-                } else if !*po && *neg_c {
+                } else if !m.po && m.neg_c {
                     cw = self.b.ins().bnot(cw);
                 }
                 let sum = self.b.ins().iadd(prod, cw);
@@ -140,7 +116,7 @@ impl Lower<'_, '_> {
                     sum
                 };
                 let mut result = self.resize(scaled, types::I64, false);
-                if *sat {
+                if m.sat {
                     result = if signed_final {
                         let lo = self.iconst(types::I64, i32::MIN as i64 as u64);
                         let hi = self.iconst(types::I64, i32::MAX as u64);

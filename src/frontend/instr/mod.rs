@@ -1,0 +1,614 @@
+//! One instruction: resolve its operands, map its modifier list onto the opcode's typed form
+//! (a table-driven check, see docs/architecture.md: modifiers in any order, the first
+//! unexpected or missing one reported with its span), and check operand types by PTX's rules
+//! (PTX ISA 6.4.1, "Operand type information" and the relaxed rules for ld/st/cvt).
+//!
+//! This file holds what every instruction shares: operands, the checking context `Cx` and
+//! the dispatch on the opcode. Each family's forms are in a file of their own, beside the
+//! interpreter's and the lowering's: `int.rs`, `float.rs`, `convert.rs` (`cvt`, `setp`,
+//! `selp`, `slct`), `memory.rs` (`mov`, `ld`, `st`, `cvta`), `atomic.rs` (`atom`, `red`,
+//! `fence`), `video.rs`, `sync.rs` (barriers and warp collectives), `control.rs` (`bra`,
+//! `call`, `ret`, `exit`).
+
+mod atomic;
+mod control;
+mod convert;
+mod float;
+mod int;
+mod memory;
+mod sync;
+mod video;
+
+use super::{FnBuilder, Name, Rule, literal, span_of};
+use crate::ast::*;
+use crate::frontend::Diagnostic;
+use pest::iterators::Pair;
+
+/// An operand as written, resolved, with its span.
+#[derive(Clone, Debug)]
+pub(crate) enum Raw {
+    Op(Operand),
+    Label(LabelId),
+    Func(FuncId),
+    List(Vec<Opnd>),
+    PredPair(RegId, RegId),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Opnd {
+    raw: Raw,
+    span: Span,
+}
+
+type R<T> = Result<T, Diagnostic>;
+
+fn err<T>(span: Span, msg: impl Into<String>) -> R<T> {
+    Err(Diagnostic::new(span, msg))
+}
+
+pub(crate) fn immediate(p: &Pair<Rule>) -> Option<Imm> {
+    let lit = p.clone().into_inner().next()?;
+    match lit.as_rule() {
+        Rule::int_lit => literal::parse_int(lit.as_str()).map(Imm::Int),
+        Rule::float_lit => literal::parse_float(lit.as_str()),
+        _ => None,
+    }
+}
+
+/// Checks that an immediate fits an operand of type `ty` (PTX ISA 4.5.1).
+pub(crate) fn check_imm(imm: Imm, ty: Type) -> Result<(), String> {
+    match (imm, ty.kind()) {
+        (Imm::Int(v), TypeKind::Pred) if v == 0 || v == 1 => Ok(()),
+        (Imm::Int(v), TypeKind::Bits | TypeKind::Unsigned | TypeKind::Signed) => {
+            let bits = ty.bits();
+            let lo = -(1i128 << (bits - 1));
+            let hi = (1i128 << bits) - 1;
+            if v < lo || v > hi {
+                Err(format!("immediate {v} is out of range for {ty}"))
+            } else {
+                Ok(())
+            }
+        }
+        (Imm::Int(_), TypeKind::Float) => Ok(()),
+        (Imm::F32(_) | Imm::F64(_), TypeKind::Float) if ty != Type::F16 => Ok(()),
+        // A hex float literal is a bit pattern; PTX accepts it for bit-size types too.
+        (Imm::F32(_), TypeKind::Bits) if ty.bits() == 32 => Ok(()),
+        (Imm::F64(_), TypeKind::Bits) if ty.bits() == 64 => Ok(()),
+        _ => Err(format!("this immediate cannot be used as {ty}")),
+    }
+}
+
+/// How strictly a register's declared type must match the instruction type.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fit {
+    /// Same size; bit-size types match any kind, u/s match each other, floats match only
+    /// floats and bit-size types.
+    Exact,
+    /// As `Exact`, but an integer operand may sit in a wider register (ld, st, cvt).
+    Wider,
+}
+
+fn reg_fits(reg: Type, ty: Type, fit: Fit) -> bool {
+    if reg == Type::Pred || ty == Type::Pred {
+        return reg == ty;
+    }
+    let kinds_ok = match ty.kind() {
+        TypeKind::Bits => true,
+        TypeKind::Unsigned | TypeKind::Signed => reg.kind() != TypeKind::Float,
+        TypeKind::Float => matches!(reg.kind(), TypeKind::Float | TypeKind::Bits),
+        TypeKind::Pred => unreachable!(),
+    };
+    let size_ok = reg.bits() == ty.bits()
+        || (fit == Fit::Wider && reg.bits() > ty.bits() && !ty.is_float() && !reg.is_float());
+    kinds_ok && size_ok
+}
+
+/// The checking context of one instruction.
+struct Cx<'c, 'a, 's> {
+    fb: &'c FnBuilder<'a, 's>,
+    func: &'c Function,
+    opcode: &'c str,
+    head: Span,
+    mods: Vec<(&'c str, Span)>,
+    used: Vec<bool>,
+}
+
+impl Cx<'_, '_, '_> {
+    fn reg_ty(&self, r: RegId) -> Type {
+        self.func.reg(r).ty
+    }
+
+    /// The declaration of a variable an address names.
+    fn var_decl(&self, v: VarId) -> &VarDecl {
+        match v {
+            VarId::Module(i) => &self.fb.module.vars[i as usize],
+            VarId::Function(i) => self.func.var(i),
+        }
+    }
+
+    // ---- modifiers -------------------------------------------------------------------
+
+    /// Takes a flag modifier if present.
+    fn flag(&mut self, name: &str) -> bool {
+        let mut found = false;
+        for (i, (m, _)) in self.mods.iter().enumerate() {
+            if !self.used[i] && *m == name {
+                self.used[i] = true;
+                found = true;
+            }
+        }
+        found
+    }
+
+    /// Takes at most one modifier that `parse` recognises.
+    fn pick<T>(&mut self, parse: impl Fn(&str) -> Option<T>) -> R<Option<T>> {
+        let mut out = None;
+        for (i, (m, span)) in self.mods.iter().enumerate() {
+            if self.used[i] {
+                continue;
+            }
+            if let Some(v) = parse(m) {
+                if out.is_some() {
+                    return err(
+                        *span,
+                        format!("conflicting modifier `.{m}` on `{}`", self.opcode),
+                    );
+                }
+                self.used[i] = true;
+                out = Some(v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Takes every type modifier, in order.
+    fn types(&mut self) -> Vec<(Type, Span)> {
+        let mut out = Vec::new();
+        for (i, (m, span)) in self.mods.iter().enumerate() {
+            if !self.used[i]
+                && let Some(t) = Type::from_ptx(m)
+            {
+                self.used[i] = true;
+                out.push((t, *span));
+            }
+        }
+        out
+    }
+
+    /// Exactly one type, from the allowed list.
+    fn one_type(&mut self, allowed: &[Type]) -> R<Type> {
+        let tys = self.types();
+        match tys.as_slice() {
+            [] => err(
+                self.head,
+                format!("`{}` needs a type modifier", self.opcode),
+            ),
+            [(t, span)] => {
+                if allowed.contains(t) {
+                    Ok(*t)
+                } else {
+                    err(*span, format!("`{}` does not take type {t}", self.opcode))
+                }
+            }
+            [_, (_, span), ..] => err(*span, format!("`{}` takes one type modifier", self.opcode)),
+        }
+    }
+
+    /// Reports the first modifier nothing took.
+    fn finish(&self) -> R<()> {
+        for (i, (m, span)) in self.mods.iter().enumerate() {
+            if !self.used[i] {
+                return err(
+                    *span,
+                    format!("unexpected modifier `.{m}` on `{}`", self.opcode),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn forbid(&self, cond: bool, name: &str, why: &str) -> R<()> {
+        if cond {
+            let span = self
+                .mods
+                .iter()
+                .find(|(m, _)| *m == name)
+                .map_or(self.head, |(_, s)| *s);
+            return err(span, format!("`.{name}` {why}"));
+        }
+        Ok(())
+    }
+
+    // ---- operands --------------------------------------------------------------------
+
+    fn count(&self, ops: &[Opnd], n: usize) -> R<()> {
+        if ops.len() != n {
+            let span = ops.get(n).map_or(self.head, |o| o.span);
+            return err(
+                span,
+                format!("`{}` takes {n} operands, found {}", self.opcode, ops.len()),
+            );
+        }
+        Ok(())
+    }
+
+    fn reg_of(&self, o: &Opnd, ty: Type, fit: Fit) -> R<RegId> {
+        match &o.raw {
+            Raw::Op(Operand::Reg(r)) => {
+                let rt = self.reg_ty(*r);
+                if reg_fits(rt, ty, fit) {
+                    Ok(*r)
+                } else {
+                    err(
+                        o.span,
+                        format!(
+                            "register `{}` has type {rt}, which does not fit {ty} of `{}`",
+                            self.func.reg(*r).name,
+                            self.opcode
+                        ),
+                    )
+                }
+            }
+            _ => err(o.span, format!("expected a {ty} register")),
+        }
+    }
+
+    /// A destination register of type `ty`.
+    fn dst(&self, o: &Opnd, ty: Type) -> R<Operand> {
+        self.dst_fit(o, ty, Fit::Exact)
+    }
+
+    fn dst_fit(&self, o: &Opnd, ty: Type, fit: Fit) -> R<Operand> {
+        if let Raw::Op(Operand::Sink) = o.raw {
+            return Ok(Operand::Sink);
+        }
+        Ok(Operand::Reg(self.reg_of(o, ty, fit)?))
+    }
+
+    /// A source: register or immediate of type `ty`.
+    fn src(&self, o: &Opnd, ty: Type) -> R<Operand> {
+        self.src_fit(o, ty, Fit::Exact)
+    }
+
+    fn src_fit(&self, o: &Opnd, ty: Type, fit: Fit) -> R<Operand> {
+        match &o.raw {
+            Raw::Op(Operand::Imm(imm)) => {
+                check_imm(*imm, ty).or_else(|m| err(o.span, m))?;
+                Ok(Operand::Imm(*imm))
+            }
+            Raw::Op(Operand::NotPred(r)) if ty == Type::Pred => {
+                self.reg_of(
+                    &Opnd {
+                        raw: Raw::Op(Operand::Reg(*r)),
+                        span: o.span,
+                    },
+                    ty,
+                    fit,
+                )?;
+                Ok(Operand::NotPred(*r))
+            }
+            _ => Ok(Operand::Reg(self.reg_of(o, ty, fit)?)),
+        }
+    }
+
+    fn address(&self, o: &Opnd) -> R<Address> {
+        match &o.raw {
+            Raw::Op(Operand::Addr(a)) => {
+                if let AddrBase::Reg(r) = a.base {
+                    let t = self.reg_ty(r);
+                    if !(t.is_int() && t.bits() >= 32) {
+                        return err(
+                            o.span,
+                            format!(
+                                "address register has type {t}; expected a 32- or 64-bit integer"
+                            ),
+                        );
+                    }
+                }
+                Ok(*a)
+            }
+            _ => err(o.span, "expected an address `[...]`"),
+        }
+    }
+
+    /// `{a, b, ...}` with `n` registers of type `ty` (sinks allowed for destinations).
+    fn vector(&self, o: &Opnd, n: usize, ty: Type, fit: Fit, sink_ok: bool) -> R<Operand> {
+        match &o.raw {
+            Raw::Op(Operand::Vector(regs)) => {
+                if regs.len() != n {
+                    return err(o.span, format!("expected a vector of {n} registers"));
+                }
+                for r in regs {
+                    match r {
+                        Some(r) => {
+                            let rt = self.reg_ty(*r);
+                            if !reg_fits(rt, ty, fit) {
+                                return err(
+                                    o.span,
+                                    format!(
+                                        "vector element `{}` has type {rt}, which does not fit {ty}",
+                                        self.func.reg(*r).name
+                                    ),
+                                );
+                            }
+                        }
+                        None if !sink_ok => return err(o.span, "`_` cannot be a source"),
+                        None => {}
+                    }
+                }
+                Ok(Operand::Vector(regs.clone()))
+            }
+            _ => err(o.span, format!("expected a vector of {n} registers")),
+        }
+    }
+}
+
+/// Resolves one operand pair.
+fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
+    let span = span_of(&pair);
+    let inner = pair.into_inner().next().expect("operand has one child");
+    let reg = |p: &Pair<Rule>| -> R<RegId> {
+        match fb.lookup(p.as_str()) {
+            Some(Name::Reg(r)) => Ok(r),
+            _ => err(span_of(p), format!("undefined register `{}`", p.as_str())),
+        }
+    };
+    let raw = match inner.as_rule() {
+        Rule::vector => {
+            let mut regs = Vec::new();
+            for e in inner.into_inner() {
+                regs.push(match e.as_rule() {
+                    Rule::sink => None,
+                    _ => Some(reg(&e)?),
+                });
+            }
+            Raw::Op(Operand::Vector(regs))
+        }
+        Rule::address => {
+            let mut base = AddrBase::None;
+            let mut offset = 0i64;
+            for p in inner.into_inner() {
+                match p.as_rule() {
+                    Rule::addr_base => {
+                        let b = p.into_inner().next().unwrap();
+                        base = match fb.lookup(b.as_str()) {
+                            Some(Name::Reg(r)) => AddrBase::Reg(r),
+                            Some(Name::Var(v)) => AddrBase::Var(v),
+                            None => {
+                                return err(
+                                    span_of(&b),
+                                    format!("undefined register or variable `{}`", b.as_str()),
+                                );
+                            }
+                        };
+                    }
+                    Rule::addr_offset => {
+                        let lit = p.into_inner().next().unwrap();
+                        offset = literal::parse_int(lit.as_str())
+                            .and_then(|v| i64::try_from(v).ok())
+                            .ok_or_else(|| {
+                                Diagnostic::new(span_of(&lit), "address offset out of range")
+                            })?;
+                    }
+                    _ => {}
+                }
+            }
+            Raw::Op(Operand::Addr(Address { base, offset }))
+        }
+        Rule::paren_list => {
+            let mut list = Vec::new();
+            for p in inner.into_inner() {
+                list.push(operand(fb, p)?);
+            }
+            Raw::List(list)
+        }
+        Rule::pred_pair => {
+            let mut it = inner.into_inner();
+            let p = reg(&it.next().unwrap())?;
+            let q = reg(&it.next().unwrap())?;
+            Raw::PredPair(p, q)
+        }
+        Rule::not_reg => Raw::Op(Operand::NotPred(reg(&inner.into_inner().next().unwrap())?)),
+        Rule::neg_reg => {
+            let rs = inner.into_inner().next().unwrap();
+            match operand_reg_sel(fb, rs)? {
+                Operand::Reg(r) => Raw::Op(Operand::NegReg(r, None)),
+                Operand::RegSel(r, s) => Raw::Op(Operand::NegReg(r, Some(s))),
+                _ => return err(span, "only a register can be negated"),
+            }
+        }
+        Rule::imm => match immediate(&inner) {
+            Some(imm) => Raw::Op(Operand::Imm(imm)),
+            None => return err(span, format!("invalid literal `{}`", inner.as_str())),
+        },
+        Rule::reg_sel => Raw::Op(operand_reg_sel(fb, inner)?),
+        Rule::sink => Raw::Op(Operand::Sink),
+        Rule::ident => {
+            let name = inner.as_str();
+            match fb.lookup(name) {
+                Some(Name::Reg(r)) => Raw::Op(Operand::Reg(r)),
+                Some(Name::Var(v)) => Raw::Op(Operand::Var(v)),
+                None => {
+                    if let Some((id, _)) = fb.labels.get(name) {
+                        Raw::Label(*id)
+                    } else if let Some(f) = fb.func_id(name) {
+                        Raw::Func(f)
+                    } else {
+                        return err(span, format!("undefined name `{name}`"));
+                    }
+                }
+            }
+        }
+        r => unreachable!("operand child {r:?}"),
+    };
+    Ok(Opnd { raw, span })
+}
+
+/// `%r`, `%r.b0`, `%tid.x`.
+fn operand_reg_sel(fb: &FnBuilder, p: Pair<Rule>) -> R<Operand> {
+    let span = span_of(&p);
+    let mut it = p.into_inner();
+    let name = it.next().unwrap();
+    let comp = it.next().map(|c| c.as_str());
+    if let Some(Name::Reg(r)) = fb.lookup(name.as_str()) {
+        return match comp {
+            None => Ok(Operand::Reg(r)),
+            Some(c) => match Selector::from_ptx(c) {
+                Some(sel) => Ok(Operand::RegSel(r, sel)),
+                None => err(span, format!("unknown register selector `.{c}`")),
+            },
+        };
+    }
+    if let Some(kind) = SpecialRegKind::from_ptx(&name.as_str()[1..]) {
+        let vector = matches!(
+            kind,
+            SpecialRegKind::Tid
+                | SpecialRegKind::Ntid
+                | SpecialRegKind::Ctaid
+                | SpecialRegKind::Nctaid
+        );
+        let dim = match (vector, comp) {
+            (true, Some("x")) => 0,
+            (true, Some("y")) => 1,
+            (true, Some("z")) => 2,
+            (false, None) => 0,
+            (true, _) => {
+                return err(
+                    span,
+                    format!("`{}` needs a component .x, .y or .z", name.as_str()),
+                );
+            }
+            (false, Some(c)) => {
+                return err(span, format!("`{}` has no component `.{c}`", name.as_str()));
+            }
+        };
+        return Ok(Operand::Special(SpecialReg { kind, dim }));
+    }
+    err(
+        span_of(&name),
+        format!("undefined register `{}`", name.as_str()),
+    )
+}
+
+/// Builds one instruction; reports problems and returns `None` on error.
+pub(crate) fn build(fb: &mut FnBuilder, func: &Function, pair: Pair<Rule>) -> Option<Instruction> {
+    let span = span_of(&pair);
+    let line = fb.line_of(span.start);
+    match build_inner(fb, func, pair) {
+        Ok((guard, inst)) => Some(Instruction {
+            guard,
+            inst,
+            span,
+            line,
+        }),
+        Err(d) => {
+            fb.err(d.span, d.message);
+            None
+        }
+    }
+}
+
+fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<(Option<Guard>, Inst)> {
+    let mut guard = None;
+    let mut head = None;
+    let mut ops = Vec::new();
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::guard => {
+                let mut negated = false;
+                for g in p.into_inner() {
+                    match g.as_rule() {
+                        Rule::not => negated = true,
+                        _ => match fb.lookup(g.as_str()) {
+                            Some(Name::Reg(r)) if func.reg(r).ty == Type::Pred => {
+                                guard = Some(Guard { reg: r, negated })
+                            }
+                            Some(Name::Reg(_)) => {
+                                return err(
+                                    span_of(&g),
+                                    format!("guard `{}` is not a .pred register", g.as_str()),
+                                );
+                            }
+                            _ => {
+                                return err(
+                                    span_of(&g),
+                                    format!("undefined register `{}`", g.as_str()),
+                                );
+                            }
+                        },
+                    }
+                }
+            }
+            Rule::head => head = Some(p),
+            Rule::operand => ops.push(operand(fb, p)?),
+            _ => {}
+        }
+    }
+    let head = head.expect("instruction has a head");
+    let head_span = span_of(&head);
+    let mut parts = head.into_inner();
+    let opcode_pair = parts.next().unwrap();
+    let mods: Vec<(&str, Span)> = parts.map(|m| (&m.as_str()[1..], span_of(&m))).collect();
+    let used = vec![false; mods.len()];
+    let mut cx = Cx {
+        fb,
+        func,
+        opcode: opcode_pair.as_str(),
+        head: head_span,
+        mods,
+        used,
+    };
+    let inst = opcode(&mut cx, &ops, span_of(&opcode_pair))?;
+    cx.finish()?;
+    Ok((guard, inst))
+}
+
+/// Splits `add`, `mul`, … into their integer and float forms by the type modifier.
+fn is_float_form(cx: &Cx) -> bool {
+    cx.mods
+        .iter()
+        .any(|(m, _)| matches!(*m, "f32" | "f64" | "f16"))
+}
+
+fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
+    match cx.opcode {
+        "mov" => memory::mov(cx, ops),
+        "ld" | "st" => memory::ld_st(cx, ops),
+        "cvta" => memory::cvta(cx, ops),
+        "atom" | "red" => atomic::atom(cx, ops),
+        "fence" | "membar" => atomic::fence(cx, ops),
+        "bar" | "barrier" => sync::bar(cx, ops),
+        "shfl" => sync::shfl(cx, ops),
+        "vote" => sync::vote(cx, ops),
+        "match" => sync::match_(cx, ops),
+        "redux" => sync::redux(cx, ops),
+        "activemask" => sync::activemask(cx, ops),
+        "elect" => sync::elect(cx, ops),
+        "isspacep" => sync::isspacep(cx, ops),
+        "add" | "sub" | "min" | "max" | "div" if is_float_form(cx) => float::float_bin(cx, ops),
+        "mul" if is_float_form(cx) => float::float_bin(cx, ops),
+        "add" | "sub" | "addc" | "subc" | "min" | "max" | "div" | "rem" | "and" | "or" | "xor"
+        | "shl" | "shr" => int::int_bin(cx, ops),
+        "mul" => int::mul(cx, ops),
+        "mad" if is_float_form(cx) => float::fma(cx, ops),
+        "fma" => float::fma(cx, ops),
+        "mad" | "madc" => int::mad(cx, ops),
+        "neg" | "abs" if is_float_form(cx) => float::float_un(cx, ops),
+        "neg" | "abs" | "not" | "cnot" | "popc" | "clz" | "brev" => int::int_un(cx, ops),
+        "sqrt" | "rcp" | "rsqrt" | "ex2" | "lg2" | "sin" | "cos" => float::float_un(cx, ops),
+        "shf" => int::shf(cx, ops),
+        "bfe" | "bfi" => int::bitfield(cx, ops),
+        "prmt" => int::prmt(cx, ops),
+        "setp" => convert::setp(cx, ops),
+        "selp" => convert::selp(cx, ops),
+        "slct" => convert::slct(cx, ops),
+        "cvt" => convert::cvt(cx, ops),
+        "vadd" | "vsub" | "vabsdiff" | "vmin" | "vmax" | "vshl" | "vshr" => video::video(cx, ops),
+        "vset" => video::vset(cx, ops),
+        "vmad" => video::vmad(cx, ops),
+        "bra" => control::bra(cx, ops),
+        "call" => control::call(cx, ops),
+        "ret" | "exit" => control::ret_exit(cx, ops),
+        other => err(op_span, format!("unsupported instruction `{other}`")),
+    }
+}

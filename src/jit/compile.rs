@@ -1,0 +1,392 @@
+//! The steps of [`Jit::with_options`](super::Jit::with_options), in the order it takes them:
+//! the code module (ISA and runtime symbols), the module variables, the frames and the stack
+//! they need, the declarations, the kernels' lanes functions, the definition of every
+//! function with its listing, and the finalized entry points.
+
+use super::layout::{self, FrameLayout};
+use super::lower::sync::{StepLayout, step_signature};
+use super::lower::{
+    HELPERS, Lower, Refused, Shared, internal_signature, lanes_signature, signature,
+};
+use super::runtime::{AreaName, JitArea, ModuleInfo};
+use super::{Emit, FRAME_OVERHEAD, JitOptions, SMALL_STACK, compile_error, host};
+use crate::ast::{FuncId, FuncKind, Inst, Module, Space};
+use crate::engine::{MAX_CALL_DEPTH, RunError};
+use crate::memcheck::{self, Extent};
+use cranelift_codegen::ir;
+use cranelift_codegen::isa::CallConv;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{FuncId as CodeId, Linkage, Module as _};
+use std::collections::HashMap;
+
+/// What `--emit` collects, by function: (name, text).
+pub(super) type Listing = Vec<(String, String)>;
+
+/// The module the code goes into: Cranelift's flags for `options`, the host's ISA, and the
+/// runtime helpers' addresses.
+pub(super) fn code_module(options: &JitOptions) -> Result<JITModule, RunError> {
+    let mut flags = settings::builder();
+    let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(compile_error);
+    let opt_level = if options.egraph { "speed" } else { "none" };
+    set(&mut flags, "opt_level", opt_level)?;
+    set(&mut flags, "is_pic", "false")?;
+    // Frames can be large (.local arrays): touch every stack page in order, so that an
+    // exhausted stack hits its guard page instead of skipping past it.
+    set(&mut flags, "enable_probestack", "true")?;
+    set(&mut flags, "probestack_strategy", "inline")?;
+    set(
+        &mut flags,
+        "enable_verifier",
+        if options.verify { "true" } else { "false" },
+    )?;
+    let isa = cranelift_native::builder()
+        .map_err(compile_error)?
+        .finish(settings::Flags::new(flags))
+        .map_err(compile_error)?;
+    let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    for (name, ptr) in runtime_symbols() {
+        jb.symbol(name, ptr);
+    }
+    Ok(JITModule::new(jb))
+}
+
+/// The runtime's symbols, by the names generated code calls.
+fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
+    use super::runtime::*;
+    vec![
+        ("rt_check", rt_check as *const u8),
+        ("rt_probe", rt_probe as *const u8),
+        ("rt_isspacep", rt_isspacep as *const u8),
+        ("rt_enter", rt_enter as *const u8),
+        ("rt_leave", rt_leave as *const u8),
+        ("rt_fault", rt_fault as *const u8),
+        ("rt_call_failed", rt_call_failed as *const u8),
+        ("rt_arith", rt_arith as *const u8),
+        ("rt_arith_hw", rt_arith_hw as *const u8),
+        ("rt_fma_hw", rt_fma_hw as *const u8),
+        ("rt_sqrt_hw", rt_sqrt_hw as *const u8),
+        ("rt_fma", rt_fma as *const u8),
+        ("rt_unary", rt_unary as *const u8),
+        ("rt_from_int", rt_from_int as *const u8),
+        ("rt_to_int", rt_to_int as *const u8),
+        ("rt_convert", rt_convert as *const u8),
+        ("rt_round_integral", rt_round_integral as *const u8),
+        ("rt_host_enter", host::rt_host_enter as *const u8),
+        ("rt_host_fault", host::rt_host_fault as *const u8),
+        ("fma", host_fma as *const u8),
+        ("fmaf", host_fmaf as *const u8),
+    ]
+}
+
+/// Module `.global`/`.const` variables: storage with stable addresses, and their areas.
+pub(super) struct ModuleVars {
+    /// 16-byte aligned storage of each variable.
+    pub memory: Vec<Box<[u128]>>,
+    pub areas: Vec<JitArea>,
+}
+
+impl ModuleVars {
+    pub fn of(module: &Module) -> ModuleVars {
+        let mut memory = Vec::new();
+        let mut areas = Vec::new();
+        for v in &module.vars {
+            let mut mem = vec![0u128; v.size.div_ceil(16).max(1)].into_boxed_slice();
+            // SAFETY: the u128 storage holds at least `v.size` bytes and `init` is no longer.
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(mem.as_mut_ptr() as *mut u8, mem.len() * 16)
+            };
+            bytes[..v.init.len().min(v.size)].copy_from_slice(&v.init[..v.init.len().min(v.size)]);
+            areas.push(JitArea {
+                extent: Extent {
+                    base: mem.as_ptr() as u64,
+                    size: v.size,
+                    space: v.space,
+                    writable: v.space != Space::Const,
+                },
+                name: AreaName::text(memcheck::variable_name(&v.name)),
+            });
+            memory.push(mem);
+        }
+        ModuleVars { memory, areas }
+    }
+
+    /// Each variable's address.
+    pub fn bases(&self) -> Vec<u64> {
+        self.areas.iter().map(|a| a.extent.base).collect()
+    }
+}
+
+/// Each function's frame, and whether calls and launches need the big-stack threads.
+pub(super) struct Frames {
+    pub layouts: Vec<FrameLayout>,
+    pub big_stack: bool,
+}
+
+impl Frames {
+    /// Lays out every function's frame, refusing one larger than the JIT supports.
+    pub fn of(module: &Module) -> Result<Frames, RunError> {
+        let layouts: Vec<FrameLayout> = module
+            .functions
+            .iter()
+            .map(|f| FrameLayout::of(module, f))
+            .collect();
+        for (f, l) in module.functions.iter().zip(&layouts) {
+            if l.frame_size > layout::MAX_FRAME_BYTES {
+                return Err(RunError::Usage(format!(
+                    "`{}` uses {} bytes of .local and .param memory per thread; the JIT supports at most {} (PTX's local memory limit)",
+                    f.name,
+                    l.frame_size,
+                    layout::MAX_FRAME_BYTES
+                )));
+            }
+        }
+        // Deep recursion with big frames needs more stack than a thread has by default:
+        // launches and calls of such modules run on threads with room for the worst case.
+        let has_calls = module.functions.iter().any(|f| {
+            f.body
+                .iter()
+                .flatten()
+                .any(|i| matches!(i.inst, Inst::Call { .. }))
+        });
+        let deepest = layouts
+            .iter()
+            .map(|l| l.frame_size + l.call_buf)
+            .max()
+            .unwrap_or(0) as usize
+            + FRAME_OVERHEAD;
+        let stack_needed = if has_calls {
+            (MAX_CALL_DEPTH + 1) * deepest
+        } else {
+            deepest
+        };
+        Ok(Frames {
+            layouts,
+            big_stack: stack_needed > SMALL_STACK,
+        })
+    }
+
+    /// What faults need to be located: function names, frame variables, source lines.
+    pub fn info(&self, module: &Module) -> Box<ModuleInfo> {
+        Box::new(ModuleInfo {
+            names: module.functions.iter().map(|f| f.name.clone()).collect(),
+            frames: self.layouts.iter().map(|l| l.frame_vars.clone()).collect(),
+            lines: module
+                .functions
+                .iter()
+                .map(|f| f.body.iter().flatten().map(|i| i.line).collect())
+                .collect(),
+        })
+    }
+
+    /// The thread state of each cooperative kernel's round function.
+    pub fn step_layouts(&self, module: &Module, cooperative: &[bool]) -> Vec<Option<StepLayout>> {
+        module
+            .functions
+            .iter()
+            .zip(&self.layouts)
+            .zip(cooperative)
+            .map(|((f, l), &c)| c.then(|| StepLayout::of(f, l.frame_size)))
+            .collect()
+    }
+}
+
+/// What is declared before any function is lowered: the runtime helpers and each function's
+/// code.
+pub(super) struct Declared {
+    pub cc: CallConv,
+    pub helpers: HashMap<&'static str, CodeId>,
+    /// Which functions are kernels with barriers or warp collectives, compiled as round
+    /// functions.
+    pub cooperative: Vec<bool>,
+    /// Each function's code (None for prototypes).
+    pub internal: Vec<Option<CodeId>>,
+}
+
+impl Declared {
+    pub fn of(jm: &mut JITModule, module: &Module) -> Result<Declared, RunError> {
+        let cc = jm.isa().default_call_conv();
+        let mut helpers = HashMap::new();
+        for (name, params, rets) in HELPERS {
+            let id = jm
+                .declare_function(name, Linkage::Import, &signature(cc, params, rets))
+                .map_err(compile_error)?;
+            helpers.insert(*name, id);
+        }
+        let cooperative: Vec<bool> = module
+            .functions
+            .iter()
+            .map(|f| {
+                f.kind == FuncKind::Entry
+                    && f.body
+                        .iter()
+                        .flatten()
+                        .any(|i| matches!(i.inst, Inst::Sync { .. }))
+            })
+            .collect();
+        let mut declared = Declared {
+            cc,
+            helpers,
+            cooperative,
+            internal: Vec::new(),
+        };
+        for (i, f) in module.functions.iter().enumerate() {
+            let id = match f.body {
+                Some(_) => Some(
+                    jm.declare_function(
+                        &format!("ptx{i}.{}", f.name),
+                        Linkage::Local,
+                        &declared.code_signature(i, f.kind),
+                    )
+                    .map_err(compile_error)?,
+                ),
+                None => None,
+            };
+            declared.internal.push(id);
+        }
+        Ok(declared)
+    }
+
+    /// The signature of function `i`'s code: a round function for a cooperative kernel.
+    pub fn code_signature(&self, i: usize, kind: FuncKind) -> ir::Signature {
+        if self.cooperative[i] {
+            step_signature(self.cc)
+        } else {
+            internal_signature(self.cc, kind)
+        }
+    }
+}
+
+/// The kernels that run in lanes: their lanes functions, lowered (not yet defined), and why
+/// the others do not.
+pub(super) struct LanesFunctions {
+    pub code: Vec<Option<ir::Function>>,
+    pub ids: Vec<Option<CodeId>>,
+    /// Each kernel's name and, when it runs on the thread loop only, why.
+    pub report: Vec<(String, Option<String>)>,
+}
+
+impl LanesFunctions {
+    /// Lowers every kernel it can as a lanes function: first, to learn which ones can be.
+    /// `shared` has no lanes functions yet.
+    pub fn lower(
+        jm: &mut JITModule,
+        shared: &Shared,
+        options: &JitOptions,
+    ) -> Result<LanesFunctions, RunError> {
+        let module = shared.ptx;
+        let cc = jm.isa().default_call_conv();
+        let mut code: Vec<Option<ir::Function>> = vec![None; module.functions.len()];
+        let mut report = Vec::new();
+        for (i, f) in module.functions.iter().enumerate() {
+            if f.kind != FuncKind::Entry || f.body.is_none() {
+                continue;
+            }
+            let why = if shared.cooperative[i] {
+                Some("barriers or warp collectives".to_string())
+            } else if options.lanes {
+                let mut func = ir::Function::with_name_signature(
+                    ir::UserFuncName::default(),
+                    lanes_signature(cc),
+                );
+                let mut fc = FunctionBuilderContext::new();
+                let b = FunctionBuilder::new(&mut func, &mut fc);
+                match Lower::lanes_function(b, shared, jm, FuncId(i as u32)) {
+                    Ok(()) => {
+                        code[i] = Some(func);
+                        None
+                    }
+                    Err(Refused(why)) => Some(why),
+                }
+            } else {
+                Some("lanes are off".to_string())
+            };
+            report.push((f.name.clone(), why));
+        }
+        let mut ids = Vec::new();
+        for (i, c) in code.iter().enumerate() {
+            ids.push(match c {
+                Some(_) => Some(
+                    jm.declare_function(
+                        &format!("ptx{i}.{}.lanes", module.functions[i].name),
+                        Linkage::Local,
+                        &lanes_signature(cc),
+                    )
+                    .map_err(compile_error)?,
+                ),
+                None => None,
+            });
+        }
+        Ok(LanesFunctions { code, ids, report })
+    }
+}
+
+/// Lowers and defines every function with a body, and each kernel's lanes function after it;
+/// returns how many PTX instructions were compiled.
+pub(super) fn define_functions(
+    jm: &mut JITModule,
+    shared: &Shared,
+    declared: &Declared,
+    mut lanes_code: Vec<Option<ir::Function>>,
+    emit: Emit,
+    listing: &mut Listing,
+) -> Result<usize, RunError> {
+    let mut fctx = FunctionBuilderContext::new();
+    let mut ctx = jm.make_context();
+    ctx.set_disasm(emit == Emit::Asm);
+    let mut instructions = 0;
+    for (i, f) in shared.ptx.functions.iter().enumerate() {
+        let Some(id) = declared.internal[i] else {
+            continue;
+        };
+        instructions += f.body.as_ref().map_or(0, Vec::len);
+        ctx.func.signature = declared.code_signature(i, f.kind);
+        let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        Lower::function(b, shared, jm, FuncId(i as u32));
+        let what = format!("`{}`", f.name);
+        define(jm, &mut ctx, id, &f.name, &what, emit, listing)?;
+        if let (Some(id), Some(code)) = (shared.lanes[i], lanes_code[i].take()) {
+            let name = format!("{}.lanes", f.name);
+            ctx.func = code;
+            define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;
+        }
+    }
+    Ok(instructions)
+}
+
+/// Compiles the function in `ctx` as `id` and clears `ctx` for the next one; `name` is its
+/// listing's title (when `emit` asks for one), `what` names it in an error.
+pub(super) fn define(
+    jm: &mut JITModule,
+    ctx: &mut cranelift_codegen::Context,
+    id: CodeId,
+    name: &str,
+    what: &str,
+    emit: Emit,
+    listing: &mut Listing,
+) -> Result<(), RunError> {
+    if emit == Emit::Clif {
+        listing.push((name.to_string(), ctx.func.display().to_string()));
+    }
+    jm.define_function(id, ctx)
+        .map_err(|e| compile_error(format!("{what}: {e:?}")))?;
+    if emit == Emit::Asm {
+        let text = ctx
+            .compiled_code()
+            .and_then(|c| c.vcode.clone())
+            .unwrap_or_default();
+        listing.push((name.to_string(), text));
+    }
+    jm.clear_context(ctx);
+    // clear_context also resets the listing flag.
+    ctx.set_disasm(emit == Emit::Asm);
+    Ok(())
+}
+
+/// The address of each declared function's finalized code.
+pub(super) fn finalized(jm: &JITModule, ids: &[Option<CodeId>]) -> Vec<Option<usize>> {
+    ids.iter()
+        .map(|id| id.map(|id| jm.get_finalized_function(id) as usize))
+        .collect()
+}

@@ -1,0 +1,224 @@
+//! Where a group goes back to the thread loop: exits the threads disagree on, affine values
+//! that wrapped, and at the end the gate over the stores' ranges and the order of accesses
+//! that touch the same bytes.
+
+use super::{LANES, Lanes, Range, Res, SeqCmp, Shape, refuse};
+use crate::ast::{Guard, Inst, Instruction};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+
+/// Whether a branch target is a thread's end: the body's end or an unguarded `ret`/`exit`.
+pub(super) fn is_exit(body: &[Instruction], pos: usize) -> bool {
+    body.get(pos)
+        .is_none_or(|i| i.guard.is_none() && matches!(i.inst, Inst::Ret | Inst::Exit))
+}
+
+impl<'f> Lanes<'_, '_, 'f> {
+    /// `ret`/`exit`/`bra` to the end, under `guard`: the group is done if the guard holds in
+    /// every lane, goes on if in none; else, before the first store, it goes back to the
+    /// thread loop (the group's lanes are always all running). Unguarded, it ends the group
+    /// (the caller stops there).
+    pub(super) fn exit_if(&mut self, guard: Option<Guard>) -> Res<()> {
+        let Some(g) = guard else {
+            return Ok(());
+        };
+        if self.stored {
+            // The stores before it are held back to the group's end.
+            return refuse("an exit after a store");
+        }
+        let leave = match self.shape[g.reg.0 as usize] {
+            Shape::Uniform => {
+                let p = self.l.b.use_var(self.l.regs[g.reg.0 as usize]);
+                if g.negated {
+                    self.b().ins().bxor_imm_s(p, 1)
+                } else {
+                    p
+                }
+            }
+            _ => match self.seq_cmps.get(&g.reg).copied() {
+                Some(c) => self.seq_exit(c, g.negated),
+                None => {
+                    let m = self.guard_mask(g)?;
+                    let (mut all, mut any) = (m[0], m[0]);
+                    for p in &m[1..] {
+                        all = self.b().ins().band(all, *p);
+                        any = self.b().ins().bor(any, *p);
+                    }
+                    let any = self.b().ins().vhigh_bits(types::I32, any);
+                    let all = self.b().ins().vhigh_bits(types::I32, all);
+                    let some = self.b().ins().icmp_imm_s(IntCC::NotEqual, any, 0);
+                    let every = self.b().ins().icmp_imm_s(IntCC::Equal, all, 0xf);
+                    let mixed = self.b().ins().bxor(some, every);
+                    self.bail_if(mixed);
+                    every
+                }
+            },
+        };
+        let (done, cont) = (self.done, self.b().create_block());
+        self.b().ins().brif(leave, done, &[], cont, &[]);
+        self.b().switch_to_block(cont);
+        Ok(())
+    }
+
+    /// An exit whose guard is a [`SeqCmp`]: the first lane's answer if the last lane's is the
+    /// same and the sequence does not wrap (in the comparison's signedness), else back to the
+    /// thread loop.
+    fn seq_exit(&mut self, c: SeqCmp, negated: bool) -> Value {
+        let span = (LANES as i64 - 1) * c.stride;
+        let signed = matches!(
+            c.cc,
+            IntCC::SignedLessThan
+                | IntCC::SignedLessThanOrEqual
+                | IntCC::SignedGreaterThan
+                | IntCC::SignedGreaterThanOrEqual
+        );
+        let wide = if signed {
+            self.b().ins().sextend(types::I64, c.base)
+        } else {
+            self.l.uextend(types::I64, c.base)
+        };
+        let last_wide = self.b().ins().iadd_imm_s(wide, span);
+        let (lo, hi) = if signed {
+            (i32::MIN as i64, i32::MAX as i64)
+        } else {
+            (0, u32::MAX as i64)
+        };
+        let wraps = if span > 0 {
+            self.b()
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThan, last_wide, hi)
+        } else {
+            self.b()
+                .ins()
+                .icmp_imm_s(IntCC::SignedLessThan, last_wide, lo)
+        };
+        let last = self.b().ins().iadd_imm_s(c.base, span);
+        let test = |l: &mut Self, x: Value| {
+            if c.swapped {
+                l.b().ins().icmp(c.cc, c.other, x)
+            } else {
+                l.b().ins().icmp(c.cc, x, c.other)
+            }
+        };
+        let first = test(self, c.base);
+        let last = test(self, last);
+        let differ = self.b().ins().bxor(first, last);
+        let unsure = self.b().ins().bor(differ, wraps);
+        self.bail_if(unsure);
+        if c.negated ^ negated {
+            self.b().ins().bxor_imm_s(first, 1)
+        } else {
+            first
+        }
+    }
+
+    /// Whether the group may read memory: no affine value wrapped since the last test (else
+    /// back to the thread loop).
+    pub(super) fn ready(&mut self) {
+        if self.wrap_unchecked {
+            let w = self.wrap.expect("a widening declares the flag");
+            let wrapped = self.b().use_var(w);
+            self.bail_if(wrapped);
+            self.wrap_unchecked = false;
+        }
+    }
+
+    fn bail_if(&mut self, cond: Value) {
+        let (bail, cont) = (self.bail, self.b().create_block());
+        self.b().ins().brif(cond, bail, &[], cont, &[]);
+        self.b().switch_to_block(cont);
+    }
+
+    /// At the group's end, before its held stores: the group must be ready, the stores'
+    /// ranges good, and no two accesses where one is a store may touch the same bytes where
+    /// the order differs from the thread loop's: a load before a store, or two stores, from
+    /// different lanes (the thread loop would run one thread's both before the other's); a
+    /// store before a load, from any lanes (the load ran before the held store). Else the
+    /// group goes back to the thread loop, which has nothing to undo.
+    pub(super) fn gate(&mut self) -> Res<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        self.ready();
+        let ranges: Vec<Option<Range>> = self.ranges.clone();
+        for (k, r) in ranges.iter().enumerate() {
+            if let (Some(r), true) = (r, self.accesses[k].store) {
+                self.check_range(k, *r);
+            }
+        }
+        let mut bad = None;
+        for (later, b) in ranges.iter().enumerate() {
+            let Some(b) = *b else { continue };
+            for (earlier, a) in ranges.iter().enumerate().take(later) {
+                let Some(a) = *a else { continue };
+                let (a_store, b_store) = (self.accesses[earlier].store, self.accesses[later].store);
+                let conflict = match (a_store, b_store) {
+                    (false, false) => None,
+                    (true, false) => {
+                        if a.lo == b.lo {
+                            return refuse(format!(
+                                "{}: a thread reads what it stored",
+                                self.text(self.accesses[later].at)
+                            ));
+                        }
+                        Some(self.overlap(a, b))
+                    }
+                    _ => self.across_lanes(a, b),
+                };
+                bad = self.either(bad, conflict);
+            }
+        }
+        if let Some(bad) = bad {
+            self.bail_if(bad);
+        }
+        Ok(())
+    }
+
+    /// `a | b` of optional i8 conditions.
+    fn either(&mut self, a: Option<Value>, b: Option<Value>) -> Option<Value> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(self.b().ins().bor(a, b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether some lane's bytes of `a` overlap another lane's bytes of `b`. Two accesses with
+    /// the same stride interleave without touching when their starts are at most `stride −
+    /// size` apart (the fields of one array of structures; 0 apart: lane for lane the same
+    /// bytes); otherwise any overlap of the two ranges counts (which may be more than exact).
+    fn across_lanes(&mut self, a: Range, b: Range) -> Option<Value> {
+        let apart = match (a.stride, b.stride) {
+            (Some(s), Some(t)) if s == t => Some(s - a.size.max(b.size) as i64),
+            _ => None,
+        };
+        if apart.is_some() && a.lo == b.lo {
+            return None;
+        }
+        let overlap = self.overlap(a, b);
+        Some(match apart {
+            Some(apart) => {
+                let d = self.b().ins().isub(a.lo, b.lo);
+                let near = self
+                    .b()
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedLessThanOrEqual, d, apart);
+                let far = self
+                    .b()
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, d, -apart);
+                let interleaved = self.b().ins().band(near, far);
+                self.b().ins().band_not(overlap, interleaved)
+            }
+            None => overlap,
+        })
+    }
+
+    /// Whether the ranges of `a` and `b` overlap at all.
+    fn overlap(&mut self, a: Range, b: Range) -> Value {
+        let ins = self.b().ins();
+        let x = ins.icmp(IntCC::UnsignedLessThan, a.lo, b.hi);
+        let ins = self.b().ins();
+        let y = ins.icmp(IntCC::UnsignedLessThan, b.lo, a.hi);
+        self.b().ins().band(x, y)
+    }
+}

@@ -915,7 +915,13 @@ impl Gen<'_> {
     fn memory(&mut self) {
         let off = IN_BYTES + P * 4 + 8 * self.rng.below((SCRATCH / 8) as u64) as usize;
         let loc = 8 * self.rng.below((LOCAL / 8) as u64) as usize;
-        let text = match self.rng.below(10) {
+        // The helper has no `%out` (it would fault on every call): its own `.local` only.
+        let case = if self.calls {
+            self.rng.below(10)
+        } else {
+            4 + self.rng.below(3)
+        };
+        let text = match case {
             0 => {
                 let order = self.store_order();
                 format!("st{order}.global.b32 [%out+{off}], {};", self.r())

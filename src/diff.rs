@@ -81,7 +81,7 @@ pub fn call(e: &dyn Engine, name: &str, args: &[Value]) -> Result<Outcome, RunEr
     outcome(e.call(name, args), Outcome::Returned)
 }
 
-/// Launches a kernel on copies of the inputs.
+/// Launches a kernel on copies of the inputs, without dynamic shared memory.
 pub fn launch(
     e: &dyn Engine,
     name: &str,
@@ -186,6 +186,10 @@ pub struct Report {
     pub disagreement: Option<Disagreement>,
     /// Threads the JIT ran in SIMD lanes over all inputs.
     pub lane_threads: u64,
+    /// Inputs on which both engines faulted alike (a stuck block, say), and the first such
+    /// fault.
+    pub faults: usize,
+    pub fault: Option<String>,
 }
 
 /// How the JIT runs one generated program.
@@ -212,11 +216,18 @@ impl JitChoice {
 /// first disagreement, shrunk to as few body lines as still disagree. A program that does
 /// not parse or compile is a disagreement too (the generator promises valid PTX). One
 /// program in four runs on the JIT with the e-graph optimizer on (`--egraph`); half the
-/// array programs, whose accesses all stay in their buffers, run unchecked.
+/// array programs and a quarter of the cooperative ones, whose accesses all stay in their
+/// buffers and shared arrays (each address computed in the body line that uses it, so also
+/// when shrinking deletes lines), run unchecked. Inputs on which both engines fault alike
+/// (a cooperative program's stuck block, say) agree; the report counts them.
 pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Report {
     let choice = JitChoice {
         egraph: rng.below(4) == 0,
-        checked: program.layout == Layout::Slots || rng.below(2) == 0,
+        checked: match program.layout {
+            Layout::Slots => true,
+            Layout::Arrays { .. } => rng.below(2) == 0,
+            Layout::Coop { .. } => rng.below(4) != 0,
+        },
     };
     let built = Module::parse(&program.ptx())
         .map_err(|e| e.to_string())
@@ -231,37 +242,60 @@ pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Report 
                     difference: format!("the generated program is not valid:\n{e}"),
                 }),
                 lane_threads: 0,
+                faults: 0,
+                fault: None,
             };
         }
     };
+    let (mut faults, mut fault) = (0, None);
     for _ in 0..inputs {
         let input = random_inputs(program.layout, rng);
-        if let Some(difference) = differ(&jit, &interp, program.layout, &input) {
-            let launch = describe_launch(program.layout);
-            let (program, difference) = shrink(program.clone(), &input, difference, choice);
-            return Report {
-                disagreement: Some(Disagreement {
-                    program,
-                    input,
-                    difference: choice.describe() + &launch + &difference,
-                }),
-                lane_threads: jit.lane_threads(),
-            };
+        match differ(&jit, &interp, program.layout, &input) {
+            Run::Completed => {}
+            Run::Faulted(f) => {
+                faults += 1;
+                fault.get_or_insert(f);
+            }
+            Run::Differ(difference) => {
+                let launch = describe_launch(program.layout);
+                let (program, difference) = shrink(program.clone(), &input, difference, choice);
+                return Report {
+                    disagreement: Some(Disagreement {
+                        program,
+                        input,
+                        difference: choice.describe() + &launch + &difference,
+                    }),
+                    lane_threads: jit.lane_threads(),
+                    faults,
+                    fault,
+                };
+            }
         }
     }
     Report {
         disagreement: None,
         lane_threads: jit.lane_threads(),
+        faults,
+        fault,
     }
 }
 
-/// The launch of an array program, for a report (programs with slots all have the same).
+/// The launch of a program, for a report (programs with slots all have the same).
 fn describe_launch(layout: Layout) -> String {
     match layout {
         Layout::Slots => String::new(),
         Layout::Arrays { grid, block } => format!(
             "(launch --grid {} --block {},{}) ",
             grid.x, block.x, block.y
+        ),
+        Layout::Coop {
+            grid,
+            block,
+            shared_bytes,
+        } => format!(
+            "(launch --grid {} --block {},{},{} with {shared_bytes} bytes of dynamic shared \
+             memory) ",
+            grid.x, block.x, block.y, block.z
         ),
     }
 }
@@ -280,12 +314,27 @@ fn build(module: Module, choice: JitChoice) -> Result<(Jit, Interpreter), RunErr
     Ok((jit, Interpreter::new(module)))
 }
 
-/// Random inputs of a generated program with the given layout: for [`Layout::Slots`] a
-/// buffer of every thread's input slots and a zeroed output buffer; for
+/// Random inputs of a generated program with the given layout: for [`Layout::Slots`] and
+/// [`Layout::Coop`] a buffer of every thread's input slots and a zeroed output buffer; for
 /// [`Layout::Arrays`] the input arrays, a zeroed output buffer and `n`, the threads that
 /// run (all of them, or a count next to a multiple of 32, or any).
 pub fn random_inputs(layout: Layout, rng: &mut Rng) -> Vec<Input> {
     match layout {
+        Layout::Coop { grid, block, .. } => {
+            let threads = (grid.count() * block.count()) as usize;
+            vec![
+                Input::Buffer {
+                    ty: Type::U8,
+                    bytes: (0..threads)
+                        .flat_map(|_| generate::random_input(rng))
+                        .collect(),
+                },
+                Input::Buffer {
+                    ty: Type::B32,
+                    bytes: vec![0; generate::COOP_OUT_BYTES * threads],
+                },
+            ]
+        }
         Layout::Slots => vec![
             Input::Buffer {
                 ty: Type::U8,
@@ -325,14 +374,44 @@ pub fn random_inputs(layout: Layout, rng: &mut Rng) -> Vec<Input> {
 fn program_difference(program: &Program, input: &[Input], choice: JitChoice) -> Option<String> {
     let module = Module::parse(&program.ptx()).ok()?;
     let (jit, interp) = build(module, choice).ok()?;
-    differ(&jit, &interp, program.layout, input)
+    match differ(&jit, &interp, program.layout, input) {
+        Run::Differ(d) => Some(d),
+        Run::Completed | Run::Faulted(_) => None,
+    }
+}
+
+/// What one input did on both engines.
+enum Run {
+    /// Both completed with the same buffers.
+    Completed,
+    /// Both faulted alike, with this fault.
+    Faulted(String),
+    /// They differ, as described.
+    Differ(String),
 }
 
 /// Launches a generated program's kernel on both engines and compares the outputs.
-fn differ(jit: &Jit, interp: &Interpreter, layout: Layout, inputs: &[Input]) -> Option<String> {
-    let (grid, block) = match layout {
-        Layout::Slots => (Dim3::x(GRID), Dim3::x(BLOCK)),
-        Layout::Arrays { grid, block } => (grid, block),
+fn differ(jit: &Jit, interp: &Interpreter, layout: Layout, inputs: &[Input]) -> Run {
+    let config = match layout {
+        Layout::Slots => LaunchConfig {
+            grid: Dim3::x(GRID),
+            block: Dim3::x(BLOCK),
+            shared_bytes: 0,
+        },
+        Layout::Arrays { grid, block } => LaunchConfig {
+            grid,
+            block,
+            shared_bytes: 0,
+        },
+        Layout::Coop {
+            grid,
+            block,
+            shared_bytes,
+        } => LaunchConfig {
+            grid,
+            block,
+            shared_bytes,
+        },
     };
     let types: Vec<Type> = inputs
         .iter()
@@ -341,15 +420,16 @@ fn differ(jit: &Jit, interp: &Interpreter, layout: Layout, inputs: &[Input]) -> 
             Input::Scalar(v) => v.ty,
         })
         .collect();
-    let config = LaunchConfig {
-        grid,
-        block,
-        shared_bytes: 0,
-    };
     let run = |e: &dyn Engine| launch(e, "k", config, inputs);
     match (run(jit), run(interp)) {
-        (Ok(a), Ok(b)) => first_difference(&a, &b, &types),
-        (a, b) => Some(format!("jit: {a:?}\ninterp: {b:?}")),
+        (Ok(a), Ok(b)) => match first_difference(&a, &b, &types) {
+            Some(d) => Run::Differ(d),
+            None => match a {
+                Outcome::Fault(f) => Run::Faulted(f),
+                _ => Run::Completed,
+            },
+        },
+        (a, b) => Run::Differ(format!("jit: {a:?}\ninterp: {b:?}")),
     }
 }
 

@@ -6,10 +6,17 @@
 //! integer, carry-chain, float (every rounding mode), conversion, comparison, video and memory
 //! instructions, predication, forward branches and bounded loops. Programs are valid PTX by
 //! construction (the tests parse every one) and always terminate.
+//!
+//! Two more shapes: element-wise array programs for the JIT's SIMD lanes ([`array_program`],
+//! `arrays.rs`) and cooperative kernels whose threads share `.shared` memory and meet at
+//! barriers and warp collectives ([`coop_program`], `coop.rs`), which end or, now and then,
+//! leave a block stuck (a fault).
 
 mod arrays;
+mod coop;
 
 pub use arrays::{ARRAY_BYTES, array_input, array_program};
+pub use coop::{COOP_OUT_BYTES, coop_program};
 
 use crate::ast::Type;
 use crate::engine::Dim3;
@@ -250,6 +257,15 @@ pub enum Layout {
     /// `k(inp, out, n)`: element-wise over arrays, for the JIT's SIMD lanes
     /// ([`array_program`]), launched as `grid` blocks of `block` threads.
     Arrays { grid: Dim3, block: Dim3 },
+    /// `k(inp, out)` with slots as [`Layout::Slots`] (but [`COOP_OUT_BYTES`] of `out` each),
+    /// threads that meet at barriers and warp collectives over `.shared` memory
+    /// ([`coop_program`]), launched as `grid` blocks of `block` threads with `shared_bytes`
+    /// of dynamic shared memory.
+    Coop {
+        grid: Dim3,
+        block: Dim3,
+        shared_bytes: u32,
+    },
 }
 
 /// A generated program: the PTX, and its body lines (what a shrinker may delete).
@@ -336,6 +352,12 @@ fn prologue() -> String {
         "  mul.wide.u32 %t64, %t, {IN_BYTES};\n  add.u64 %in, %in, %t64;\n  \
          mul.wide.u32 %t64, %t, {OUT_BYTES};\n  add.u64 %out, %out, %t64;\n"
     );
+    s + &load_registers()
+}
+
+/// The loads of every register from the thread's input slot at `%in`, and the predicates.
+fn load_registers() -> String {
+    let mut s = String::new();
     let mut at = 0;
     for (class, n, ty) in CLASSES {
         for k in 0..n {
@@ -349,7 +371,8 @@ fn prologue() -> String {
     s
 }
 
-fn epilogue() -> String {
+/// The stores of every register to the thread's output slot at `%out`.
+fn store_registers() -> String {
     let mut s = String::new();
     let mut at = 0;
     for (class, n, ty) in CLASSES {
@@ -362,7 +385,11 @@ fn epilogue() -> String {
         s += &format!("  selp.u32 %t, 1, 0, %p{k};\n  st.global.u32 [%out+{at}], %t;\n");
         at += 4;
     }
-    s + "  ret;\n}\n"
+    s
+}
+
+fn epilogue() -> String {
+    store_registers() + "  ret;\n}\n"
 }
 
 struct Gen<'r> {
@@ -915,7 +942,13 @@ impl Gen<'_> {
     fn memory(&mut self) {
         let off = IN_BYTES + P * 4 + 8 * self.rng.below((SCRATCH / 8) as u64) as usize;
         let loc = 8 * self.rng.below((LOCAL / 8) as u64) as usize;
-        let text = match self.rng.below(10) {
+        // The helper has no `%out` (it would fault on every call): its own `.local` only.
+        let case = if self.calls {
+            self.rng.below(10)
+        } else {
+            4 + self.rng.below(3)
+        };
+        let text = match case {
             0 => {
                 let order = self.store_order();
                 format!("st{order}.global.b32 [%out+{off}], {};", self.r())

@@ -72,6 +72,17 @@ impl CheckPlan {
             if labels.contains(&i) {
                 plan.close_all(&mut open);
             }
+            // Each base register of a `.shared` access has a slot of its own too (among the
+            // shared-space slots), so that two shared arrays read in turn do not evict each
+            // other.
+            if let Inst::Ld { space: Some(Space::Shared), addr, .. }
+            | Inst::St { space: Some(Space::Shared), addr, .. }
+            | Inst::Atom { space: Some(Space::Shared), addr, .. } = &ins.inst
+                && let AddrBase::Reg(reg) = addr.base
+            {
+                let next = plan.slots.len() % OTHER_SLOT;
+                plan.slots.entry(reg).or_insert(next);
+            }
             if let Some((reg, offset, size)) = run_candidate(&ins.inst) {
                 let next = plan.slots.len() % OTHER_SLOT;
                 plan.slots.entry(reg).or_insert(next);

@@ -538,8 +538,8 @@ impl Engine for Jit {
                         ctx.params = params_base;
                         ctx.depth = 0;
                         ctx.own.clear();
-                        // The slots may hold the last block's shared variables.
-                        ctx.hits = Default::default();
+                        // The shared-space slots may hold the last block's variables.
+                        ctx.hits[runtime::HIT_AREAS..].fill([0; 2]);
                         // A fresh, zeroed window; its variables are the bottom of the
                         // thread's own areas (frames come and go above them).
                         let window = window_size.map(aligned_bytes);

@@ -653,27 +653,7 @@ impl Coop<'_> {
     /// `atom` or `red` on a word of `sh` (or `dyn`): at a fixed offset, at a random word,
     /// or through a generic address.
     fn atomic(&mut self) {
-        let (op, ty) = *self.rng().pick(&[
-            ("and", "b32"),
-            ("or", "b64"),
-            ("xor", "b32"),
-            ("exch", "b32"),
-            ("exch", "b64"),
-            ("cas", "b32"),
-            ("cas", "b64"),
-            ("add", "u32"),
-            ("add", "u32"),
-            ("add", "s32"),
-            ("add", "u64"),
-            ("add", "f32"),
-            ("add", "f64"),
-            ("inc", "u32"),
-            ("dec", "u32"),
-            ("min", "s32"),
-            ("min", "u64"),
-            ("max", "u32"),
-            ("max", "s64"),
-        ]);
+        let (op, ty) = *self.rng().pick(super::ATOMIC_FORMS);
         let wide = ty.ends_with("64");
         let size: u64 = if wide { 8 } else { 4 };
         let mut ins = Vec::new();

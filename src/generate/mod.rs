@@ -21,6 +21,29 @@ pub use coop::{COOP_OUT_BYTES, coop_program};
 use crate::ast::Type;
 use crate::engine::Dim3;
 
+/// (operation, type) pairs of `atom` the generators draw from: each operation with types the
+/// manual gives it.
+const ATOMIC_FORMS: &[(&str, &str)] = &[
+    ("and", "b32"),
+    ("or", "b64"),
+    ("xor", "b32"),
+    ("exch", "b32"),
+    ("exch", "b64"),
+    ("cas", "b32"),
+    ("cas", "b64"),
+    ("add", "u32"),
+    ("add", "s32"),
+    ("add", "u64"),
+    ("add", "f32"),
+    ("add", "f64"),
+    ("inc", "u32"),
+    ("dec", "u32"),
+    ("min", "s32"),
+    ("min", "u64"),
+    ("max", "u32"),
+    ("max", "s64"),
+];
+
 /// A small deterministic generator (xorshift64*).
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
@@ -999,26 +1022,7 @@ impl Gen<'_> {
     /// `atom` (or now and then `red`, or generic addressing) on the thread's scratch at `off`
     /// (8-aligned), of any operation and type the manual allows.
     fn atomic(&mut self, off: usize) -> String {
-        let (op, ty) = *self.rng.pick(&[
-            ("and", "b32"),
-            ("or", "b64"),
-            ("xor", "b32"),
-            ("exch", "b32"),
-            ("exch", "b64"),
-            ("cas", "b32"),
-            ("cas", "b64"),
-            ("add", "u32"),
-            ("add", "s32"),
-            ("add", "u64"),
-            ("add", "f32"),
-            ("add", "f64"),
-            ("inc", "u32"),
-            ("dec", "u32"),
-            ("min", "s32"),
-            ("min", "u64"),
-            ("max", "u32"),
-            ("max", "s64"),
-        ]);
+        let (op, ty) = *self.rng.pick(ATOMIC_FORMS);
         let mut reg = || match ty {
             "f32" => self.f(),
             "f64" => self.fd(),

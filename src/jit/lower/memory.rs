@@ -75,9 +75,21 @@ impl CheckPlan {
             // Each base register of a `.shared` access has a slot of its own too (among the
             // shared-space slots), so that two shared arrays read in turn do not evict each
             // other.
-            if let Inst::Ld { space: Some(Space::Shared), addr, .. }
-            | Inst::St { space: Some(Space::Shared), addr, .. }
-            | Inst::Atom { space: Some(Space::Shared), addr, .. } = &ins.inst
+            if let Inst::Ld {
+                space: Some(Space::Shared),
+                addr,
+                ..
+            }
+            | Inst::St {
+                space: Some(Space::Shared),
+                addr,
+                ..
+            }
+            | Inst::Atom {
+                space: Some(Space::Shared),
+                addr,
+                ..
+            } = &ins.inst
                 && let AddrBase::Reg(reg) = addr.base
             {
                 let next = plan.slots.len() % OTHER_SLOT;

@@ -637,3 +637,35 @@ fn isspacep_knows_local_memory_unchecked_too() {
     .unwrap();
     assert_eq!(out, [1, 0, 0, 0, 0, 0, 0, 0]);
 }
+
+/// A `.func` called from the host runs as the one thread of a block of its own: it has a
+/// zeroed shared window, and its shared accesses are checked like a kernel's.
+#[test]
+fn host_calls_have_a_shared_window() {
+    let ptx = format!(
+        "{HEAD}.shared .align 4 .b32 box[4];\n.visible .func (.param .b32 r) f(.param .b32 a)\n{{\n  \
+         .reg .b32 %r<6>;\n  ld.param.b32 %r1, [a];\n  ld.shared.b32 %r2, [box+8];\n  \
+         st.shared.b32 [box+8], %r1;\n  ld.shared.b32 %r3, [box+8];\n  \
+         mov.u32 %r4, %total_smem_size;\n  mad.lo.u32 %r5, %r4, 1000, %r3;\n  add.u32 %r5, %r5, %r2;\n  \
+         st.param.b32 [r], %r5;\n  ret;\n}}\n\
+         .visible .func (.param .b32 r) g(.param .b32 a)\n{{\n  .reg .b32 %r<2>;\n  \
+         ld.param.b32 %r1, [a];\n  st.shared.b32 [%r1], %r1;\n  st.param.b32 [r], %r1;\n  ret;\n}}\n"
+    );
+    for (name, e) in engines(&ptx) {
+        // Each call starts from zeros: 16 bytes of shared memory, then 7 stored and read.
+        for _ in 0..2 {
+            let r = e.call("f", &[ptxjit::Value::u32(7)]).unwrap();
+            assert_eq!(
+                r,
+                [ptxjit::Value::new(ptxjit::ast::Type::B32, 16_007)],
+                "{name}"
+            );
+        }
+        // Past `box` (16 bytes) is out of bounds.
+        let err = e
+            .call("g", &[ptxjit::Value::u32(16)])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(".shared variable `box`"), "{name}: {err}");
+    }
+}

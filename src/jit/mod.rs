@@ -292,6 +292,60 @@ impl Jit {
     }
 }
 
+/// A block's shared window as a launch or call lays it out (see [`crate::block`]): its
+/// variables' areas at offsets from the window's base, its size, and the special registers
+/// that tell them.
+struct Window {
+    areas: Vec<JitArea>,
+    /// None when the module has no shared memory.
+    size: Option<usize>,
+    dynamic: u32,
+    total: u32,
+}
+
+impl Window {
+    fn of(layout: &SharedLayout, dynamic: u32) -> Window {
+        let areas: Vec<JitArea> = layout
+            .sized(dynamic)
+            .map(|v| JitArea {
+                extent: Extent {
+                    base: v.offset as u64,
+                    size: v.size as usize,
+                    space: Space::Shared,
+                    writable: true,
+                },
+                name: AreaName::text(v.name),
+            })
+            .collect();
+        Window {
+            size: (!areas.is_empty()).then(|| layout.window_size(dynamic) as usize),
+            areas,
+            dynamic,
+            total: layout.static_bytes + dynamic,
+        }
+    }
+
+    /// A fresh, zeroed window for the block `ctx` runs: its variables become the bottom of
+    /// the context's own areas (frames come and go above them). The window must live as
+    /// long as the block runs.
+    fn open(&self, ctx: &mut ThreadCtx) -> Option<Vec<u128>> {
+        let window = self.size.map(aligned_bytes);
+        ctx.shared_base = window.as_ref().map_or(0, |w| w.as_ptr() as u64);
+        ctx.dynamic_smem = self.dynamic;
+        ctx.total_smem = self.total;
+        for a in &self.areas {
+            ctx.own.push(JitArea {
+                extent: Extent {
+                    base: ctx.shared_base + a.extent.base,
+                    ..a.extent
+                },
+                name: a.name.clone(),
+            });
+        }
+        window
+    }
+}
+
 /// The fault a helper recorded, at its PTX instruction.
 fn locate(module: &Module, f: PendingFault, ctaid: [u32; 3], tid: [u32; 3]) -> Fault {
     let func = module.func(FuncId(f.site.func));
@@ -409,8 +463,12 @@ impl Engine for Jit {
         let args_at = bytes.as_mut_ptr() as usize;
         let rets_at = args_at + layout.args_size as usize;
         let (areas, info) = (&*self.call_areas, &*self.info);
+        // A host call runs as the one thread of a block of its own, with a shared window.
+        let window = Window::of(&self.shared_layout, 0);
+        let window = &window;
         let fault = self.on_stack(move || {
             let mut ctx = ThreadCtx::new(areas, info);
+            let _window = window.open(&mut ctx);
             // SAFETY: `entry` is the finalized internal function of this `.func`, compiled
             // with the signature `InternalFunc`; the two buffers lie in `buf`, which has the
             // sizes its layout needs and outlives this closure (the caller waits for it); the
@@ -507,23 +565,8 @@ impl Engine for Jit {
         let lanes_ref = &self.lane_threads;
         let module = &self.module;
         let step = self.step_layouts[id.0 as usize];
-        // The block's shared window: its areas at offsets from the window's base, and size.
-        let window_areas: Vec<JitArea> = self
-            .shared_layout
-            .sized(shared_bytes)
-            .map(|v| JitArea {
-                extent: Extent {
-                    base: v.offset as u64,
-                    size: v.size as usize,
-                    space: Space::Shared,
-                    writable: true,
-                },
-                name: AreaName::text(v.name),
-            })
-            .collect();
-        let window_size = (!window_areas.is_empty())
-            .then(|| self.shared_layout.window_size(shared_bytes) as usize);
-        let total_smem = self.shared_layout.static_bytes + shared_bytes;
+        let window = Window::of(&self.shared_layout, shared_bytes);
+        let window = &window;
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling (as the interpreter).
         let fault = self.on_stack(|| {
@@ -540,21 +583,7 @@ impl Engine for Jit {
                         ctx.own.clear();
                         // The shared-space slots may hold the last block's variables.
                         ctx.hits[runtime::HIT_AREAS..].fill([0; 2]);
-                        // A fresh, zeroed window; its variables are the bottom of the
-                        // thread's own areas (frames come and go above them).
-                        let window = window_size.map(aligned_bytes);
-                        ctx.shared_base = window.as_ref().map_or(0, |w| w.as_ptr() as u64);
-                        ctx.dynamic_smem = shared_bytes;
-                        ctx.total_smem = total_smem;
-                        for a in &window_areas {
-                            ctx.own.push(JitArea {
-                                extent: Extent {
-                                    base: ctx.shared_base + a.extent.base,
-                                    ..a.extent
-                                },
-                                name: a.name.clone(),
-                            });
-                        }
+                        let window = window.open(ctx);
                         let ended = match step {
                             Some(layout) => {
                                 // SAFETY: `entry` is this kernel's finalized round function

@@ -669,3 +669,18 @@ fn host_calls_have_a_shared_window() {
         assert!(err.contains(".shared variable `box`"), "{name}: {err}");
     }
 }
+
+/// `elect.sync _|%p`: the leader's lane number may be discarded (ptxas accepts the sink).
+#[test]
+fn elect_with_a_discarded_leader() {
+    let ptx = kernel(
+        "",
+        "  setp.ge.u32 %p1, %r0, 5;
+  @%p1 elect.sync _|%p2, -1;
+  selp.u32 %r3, 1, 0, %p2;
+  st.global.u32 [%rd1], %r3;",
+    );
+    // Lanes 5..39 of two warps run the elect; lane 5 leads the first, lane 32 the second.
+    let want: Vec<u32> = (0..40).map(|t| (t == 5 || t == 32) as u32).collect();
+    expect_out(&ptx, "k", 1, Dim3::x(40), 0, &want);
+}

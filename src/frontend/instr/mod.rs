@@ -32,6 +32,8 @@ pub(crate) enum Raw {
     Func(FuncId),
     List(Vec<Opnd>),
     PredPair(RegId, RegId),
+    /// `_|%p`: a discarded result beside a predicate (`elect.sync`).
+    SinkPred(RegId),
 }
 
 #[derive(Clone, Debug)]
@@ -404,9 +406,12 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
         }
         Rule::pred_pair => {
             let mut it = inner.into_inner();
-            let p = reg(&it.next().unwrap())?;
+            let first = it.next().unwrap();
             let q = reg(&it.next().unwrap())?;
-            Raw::PredPair(p, q)
+            match first.as_str() {
+                "_" => Raw::SinkPred(q),
+                _ => Raw::PredPair(reg(&first)?, q),
+            }
         }
         Rule::not_reg => Raw::Op(Operand::NotPred(reg(&inner.into_inner().next().unwrap())?)),
         Rule::neg_reg => {

@@ -20,7 +20,18 @@ fn dst_and_pred(cx: &Cx, o: &Opnd, ty: Type, pred_ok: bool) -> R<(Operand, Opera
             cx.reg_of(&as_opnd(*p), Type::Pred, Fit::Exact)?;
             Ok((Operand::Reg(*d), Operand::Reg(*p)))
         }
-        Raw::PredPair(..) => err(
+        Raw::SinkPred(p) if pred_ok => {
+            let p = Opnd {
+                raw: Raw::Op(Operand::Reg(*p)),
+                span: o.span,
+            };
+            cx.reg_of(&p, Type::Pred, Fit::Exact)?;
+            let Raw::Op(p) = p.raw else {
+                unreachable!("built above")
+            };
+            Ok((Operand::Sink, p))
+        }
+        Raw::PredPair(..) | Raw::SinkPred(_) => err(
             o.span,
             format!("`{}` has no predicate result `|p`", cx.opcode),
         ),
@@ -208,7 +219,7 @@ pub(super) fn elect(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     }
     cx.count(ops, 2)?;
     let (d, p) = match &ops[0].raw {
-        Raw::PredPair(..) => dst_and_pred(cx, &ops[0], Type::B32, true)?,
+        Raw::PredPair(..) | Raw::SinkPred(_) => dst_and_pred(cx, &ops[0], Type::B32, true)?,
         _ => return err(ops[0].span, "`elect.sync` writes `d|p`"),
     };
     Ok(sync(

@@ -4,7 +4,7 @@
 //! function with its listing, and the finalized entry points.
 
 use super::layout::{self, FrameLayout};
-use super::lower::sync::{StepLayout, step_signature};
+use super::lower::sync::{StepLayout, round_signature};
 use super::lower::{
     HELPERS, Lower, Refused, Shared, internal_signature, lanes_signature, signature,
 };
@@ -251,7 +251,7 @@ impl Declared {
     /// The signature of function `i`'s code: a round function for a cooperative kernel.
     pub fn code_signature(&self, i: usize, kind: FuncKind) -> ir::Signature {
         if self.cooperative[i] {
-            step_signature(self.cc)
+            round_signature(self.cc)
         } else {
             internal_signature(self.cc, kind)
         }

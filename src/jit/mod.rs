@@ -118,7 +118,7 @@ pub struct Jit {
     lanes_report: Vec<(String, Option<String>)>,
     /// Threads run in lanes by all launches so far.
     lane_threads: std::sync::atomic::AtomicU64,
-    /// The thread state of each cooperative kernel's step function.
+    /// The thread state of each cooperative kernel's round function.
     step_layouts: Vec<Option<StepLayout>>,
     /// Where `.shared` variables lie in a block's window.
     shared_layout: SharedLayout,

@@ -193,7 +193,7 @@ pub struct Lower<'a, 'f> {
     checks: memory::CheckPlan,
     refs: HashMap<&'static str, FuncRef>,
     callees: HashMap<u32, FuncRef>,
-    /// In a step function (a kernel with sync points, see [`sync`]): the thread's state
+    /// In a round function (a kernel with sync points, see [`sync`]): the running thread's state
     /// and the resume points lowered so far.
     step: Option<sync::Step>,
     /// Narrow integer values whose zero extension to i64 is already in a register (the
@@ -224,7 +224,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let (mut l, entry) = Lower::new(b, sh, jm, fid);
         match l.f.kind {
             FuncKind::Func => l.func_body(entry),
-            FuncKind::Entry if sh.cooperative[fid.0 as usize] => l.step_body(),
+            FuncKind::Entry if sh.cooperative[fid.0 as usize] => l.round_body(),
             FuncKind::Entry => l.kernel_body(),
         }
         l.seal_and_finalize();
@@ -261,7 +261,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 4,
             ))
         });
-        // A step function's frame is in the thread's state area (see `sync.rs`).
+        // A round function's frames are in the threads' state areas (see `sync.rs`).
         let frame = if layout.frame_size > 0 && !sh.cooperative[fid.0 as usize] {
             let slot = b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,

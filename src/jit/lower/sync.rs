@@ -1,4 +1,4 @@
-//! Kernels with barriers and warp collectives, lowered as resumable *step functions*, and
+//! Kernels with barriers and warp collectives, lowered as resumable *round functions*, and
 //! the lowering of the instructions that reach the block's shared memory.
 //!
 //! A cooperative kernel (one with an [`Inst::Sync`]) becomes a *round function*
@@ -171,7 +171,7 @@ fn slot_field(offset: usize) -> i32 {
 
 impl Lower<'_, '_> {
     /// A cooperative kernel's round function (see the module documentation).
-    pub(super) fn step_body(&mut self) {
+    pub(super) fn round_body(&mut self) {
         let entry = self
             .b
             .current_block()
@@ -440,7 +440,7 @@ impl Lower<'_, '_> {
 }
 
 /// The signature of a round function: `(ctx, slots, states, n) -> status`.
-pub fn step_signature(cc: cranelift_codegen::isa::CallConv) -> ir::Signature {
+pub fn round_signature(cc: cranelift_codegen::isa::CallConv) -> ir::Signature {
     super::signature(
         cc,
         &[types::I64, types::I64, types::I64, types::I32],

@@ -6,10 +6,10 @@
 //       -DKERNEL_FILE='"reduce_sum.cu"' -DKERNEL_NAME=reduce_sum host.cpp
 //   ./a.out GX,GY,GZ BX,BY,BZ SHARED_BYTES ARG...
 //
-// SHARED_BYTES is the size of the launch's dynamic shared memory. A pointer parameter's ARG
-// is IN_PATH:OUT_PATH (the buffer is read from IN_PATH and written to OUT_PATH after the
-// run); a scalar's ARG is its value in decimal (or a float in any strtod form).
+// SHARED_BYTES is the size of the launch's dynamic shared memory; ARGs as ../host_args.h
+// reads them.
 #include KERNEL_FILE
+#include "../host_args.h"
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -20,13 +20,6 @@
 extern "C" char __start_coop_shared[] __attribute__((weak));
 extern "C" char __stop_coop_shared[] __attribute__((weak));
 
-struct Buffer {
-  std::string out;
-  std::vector<uint64_t> words;  // 8-byte aligned storage
-  size_t size;
-};
-static std::vector<Buffer> buffers;
-
 static dim3 parse_dim(const char *s) {
   dim3 d;
   if (sscanf(s, "%u,%u,%u", &d.x, &d.y, &d.z) != 3) {
@@ -34,36 +27,6 @@ static dim3 parse_dim(const char *s) {
     exit(2);
   }
   return d;
-}
-
-template <class T> T arg_from(const char *s) {
-  if constexpr (std::is_pointer_v<T>) {
-    std::string arg(s);
-    size_t colon = arg.rfind(':');
-    Buffer b;
-    b.out = arg.substr(colon + 1);
-    FILE *f = fopen(arg.substr(0, colon).c_str(), "rb");
-    if (!f) { perror("input"); exit(2); }
-    fseek(f, 0, SEEK_END);
-    b.size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    b.words.resize(b.size / 8 + 1);
-    if (fread(b.words.data(), 1, b.size, f) != b.size) { perror("read"); exit(2); }
-    fclose(f);
-    buffers.push_back(std::move(b));
-    return reinterpret_cast<T>(buffers.back().words.data());
-  } else if constexpr (std::is_floating_point_v<T>) {
-    return (T)strtod(s, nullptr);
-  } else if constexpr (std::is_signed_v<T>) {
-    return (T)strtoll(s, nullptr, 0);
-  } else {
-    return (T)strtoull(s, nullptr, 0);
-  }
-}
-
-template <class... A, size_t... I>
-std::tuple<A...> make_args(char **argv, std::index_sequence<I...>) {
-  return std::tuple<A...>{arg_from<A>(argv[I])...};
 }
 
 // Poison for shared memory at the start of each block (no kernel may read what it did not
@@ -116,11 +79,7 @@ template <class... A> void launch(void (*kernel)(A...), int argc, char **argv) {
           });
         for (auto &th : pool) th.join();
       }
-  for (auto &b : buffers) {
-    FILE *f = fopen(b.out.c_str(), "wb");
-    if (!f || fwrite(b.words.data(), 1, b.size, f) != b.size) { perror("output"); exit(2); }
-    fclose(f);
-  }
+  write_buffers();
 }
 
 int main(int argc, char **argv) { launch(KERNEL_NAME, argc, argv); }

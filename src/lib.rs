@@ -11,6 +11,7 @@ pub mod generate;
 pub mod interp;
 pub mod jit;
 pub mod memcheck;
+pub mod signature;
 pub mod softfloat;
 
 pub use ast::Module;
@@ -18,6 +19,7 @@ pub use engine::{Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value};
 pub use frontend::ParseError;
 pub use interp::Interpreter;
 pub use jit::{Jit, JitOptions};
+pub use signature::{FunctionInfo, ParamInfo};
 
 impl Module {
     /// Parses and validates PTX text; `path` names it in diagnostics.

@@ -4,6 +4,7 @@
 use crate::ast::{FuncId, FuncKind, Function, Module, Param, Source, Span, Type, TypeKind};
 use crate::block::SharedLayout;
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 
 /// Deepest chain of PTX calls a thread may make before the launch faults (both engines).
 pub const MAX_CALL_DEPTH: usize = 256;
@@ -142,12 +143,16 @@ pub enum RunError {
     Usage(String),
     /// The PTX faulted while running.
     Fault(Box<Fault>, Box<Source>),
+    /// The launch was stopped (its `stop` flag set) before every block had run; the blocks
+    /// that had started ran to their end.
+    Interrupted,
 }
 
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RunError::Usage(m) => write!(f, "error: {m}"),
+            RunError::Interrupted => write!(f, "error: the launch was interrupted"),
             RunError::Fault(fault, source) => {
                 crate::frontend::diag::render(source, fault.span, &fault.message, f)?;
                 write!(
@@ -182,13 +187,24 @@ pub struct LaunchConfig {
 pub trait Engine {
     /// Calls a `.func` with scalar arguments; returns its return values in order.
     fn call(&self, func: &str, args: &[Value]) -> Result<Vec<Value>, RunError>;
+    /// Launches an `.entry` as `config` says; once `stop` is set no further block starts,
+    /// and the launch ends with [`RunError::Interrupted`] (how a host answers Ctrl-C).
+    fn launch_until(
+        &self,
+        kernel: &str,
+        config: LaunchConfig,
+        args: &mut [Arg],
+        stop: &AtomicBool,
+    ) -> Result<(), RunError>;
     /// Launches an `.entry` as `config` says.
     fn launch_with(
         &self,
         kernel: &str,
         config: LaunchConfig,
         args: &mut [Arg],
-    ) -> Result<(), RunError>;
+    ) -> Result<(), RunError> {
+        self.launch_until(kernel, config, args, &AtomicBool::new(false))
+    }
     /// Launches an `.entry` over `grid` blocks of `block` threads, without dynamic shared
     /// memory.
     fn launch(

@@ -186,7 +186,7 @@ impl From<RunError> for Exit {
     fn from(e: RunError) -> Exit {
         match e {
             RunError::Usage(_) => Exit(2, e.to_string()),
-            RunError::Fault(..) => Exit(1, e.to_string()),
+            RunError::Fault(..) | RunError::Interrupted => Exit(1, e.to_string()),
         }
     }
 }

@@ -32,7 +32,7 @@ use decode::{Decoded, Dst, Fill, Kind, Op};
 use memory::{BlockMemory, Region, SharedMemory};
 use rayon::prelude::*;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use crate::engine::MAX_CALL_DEPTH;
@@ -150,11 +150,12 @@ impl Engine for Interpreter {
             .collect())
     }
 
-    fn launch_with(
+    fn launch_until(
         &self,
         name: &str,
         config: LaunchConfig,
         args: &mut [Arg],
+        stop: &AtomicBool,
     ) -> Result<(), RunError> {
         let (id, func) =
             launched_kernel(&self.module, name, config, &self.shared_layout, args.len())?;
@@ -201,9 +202,14 @@ impl Engine for Interpreter {
         let cooperative = has_sync_points(func);
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling.
+        let skipped = AtomicBool::new(false);
         let results: Vec<Result<(), Fault>> = (0..grid.count())
             .into_par_iter()
             .map(|b| {
+                if stop.load(Ordering::Relaxed) {
+                    skipped.store(true, Ordering::Relaxed);
+                    return Ok(());
+                }
                 let block_memory = BlockMemory::new(&self.shared_layout, shared_bytes);
                 let ctaid = grid.point(b);
                 if cooperative {
@@ -231,6 +237,7 @@ impl Engine for Interpreter {
         }
         match results.into_iter().find_map(Result::err) {
             Some(f) => Err(self.fault(f)),
+            None if skipped.load(Ordering::Relaxed) => Err(RunError::Interrupted),
             None => Ok(()),
         }
     }

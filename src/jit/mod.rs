@@ -33,7 +33,7 @@ use lower::Shared;
 use lower::sync::StepLayout;
 use rayon::prelude::*;
 use runtime::{AreaName, JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// What to print of the compiled code.
@@ -93,11 +93,16 @@ pub struct CompileStats {
 }
 
 /// A PTX module compiled to native code.
+///
+/// A `Jit` is `Send + Sync`: host threads may launch kernels and call functions of one
+/// compiled module at the same time (each launch and call has its own thread contexts).
+/// Module variables (`.global`, `.const`) are one copy shared by all of them, as on a GPU
+/// running kernels concurrently, so unsynchronized writes to them race as they would there.
 pub struct Jit {
     module: Module,
     options: JitOptions,
     /// Owns the code; freed on drop.
-    code: Option<JITModule>,
+    code: Option<FinishedCode>,
     /// Internal entry of each PTX function (None for prototypes).
     internal: Vec<Option<usize>>,
     /// Host wrapper of each `.func`.
@@ -145,9 +150,22 @@ fn big_stack_pool() -> &'static rayon::ThreadPool {
     })
 }
 
+/// The code module once its definitions are finalized: from then on nothing reads or changes
+/// it (the Jit keeps the entry points as plain addresses) until drop frees its memory.
+struct FinishedCode(JITModule);
+
+// SAFETY: after finalization the JITModule is never used through a shared reference (no
+// method of it is called until `Jit::drop`, which owns it), so sharing `&FinishedCode`
+// between threads shares nothing; sending it moves heap allocations and mapped code pages,
+// which any thread may free. The finalized code itself only reads the Jit's immutable data
+// and per-thread contexts, which is what makes concurrent launches and calls sound.
+unsafe impl Send for FinishedCode {}
+// SAFETY: as for Send: no `&self` access to the JITModule exists.
+unsafe impl Sync for FinishedCode {}
+
 impl Drop for Jit {
     fn drop(&mut self) {
-        if let Some(code) = self.code.take() {
+        if let Some(FinishedCode(code)) = self.code.take() {
             // SAFETY: the code's pointers are only reachable through `self` (launches and
             // calls borrow it; typed handles borrow it; raw pointers are documented as valid
             // while the Jit lives), so nothing can run this code any more.
@@ -234,7 +252,7 @@ impl Jit {
         Ok(Jit {
             module,
             options,
-            code: Some(jm),
+            code: Some(FinishedCode(jm)),
             internal,
             hosts,
             layouts: frames.layouts,
@@ -503,11 +521,12 @@ impl Engine for Jit {
         Some(Jit::lane_threads(self))
     }
 
-    fn launch_with(
+    fn launch_until(
         &self,
         name: &str,
         config: LaunchConfig,
         args: &mut [Arg],
+        stop: &AtomicBool,
     ) -> Result<(), RunError> {
         let (id, func) =
             launched_kernel(&self.module, name, config, &self.shared_layout, args.len())?;
@@ -569,12 +588,17 @@ impl Engine for Jit {
         let window = &window;
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling (as the interpreter).
+        let skipped = &AtomicBool::new(false);
         let fault = self.on_stack(|| {
             (0..grid.count())
                 .into_par_iter()
                 .map_init(
                     || (ThreadCtx::new(shared_ref, info), Vec::new()),
                     |(ctx, states), b| {
+                        if stop.load(Ordering::Relaxed) {
+                            skipped.store(true, Ordering::Relaxed);
+                            return None;
+                        }
                         ctx.ctaid = grid.point(b);
                         ctx.ntid = [block.x, block.y, block.z];
                         ctx.nctaid = [grid.x, grid.y, grid.z];
@@ -636,6 +660,7 @@ impl Engine for Jit {
         drop(block_params);
         match fault {
             Some((_, f)) => Err(self.run_error(f)),
+            None if skipped.load(Ordering::Relaxed) => Err(RunError::Interrupted),
             None => Ok(()),
         }
     }

@@ -11,6 +11,7 @@
 //! launches. It shares nothing with the JIT's lowering but the AST and the soft-float module.
 
 mod atomic;
+pub mod bits;
 pub mod convert;
 mod decode;
 pub use decode::access_space;
@@ -841,6 +842,13 @@ impl<'a> Thread<'a> {
             Kind::Sync { .. } => {
                 return Ok(Next::Stop([src!(0), src!(1), src!(2), src!(3)]));
             }
+            Kind::Compute { op: c } => {
+                let (v, p) = bits::compute(c, [src!(0), src!(1), src!(2), src!(3)]);
+                d.write(&mut fr.regs, v);
+                op.dst[1].write(&mut fr.regs, p as u64);
+                return Ok(Next::Continue);
+            }
+            Kind::Hint => return Ok(Next::Continue),
             Kind::Bra { target } => return Ok(Next::Jump(target)),
             Kind::Fence => {
                 // Orders this thread's accesses (relaxed atomic bytes) against other

@@ -7,10 +7,12 @@
 //! the dispatch on the opcode. Each family's forms are in a file of their own, beside the
 //! interpreter's and the lowering's: `int.rs`, `float.rs`, `convert.rs` (`cvt`, `setp`,
 //! `selp`, `slct`), `memory.rs` (`mov`, `ld`, `st`, `cvta`), `atomic.rs` (`atom`, `red`,
-//! `fence`), `video.rs`, `sync.rs` (barriers and warp collectives), `control.rs` (`bra`,
+//! `fence`), `bits.rs` (`lop3`, `bfind`, `dp4a` and the other pure computations, and the
+//! hints), `video.rs`, `sync.rs` (barriers and warp collectives), `control.rs` (`bra`,
 //! `call`, `ret`, `exit`).
 
 mod atomic;
+mod bits;
 mod control;
 mod convert;
 mod float;
@@ -313,6 +315,37 @@ impl Cx<'_, '_, '_> {
         }
     }
 
+    /// `d` or `d|p`: a destination of type `ty` and an optional predicate beside it.
+    fn dst_and_pred(&self, o: &Opnd, ty: Type, pred_ok: bool) -> R<(Operand, Operand)> {
+        match &o.raw {
+            Raw::PredPair(d, p) if pred_ok => {
+                let as_opnd = |r: RegId| Opnd {
+                    raw: Raw::Op(Operand::Reg(r)),
+                    span: o.span,
+                };
+                self.reg_of(&as_opnd(*d), ty, Fit::Exact)?;
+                self.reg_of(&as_opnd(*p), Type::Pred, Fit::Exact)?;
+                Ok((Operand::Reg(*d), Operand::Reg(*p)))
+            }
+            Raw::SinkPred(p) if pred_ok => {
+                let p = Opnd {
+                    raw: Raw::Op(Operand::Reg(*p)),
+                    span: o.span,
+                };
+                self.reg_of(&p, Type::Pred, Fit::Exact)?;
+                let Raw::Op(p) = p.raw else {
+                    unreachable!("built above")
+                };
+                Ok((Operand::Sink, p))
+            }
+            Raw::PredPair(..) | Raw::SinkPred(_) => err(
+                o.span,
+                format!("`{}` has no predicate result `|p`", self.opcode),
+            ),
+            _ => Ok((self.dst(o, ty)?, Operand::Sink)),
+        }
+    }
+
     /// `{a, b, ...}` with `n` registers of type `ty` (sinks allowed for destinations).
     fn vector(&self, o: &Opnd, n: usize, ty: Type, fit: Fit, sink_ok: bool) -> R<Operand> {
         match &o.raw {
@@ -607,7 +640,21 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
         "setp" => convert::setp(cx, ops),
         "selp" => convert::selp(cx, ops),
         "slct" => convert::slct(cx, ops),
+        "cvt" if cx.mods.iter().any(|(m, _)| *m == "pack") => {
+            cx.flag("pack");
+            bits::cvt_pack(cx, ops)
+        }
         "cvt" => convert::cvt(cx, ops),
+        "bfind" => bits::bfind(cx, ops),
+        "fns" => bits::fns(cx, ops),
+        "bmsk" | "szext" => bits::bmsk_szext(cx, ops),
+        "mul24" | "mad24" => bits::mul24(cx, ops),
+        "sad" => bits::sad(cx, ops),
+        "dp4a" | "dp2a" => bits::dot(cx, ops),
+        "lop3" => bits::lop3(cx, ops),
+        "copysign" => bits::copysign(cx, ops),
+        "testp" => bits::testp(cx, ops),
+        "nanosleep" | "prefetch" | "prefetchu" => bits::hint(cx, ops),
         "vadd" | "vsub" | "vabsdiff" | "vmin" | "vmax" | "vshl" | "vshr" => video::video(cx, ops),
         "vset" => video::vset(cx, ops),
         "vmad" => video::vmad(cx, ops),

@@ -6,6 +6,7 @@
 //! [`memory`] (9.7.9), [`video`] (9.7.18.1).
 
 mod atomic;
+mod bits;
 mod convert;
 mod float;
 mod int;
@@ -58,6 +59,7 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
         ("rt_to_int", &[I32, I64, I32], &[I64]),
         ("rt_convert", &[I32, I64], &[I64]),
         ("rt_round_integral", &[I32, I64], &[I64]),
+        ("rt_fns", &[I32, I32, I32], &[I32]),
     ]
 };
 
@@ -702,6 +704,8 @@ impl<'a, 'f> Lower<'a, 'f> {
             Setp { .. } | Selp { .. } | Slct { .. } | Cvt { .. } => self.convert(inst),
             FloatBin { .. } | FloatUn { .. } | Fma { .. } => self.float(inst),
             Video { .. } | Vset { .. } | Vmad { .. } => self.video(inst),
+            Compute { .. } => self.compute(inst),
+            Hint => {}
             Bra { target, .. } => self.jump_away(labels[target.0 as usize]),
             Call {
                 func, rets, args, ..

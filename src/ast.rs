@@ -211,6 +211,27 @@ modifier_enum! {
         LanemaskEq = "lanemask_eq", LanemaskLe = "lanemask_le", LanemaskLt = "lanemask_lt",
         LanemaskGe = "lanemask_ge", LanemaskGt = "lanemask_gt",
         DynamicSmemSize = "dynamic_smem_size", TotalSmemSize = "total_smem_size",
+        Clock = "clock", ClockHi = "clock_hi", Clock64 = "clock64",
+        Globaltimer = "globaltimer", GlobaltimerLo = "globaltimer_lo",
+        GlobaltimerHi = "globaltimer_hi",
+    }
+}
+
+impl SpecialRegKind {
+    /// The register's width: 64 for `%clock64` and `%globaltimer`, 32 for the others.
+    pub fn bits(self) -> u32 {
+        match self {
+            SpecialRegKind::Clock64 | SpecialRegKind::Globaltimer => 64,
+            _ => 32,
+        }
+    }
+    /// Whether it reads a clock (a value that changes while a thread runs).
+    pub fn is_clock(self) -> bool {
+        use SpecialRegKind::*;
+        matches!(
+            self,
+            Clock | ClockHi | Clock64 | Globaltimer | GlobaltimerLo | GlobaltimerHi
+        )
     }
 }
 
@@ -737,7 +758,11 @@ pub enum ComputeOp {
     /// `cvt.pack.sat.T.s32{.b32} d, a, b{, c}`: a and b saturated to `bits`-bit integers
     /// (T is .u16 .s16 .u8 .s8 .u4 .s4 .u2 .s2) and packed, a above b, c's low bits above
     /// them.
-    CvtPack { bits: u8, signed: bool, with_c: bool },
+    CvtPack {
+        bits: u8,
+        signed: bool,
+        with_c: bool,
+    },
 }
 
 impl ComputeOp {
@@ -785,7 +810,11 @@ impl ComputeOp {
             ComputeOp::Bfind { .. } => Type::U32,
             ComputeOp::Fns | ComputeOp::Bmsk { .. } | ComputeOp::Lop3 { .. } => Type::B32,
             ComputeOp::Szext { signed, .. } | ComputeOp::Mul24 { signed, .. } => {
-                if signed { Type::S32 } else { Type::U32 }
+                if signed {
+                    Type::S32
+                } else {
+                    Type::U32
+                }
             }
             ComputeOp::Dot {
                 a_signed, b_signed, ..

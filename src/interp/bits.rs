@@ -25,7 +25,10 @@ pub fn compute(op: ComputeOp, s: [u64; 4]) -> (u64, bool) {
             sat,
         } => {
             let c = if add { s[2] as u32 } else { 0 };
-            (mul24(hi, signed, sat, s[0] as u32, s[1] as u32, c) as u64, false)
+            (
+                mul24(hi, signed, sat, s[0] as u32, s[1] as u32, c) as u64,
+                false,
+            )
         }
         ComputeOp::Sad { ty } => (sad(ty, s[0], s[1], s[2]), false),
         ComputeOp::Dot {
@@ -33,7 +36,14 @@ pub fn compute(op: ComputeOp, s: [u64; 4]) -> (u64, bool) {
             a_signed,
             b_signed,
         } => (
-            dot(half, a_signed, b_signed, s[0] as u32, s[1] as u32, s[2] as u32) as u64,
+            dot(
+                half,
+                a_signed,
+                b_signed,
+                s[0] as u32,
+                s[1] as u32,
+                s[2] as u32,
+            ) as u64,
             false,
         ),
         ComputeOp::Lop3 { lut, combine } => {
@@ -56,7 +66,13 @@ pub fn compute(op: ComputeOp, s: [u64; 4]) -> (u64, bool) {
             with_c,
         } => {
             let c = if with_c { s[2] as u32 } else { 0 };
-            let packed = cvt_pack(bits as u32, signed, s[0] as u32 as i32, s[1] as u32 as i32, c);
+            let packed = cvt_pack(
+                bits as u32,
+                signed,
+                s[0] as u32 as i32,
+                s[1] as u32 as i32,
+                c,
+            );
             (packed as u64, false)
         }
     }
@@ -176,11 +192,7 @@ fn sad(ty: Type, a: u64, b: u64, c: u64) -> u64 {
 fn dot(half: Option<bool>, a_signed: bool, b_signed: bool, a: u32, b: u32, c: u32) -> u32 {
     let part = |x: u32, i: u32, bits: u32, signed: bool| {
         let v = ((x >> (i * bits)) as u64) & ((1 << bits) - 1);
-        if signed {
-            sext(v, bits)
-        } else {
-            v as i64
-        }
+        if signed { sext(v, bits) } else { v as i64 }
     };
     let mut d = c as i64;
     match half {

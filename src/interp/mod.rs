@@ -244,6 +244,32 @@ impl Engine for Interpreter {
     }
 }
 
+/// The clocks (PTX ISA, Special Registers: %clock, %clock_hi, %clock64, %globaltimer):
+/// `%clock64` counts nanoseconds of the host's monotonic clock since the first reading in the
+/// process (a 1 GHz cycle counter, the same for every thread), `%clock` and `%clock_hi` are
+/// its low and high 32 bits; `%globaltimer` is nanoseconds since the Unix epoch, with its
+/// halves `%globaltimer_lo`/`_hi`. Both only grow within a thread, as on hardware; their
+/// values differ from run to run, so `diff` and the generator leave them out.
+pub fn clock(kind: SpecialRegKind) -> u64 {
+    use std::time::{Instant, SystemTime, UNIX_EPOCH};
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let cycles = || START.get_or_init(Instant::now).elapsed().as_nanos() as u64;
+    let timer = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    };
+    match kind {
+        SpecialRegKind::Clock64 => cycles(),
+        SpecialRegKind::Clock => cycles() & 0xffff_ffff,
+        SpecialRegKind::ClockHi => cycles() >> 32,
+        SpecialRegKind::Globaltimer => timer(),
+        SpecialRegKind::GlobaltimerLo => timer() & 0xffff_ffff,
+        SpecialRegKind::GlobaltimerHi => timer() >> 32,
+        other => unreachable!("%{} is not a clock", other.ptx()),
+    }
+}
+
 impl Interpreter {
     /// Runs a block of a kernel with barriers or warp collectives: every thread is a
     /// resumable activation, and the block schedule ([`schedule`]) decides who runs.
@@ -655,6 +681,7 @@ impl<'a> Thread<'a> {
             SpecialRegKind::TotalSmemSize => {
                 self.l.layout.static_bytes as u64 + self.l.shared_bytes as u64
             }
+            kind => clock(kind),
         }
     }
 

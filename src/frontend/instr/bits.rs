@@ -208,7 +208,8 @@ pub(super) fn cvt_pack(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     })?;
     let tys = cx.types();
     let types: Vec<Type> = tys.iter().map(|(t, _)| *t).collect();
-    let usage = "`cvt.pack.sat` takes .u16/.s16 with .s32, or .u8/.s8/.u4/.s4/.u2/.s2 with .s32.b32";
+    let usage =
+        "`cvt.pack.sat` takes .u16/.s16 with .s32, or .u8/.s8/.u4/.s4/.u2/.s2 with .s32.b32";
     let (bits, signed, with_c) = match (narrow, types.as_slice()) {
         (None, [d @ (Type::U16 | Type::S16), Type::S32]) => (16, d.is_signed(), false),
         (None, [d @ (Type::U8 | Type::S8), Type::S32, Type::B32]) => (8, d.is_signed(), true),

@@ -611,7 +611,7 @@ fn is_float_form(cx: &Cx) -> bool {
 fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
     match cx.opcode {
         "mov" => memory::mov(cx, ops),
-        "ld" | "st" => memory::ld_st(cx, ops),
+        "ld" | "st" | "ldu" => memory::ld_st(cx, ops),
         "cvta" => memory::cvta(cx, ops),
         "atom" | "red" => atomic::atom(cx, ops),
         "fence" | "membar" => atomic::fence(cx, ops),

@@ -198,7 +198,11 @@ impl Lower<'_, '_> {
         };
         let (x, y) = (operand(a), operand(b));
         let t = self.b.ins().imul(x, y);
-        let part = if hi { self.b.ins().sshr_imm_s(t, 16) } else { t };
+        let part = if hi {
+            self.b.ins().sshr_imm_s(t, 16)
+        } else {
+            t
+        };
         let part = self.b.ins().ireduce(types::I32, part);
         let Some(c) = c else { return part };
         if !sat {
@@ -340,15 +344,24 @@ impl Lower<'_, '_> {
             (types::I64, 52)
         };
         let bits = self.bitcast(it, a);
-        let abs = self.b.ins().band_imm_s(bits, (u64::MAX >> (65 - ty.bits())) as i64);
+        let abs = self
+            .b
+            .ins()
+            .band_imm_s(bits, (u64::MAX >> (65 - ty.bits())) as i64);
         let inf = ((1u64 << (ty.bits() - 1 - man_bits)) - 1) << man_bits;
         let min_normal = 1i64 << man_bits;
         use IntCC::*;
         match op {
             TestpOp::Finite => self.b.ins().icmp_imm_s(UnsignedLessThan, abs, inf as i64),
             TestpOp::Infinite => self.b.ins().icmp_imm_s(Equal, abs, inf as i64),
-            TestpOp::Number => self.b.ins().icmp_imm_s(UnsignedLessThanOrEqual, abs, inf as i64),
-            TestpOp::NotANumber => self.b.ins().icmp_imm_s(UnsignedGreaterThan, abs, inf as i64),
+            TestpOp::Number => self
+                .b
+                .ins()
+                .icmp_imm_s(UnsignedLessThanOrEqual, abs, inf as i64),
+            TestpOp::NotANumber => self
+                .b
+                .ins()
+                .icmp_imm_s(UnsignedGreaterThan, abs, inf as i64),
             TestpOp::Normal => {
                 let zero = self.b.ins().icmp_imm_s(Equal, abs, 0);
                 let above = self
@@ -368,14 +381,7 @@ impl Lower<'_, '_> {
     }
 
     /// `cvt.pack.sat`: a and b clamped to `bits`-bit integers, packed a above b, c above.
-    fn cvt_pack(
-        &mut self,
-        bits: u32,
-        signed: bool,
-        a: Value,
-        b: Value,
-        c: Option<Value>,
-    ) -> Value {
+    fn cvt_pack(&mut self, bits: u32, signed: bool, a: Value, b: Value, c: Option<Value>) -> Value {
         let (lo, hi) = if signed {
             (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
         } else {

@@ -1267,6 +1267,10 @@ pub struct Function {
     /// Label id → index of the instruction it precedes.
     pub labels: Vec<usize>,
     pub span: Span,
+    /// Why the function cannot run, when its body uses what ptxjit does not support yet (or
+    /// calls a function that does): it then has no body, and calling or launching it fails
+    /// with these located reasons while the rest of the module runs.
+    pub refused: Vec<crate::frontend::Diagnostic>,
 }
 
 impl Function {

@@ -540,7 +540,7 @@ pub(crate) fn build(fb: &mut FnBuilder, func: &Function, pair: Pair<Rule>) -> Op
             line,
         }),
         Err(d) => {
-            fb.err(d.span, d.message);
+            fb.report(d);
             None
         }
     }
@@ -600,6 +600,93 @@ fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<(Option<G
     cx.finish()?;
     Ok((guard, inst))
 }
+
+/// Every opcode [`opcode`] dispatches; any other is an unsupported instruction.
+pub(crate) const OPCODES: &[&str] = &[
+    "abs",
+    "activemask",
+    "add",
+    "addc",
+    "and",
+    "atom",
+    "bar",
+    "barrier",
+    "bfe",
+    "bfi",
+    "bfind",
+    "bmsk",
+    "bra",
+    "brev",
+    "call",
+    "clz",
+    "cnot",
+    "copysign",
+    "cos",
+    "cvt",
+    "cvta",
+    "div",
+    "dp2a",
+    "dp4a",
+    "elect",
+    "ex2",
+    "exit",
+    "fence",
+    "fma",
+    "fns",
+    "isspacep",
+    "ld",
+    "ldu",
+    "lg2",
+    "lop3",
+    "mad",
+    "mad24",
+    "madc",
+    "match",
+    "max",
+    "membar",
+    "min",
+    "mov",
+    "mul",
+    "mul24",
+    "nanosleep",
+    "neg",
+    "not",
+    "or",
+    "popc",
+    "prefetch",
+    "prefetchu",
+    "prmt",
+    "rcp",
+    "red",
+    "redux",
+    "rem",
+    "ret",
+    "rsqrt",
+    "sad",
+    "selp",
+    "setp",
+    "shf",
+    "shfl",
+    "sin",
+    "slct",
+    "sqrt",
+    "st",
+    "sub",
+    "subc",
+    "szext",
+    "testp",
+    "vabsdiff",
+    "vadd",
+    "vmad",
+    "vmax",
+    "vmin",
+    "vote",
+    "vset",
+    "vshl",
+    "vshr",
+    "vsub",
+    "xor",
+];
 
 /// Splits `add`, `mul`, … into their integer and float forms by the type modifier.
 fn is_float_form(cx: &Cx) -> bool {
@@ -661,6 +748,15 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
         "bra" => control::bra(cx, ops),
         "call" => control::call(cx, ops),
         "ret" | "exit" => control::ret_exit(cx, ops),
-        other => err(op_span, format!("unsupported instruction `{other}`")),
+        other => {
+            debug_assert!(
+                !OPCODES.contains(&other),
+                "`{other}` is listed but not dispatched"
+            );
+            Err(Diagnostic::unsupported(
+                op_span,
+                format!("unsupported instruction `{other}`"),
+            ))
+        }
     }
 }

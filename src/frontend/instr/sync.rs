@@ -7,6 +7,7 @@
 
 use super::{Cx, Opnd, R, Raw, err};
 use crate::ast::*;
+use crate::frontend::Diagnostic;
 
 /// Sources by the op's types (`ops` are the source operands only).
 fn sources(cx: &Cx, op: SyncOp, ops: &[Opnd]) -> R<Vec<Operand>> {
@@ -107,7 +108,10 @@ pub(super) fn bar(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 /// `shfl.sync.mode.b32 d[|p], a, b, c, membermask`.
 pub(super) fn shfl(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     if !cx.flag("sync") {
-        return err(cx.head, "only `shfl.sync` is supported (sm_70 and later)");
+        return Err(Diagnostic::unsupported(
+            cx.head,
+            "only `shfl.sync` is supported (sm_70 and later)",
+        ));
     }
     let Some(mode) = cx.pick(ShflMode::from_ptx)? else {
         return err(cx.head, "`shfl.sync` needs .up, .down, .bfly or .idx");
@@ -123,7 +127,10 @@ pub(super) fn shfl(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 /// membermask`.
 pub(super) fn vote(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     if !cx.flag("sync") {
-        return err(cx.head, "only `vote.sync` is supported (sm_70 and later)");
+        return Err(Diagnostic::unsupported(
+            cx.head,
+            "only `vote.sync` is supported (sm_70 and later)",
+        ));
     }
     let Some(mode) = cx.pick(VoteMode::from_ptx)? else {
         return err(cx.head, "`vote.sync` needs .all, .any, .uni or .ballot");

@@ -285,7 +285,12 @@ impl Kernel {
         })
     }
 
-    fn __call__(&self) -> PyResult<()> {
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn __call__(
+        &self,
+        _args: &Bound<'_, PyTuple>,
+        _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<()> {
         Err(PyTypeError::new_err(format!(
             "a kernel needs a launch configuration: m.{0}[grid, block](...) or \
              m.launch(\"{0}\", grid, block, args)",

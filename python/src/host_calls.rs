@@ -305,7 +305,8 @@ impl Function {
         let mut outs = Vec::new();
         let mut outputs = Vec::new();
         for r in &info.returns {
-            let out = numpy.call_method1("empty", (shape.clone(), arguments::dtype_name(r.ty)))?;
+            // Made flat (a 0-d array exports no shape), given the arguments' shape below.
+            let out = numpy.call_method1("empty", (n, arguments::dtype_name(r.ty)))?;
             let arr = arguments::array(&out, "a result", true)?;
             outputs.push(Output {
                 ptr: arr.ptr,
@@ -313,7 +314,7 @@ impl Function {
                 pred: r.ty == Type::Pred,
             });
             arrays.push(arr);
-            outs.push(out.unbind());
+            outs.push(out);
         }
         let params: Vec<Type> = info.params.iter().map(|p| p.ty).collect();
         let rets: Vec<Type> = info.returns.iter().map(|p| p.ty).collect();
@@ -329,10 +330,14 @@ impl Function {
         drop(arrays);
         drop(scalars);
         r.map_err(|(i, e)| errors::run_error(py, e, Some(i)))?;
-        match outs.len() {
+        let mut shaped: Vec<Py<PyAny>> = outs
+            .into_iter()
+            .map(|o| o.call_method1("reshape", (shape.clone(),)).map(Bound::unbind))
+            .collect::<PyResult<_>>()?;
+        match shaped.len() {
             0 => Ok(py.None()),
-            1 => Ok(outs.pop().expect("one output")),
-            _ => Ok(PyTuple::new(py, outs)?.into_any().unbind()),
+            1 => Ok(shaped.pop().expect("one output")),
+            _ => Ok(PyTuple::new(py, shaped)?.into_any().unbind()),
         }
     }
 

@@ -166,6 +166,7 @@ unsafe impl Sync for Output {}
 type SlotFn = unsafe extern "C" fn(*const u64, *mut u64);
 
 /// Runs the function on every element; a fault stops at its element.
+#[allow(clippy::too_many_arguments)]
 fn run_loop(
     jit: Option<(&Jit, SlotFn)>,
     engine: &(dyn Engine + Sync),
@@ -332,7 +333,10 @@ impl Function {
         r.map_err(|(i, e)| errors::run_error(py, e, Some(i)))?;
         let mut shaped: Vec<Py<PyAny>> = outs
             .into_iter()
-            .map(|o| o.call_method1("reshape", (shape.clone(),)).map(Bound::unbind))
+            .map(|o| {
+                o.call_method1("reshape", (shape.clone(),))
+                    .map(Bound::unbind)
+            })
             .collect::<PyResult<_>>()?;
         match shaped.len() {
             0 => Ok(py.None()),

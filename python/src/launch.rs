@@ -115,7 +115,8 @@ fn share_overlaps(args: &mut [Prepared]) -> PyResult<()> {
                 inside.push(i);
                 break;
             }
-            if !contained && !(s <= s2 && e2 <= e) {
+            let contains = s <= s2 && e2 <= e;
+            if !contained && !contains {
                 return Err(PyValueError::new_err(format!(
                     "arguments {} and {} share part of their memory; pass arrays that are \
                      disjoint or one inside the other",
@@ -169,7 +170,7 @@ pub fn launch(
                 // are disjoint (`share_overlaps`), so no two slices alias; Python code that
                 // writes the same array from another thread during the launch races with the
                 // kernel as it would with any NumPy operation that releases the GIL.
-                Prepared::Array(b) => Arg::Buffer(unsafe { slice_of(b) }),
+                Prepared::Array(b) => Arg::Buffer(unsafe { slice_of(b.ptr, b.len) }),
             })
             .collect();
         engine.launch_until(name, config, &mut engine_args, stop)
@@ -223,14 +224,14 @@ pub fn launch(
 /// The bytes of an array argument.
 ///
 /// # Safety
-/// The caller must ensure no other slice of the same memory is alive and that the array's
-/// export outlives the slice.
-unsafe fn slice_of(b: &Array) -> &mut [u8] {
-    if b.len == 0 {
+/// `ptr` must point to `len` writable bytes (an array's held export) that outlive `'a`, and
+/// no other slice of that memory may be alive meanwhile.
+unsafe fn slice_of<'a>(ptr: *mut u8, len: usize) -> &'a mut [u8] {
+    if len == 0 {
         return &mut [];
     }
-    // SAFETY: the caller's guarantees; the pointer is the export's, for `len` bytes.
-    unsafe { std::slice::from_raw_parts_mut(b.ptr, b.len) }
+    // SAFETY: the caller's guarantees.
+    unsafe { std::slice::from_raw_parts_mut(ptr, len) }
 }
 
 /// A kernel of a module: `m.saxpy[grid, block](args...)` or

@@ -15,15 +15,15 @@ use std::path::PathBuf;
 
 /// The engine a module runs on.
 pub enum Engines {
-    Jit(Jit),
-    Interp(Interpreter),
+    Jit(Box<Jit>),
+    Interp(Box<Interpreter>),
 }
 
 impl Engines {
     pub fn engine(&self) -> &(dyn Engine + Sync) {
         match self {
-            Engines::Jit(j) => j,
-            Engines::Interp(i) => i,
+            Engines::Jit(j) => &**j,
+            Engines::Interp(i) => &**i,
         }
     }
 }
@@ -120,8 +120,8 @@ impl Module {
         let engines = py
             .detach(|| -> Result<Engines, RunError> {
                 Ok(match engine_name {
-                    "jit" => Engines::Jit(Jit::with_options(ptx.clone(), options)?),
-                    _ => Engines::Interp(Interpreter::new(ptx.clone())),
+                    "jit" => Engines::Jit(Box::new(Jit::with_options(ptx.clone(), options)?)),
+                    _ => Engines::Interp(Box::new(Interpreter::new(ptx.clone()))),
                 })
             })
             .map_err(|e| compile_error(py, e))?;

@@ -90,10 +90,43 @@ pub fn call(
         .map(|(i, (p, a))| arguments::to_value(&a, p.ty, &arguments::describe(i, &p.name, p.ty)))
         .collect::<PyResult<_>>()?;
     let engine = module.engines.engine();
-    let rets = py
-        .detach(|| engine.call(name, &values))
-        .map_err(|e| errors::run_error(py, e, None))?;
+    let rets = match slot_func(module, name) {
+        // The slot wrapper, as the vectorised form: `Engine::call` sets up a fresh thread
+        // context per call, which costs microseconds.
+        Some((jit, f)) => {
+            let args: Vec<u64> = values.iter().map(|v| v.bits).collect();
+            let mut slots = vec![0u64; info.returns.len()];
+            py.detach(|| {
+                take_fault(jit);
+                // SAFETY: `f` is the slot wrapper of this function of `jit`, which outlives
+                // the call; `args` has a slot per parameter and `slots` one per return.
+                unsafe { f(args.as_ptr(), slots.as_mut_ptr()) };
+                match take_fault(jit) {
+                    Some(e) => Err(e),
+                    None => Ok(info
+                        .returns
+                        .iter()
+                        .zip(&slots)
+                        .map(|(r, bits)| Value::new(r.ty, *bits))
+                        .collect::<Vec<_>>()),
+                }
+            })
+        }
+        None => py.detach(|| engine.call(name, &values)),
+    }
+    .map_err(|e| errors::run_error(py, e, None))?;
     returned(py, &rets)
+}
+
+/// The JIT and the slot wrapper of `name`, when the module runs on the JIT and the function
+/// has one.
+fn slot_func<'m>(module: &'m Module, name: &str) -> Option<(&'m Jit, SlotFn)> {
+    module.jit().and_then(|j| {
+        j.slot_func(name).map(|p| {
+            // SAFETY: a slot wrapper's C type is `SlotFn` (ptxjit::jit::host).
+            (j, unsafe { std::mem::transmute::<*const u8, SlotFn>(p) })
+        })
+    })
 }
 
 /// One argument of a vectorised call: an array's elements, or a scalar for every element.
@@ -319,12 +352,7 @@ impl Function {
         }
         let params: Vec<Type> = info.params.iter().map(|p| p.ty).collect();
         let rets: Vec<Type> = info.returns.iter().map(|p| p.ty).collect();
-        let jit = module.jit().and_then(|j| {
-            j.slot_func(&info.name).map(|p| {
-                // SAFETY: a slot wrapper's C type is `SlotFn` (ptxjit::jit::host).
-                (j, unsafe { std::mem::transmute::<*const u8, SlotFn>(p) })
-            })
-        });
+        let jit = slot_func(module, &info.name);
         let engine = module.engines.engine();
         let name = info.name.as_str();
         let r = py.detach(|| run_loop(jit, engine, name, &params, &rets, &columns, &outputs, n));

@@ -285,6 +285,17 @@ impl<'s> ModuleBuilder<'s> {
         // First pass: directives, module variables and every function's signature, so that
         // calls may name functions defined later.
         let mut bodies: Vec<(FuncId, Pair<Rule>)> = Vec::new();
+        // ptxas: "Missing .version directive at start of file".
+        if items.first().is_none_or(|i| i.as_rule() != Rule::version) {
+            let span = items.first().map_or(Span::default(), |i| {
+                let s = span_of(i);
+                Span {
+                    start: s.start,
+                    end: s.start,
+                }
+            });
+            self.err(span, "a module starts with a `.version` directive");
+        }
         for item in &items {
             match item.as_rule() {
                 Rule::version => {

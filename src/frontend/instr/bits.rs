@@ -34,6 +34,7 @@ fn half_mode(cx: &mut Cx) -> R<bool> {
     if hi == lo {
         return err(cx.head, format!("`{}` takes one of .hi, .lo", cx.opcode));
     }
+    cx.mode_first(if hi { "hi" } else { "lo" })?;
     Ok(hi)
 }
 

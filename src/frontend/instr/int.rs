@@ -85,6 +85,9 @@ pub(super) fn int_un(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 
 fn mul_mode(cx: &mut Cx, ty: Type) -> R<MulMode> {
     let mode = cx.pick(MulMode::from_ptx)?;
+    if let Some(m) = mode {
+        cx.mode_first(m.ptx())?;
+    }
     match mode {
         None => err(
             cx.head,

@@ -130,6 +130,14 @@ pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         _ if cx.opcode == "ldu" => return err(cx.head, "`ldu` reads global memory only"),
         _ => {}
     }
+    if let Some(s @ (Space::Param | Space::Local | Space::Const)) = space
+        && order != MemOrder::Weak
+    {
+        return err(
+            cx.head,
+            format!("a {order:?} access cannot be in {s} space (ptxas refuses it)").to_lowercase(),
+        );
+    }
     match space {
         Some(Space::Reg) => return err(cx.head, "`.reg` is not a memory space"),
         Some(Space::Const) if !is_ld => return err(cx.head, "constant memory is read-only"),
@@ -157,11 +165,11 @@ pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         }
     }
     let val = if vec > 1 {
-        cx.vector(val, vec as usize, ty, Fit::Wider, is_ld)?
+        cx.vector(val, vec as usize, ty, Fit::Memory, is_ld)?
     } else if is_ld {
-        cx.dst_fit(val, ty, Fit::Wider)?
+        cx.dst_fit(val, ty, Fit::Memory)?
     } else {
-        cx.src_fit(val, ty, Fit::Wider)?
+        cx.src_fit(val, ty, Fit::Memory)?
     };
     Ok(if is_ld {
         Inst::Ld {

@@ -59,21 +59,22 @@ pub(crate) fn immediate(p: &Pair<Rule>) -> Option<Imm> {
     }
 }
 
-/// Checks that an immediate fits an operand of type `ty` (PTX ISA 4.5.1).
+/// Checks that an immediate fits an operand of type `ty` (PTX ISA 4.5.1), as ptxas applies
+/// it: an integer literal is a 64-bit value, truncated to a narrower operand
+/// (`mov.b32 %r, 4294967296` is 0), and cannot be a float operand.
 pub(crate) fn check_imm(imm: Imm, ty: Type) -> Result<(), String> {
     match (imm, ty.kind()) {
         (Imm::Int(v), TypeKind::Pred) if v == 0 || v == 1 => Ok(()),
         (Imm::Int(v), TypeKind::Bits | TypeKind::Unsigned | TypeKind::Signed) => {
-            let bits = ty.bits();
-            let lo = -(1i128 << (bits - 1));
-            let hi = (1i128 << bits) - 1;
-            if v < lo || v > hi {
-                Err(format!("immediate {v} is out of range for {ty}"))
+            if v < i64::MIN as i128 || v > u64::MAX as i128 {
+                Err(format!("immediate {v} does not fit in 64 bits"))
             } else {
                 Ok(())
             }
         }
-        (Imm::Int(_), TypeKind::Float) => Ok(()),
+        (Imm::Int(_), TypeKind::Float) => Err(format!(
+            "an integer immediate cannot be a {ty} operand (write 1.0 or 0f3F800000)"
+        )),
         (Imm::F32(_) | Imm::F64(_), TypeKind::Float) if ty != Type::F16 => Ok(()),
         // A hex float literal is a bit pattern; PTX accepts it for bit-size types too.
         (Imm::F32(_), TypeKind::Bits) if ty.bits() == 32 => Ok(()),
@@ -88,13 +89,20 @@ enum Fit {
     /// Same size; bit-size types match any kind, u/s match each other, floats match only
     /// floats and bit-size types.
     Exact,
-    /// As `Exact`, but an integer operand may sit in a wider register (ld, st, cvt).
+    /// As `Exact`, but an integer operand may sit in a wider register (cvt).
     Wider,
+    /// A register at least as wide as the type, of any kind: ptxas's rule for the value of
+    /// `ld` and `st` (`ld.global.f32 %rd` loads into the low bits, `st.b32 [a], %fd` stores
+    /// the register's low bits).
+    Memory,
 }
 
 fn reg_fits(reg: Type, ty: Type, fit: Fit) -> bool {
     if reg == Type::Pred || ty == Type::Pred {
         return reg == ty;
+    }
+    if fit == Fit::Memory {
+        return reg.bits() >= ty.bits();
     }
     let kinds_ok = match ty.kind() {
         TypeKind::Bits => true,
@@ -209,6 +217,26 @@ impl Cx<'_, '_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// ptxas reads some modes as part of the opcode (`mad.lo`, `mul.wide`, `mul24.hi`): the
+    /// mode `name` must be the first modifier.
+    fn mode_first(&self, name: &str) -> R<()> {
+        match self.mods.first() {
+            Some((m, _)) if *m == name => Ok(()),
+            first => {
+                let span = self
+                    .mods
+                    .iter()
+                    .find(|(m, _)| *m == name)
+                    .map_or(self.head, |(_, s)| *s);
+                let after = first.map_or(String::new(), |(m, _)| format!(", before `.{m}`"));
+                err(
+                    span,
+                    format!("`.{name}` must follow `{}` directly{after}", self.opcode),
+                )
+            }
+        }
     }
 
     fn forbid(&self, cond: bool, name: &str, why: &str) -> R<()> {
@@ -466,6 +494,8 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
             match fb.lookup(name) {
                 Some(Name::Reg(r)) => Raw::Op(Operand::Reg(r)),
                 Some(Name::Var(v)) => Raw::Op(Operand::Var(v)),
+                // PTX's one predefined identifier: the warp size.
+                None if name == "WARP_SZ" => Raw::Op(Operand::Imm(Imm::Int(32))),
                 None => {
                     if let Some((id, _)) = fb.labels.get(name) {
                         Raw::Label(*id)

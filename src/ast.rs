@@ -327,6 +327,8 @@ pub enum Operand {
     Reg(RegId),
     /// A register with a sub-word selector (video instructions).
     RegSel(RegId, Selector),
+    /// A register with a lane selector or mask of the SIMD video instructions (`%r.h10`).
+    RegLanes(RegId, LaneSpec),
     /// `!%p`: a negated predicate source.
     NotPred(RegId),
     /// `-%r` or `-%r.h0`: a negated source (vmad).
@@ -455,6 +457,101 @@ modifier_enum! {
 modifier_enum! {
     /// `vmad` result scaling.
     VmadScale { Shr7 = "shr7", Shr15 = "shr15" }
+}
+
+modifier_enum! {
+    /// Operations of the SIMD video instructions `vadd2 … vmax4` (PTX ISA 9.7.18.2), named
+    /// without their lane count.
+    SimdOp {
+        Vadd = "vadd", Vsub = "vsub", Vavrg = "vavrg", Vabsdiff = "vabsdiff",
+        Vmin = "vmin", Vmax = "vmax",
+    }
+}
+
+/// A lane selector or destination mask of the SIMD video instructions as written: `.h` or
+/// `.b` and one to four decimal digits, the highest lane's first (`.h10`, `.b7654`, `.b31`).
+/// Which ones an instruction takes is checked with the instruction; `.h0 .h1 .b0`–`.b3`
+/// arrive as [`Selector`]s and convert with [`LaneSpec::from_selector`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaneSpec {
+    /// `h` (half-words) or `b` (bytes).
+    pub halves: bool,
+    digits: [u8; 4],
+    len: u8,
+}
+
+impl LaneSpec {
+    /// Parses the text after the dot.
+    pub fn from_ptx(text: &str) -> Option<LaneSpec> {
+        let (halves, rest) = match text.as_bytes().split_first()? {
+            (b'h', rest) => (true, rest),
+            (b'b', rest) => (false, rest),
+            _ => return None,
+        };
+        if rest.is_empty() || rest.len() > 4 || !rest.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let mut digits = [0; 4];
+        for (k, c) in rest.iter().enumerate() {
+            digits[k] = c - b'0';
+        }
+        Some(LaneSpec {
+            halves,
+            digits,
+            len: rest.len() as u8,
+        })
+    }
+
+    /// A scalar selector read as a lane spec (`.h0` is also the mask of lane 0).
+    pub fn from_selector(sel: Selector) -> LaneSpec {
+        LaneSpec::from_ptx(sel.ptx()).expect("every selector is a lane spec")
+    }
+
+    /// The digits as written, the highest lane's first.
+    pub fn digits(&self) -> &[u8] {
+        &self.digits[..self.len as usize]
+    }
+}
+
+impl fmt::Display for LaneSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, ".{}", if self.halves { 'h' } else { 'b' })?;
+        self.digits().iter().try_for_each(|d| write!(f, "{d}"))
+    }
+}
+
+/// What each lane of a SIMD video instruction computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimdKind {
+    /// `vadd2 … vmax4`: the operation, the destination type (the range of `.sat`) and `.sat`.
+    Arith { op: SimdOp, dty: Type, sat: bool },
+    /// `vset2`, `vset4`: 1 where the comparison holds, else 0 (unsigned).
+    Set(CmpOp),
+}
+
+/// The modifiers and selectors of the SIMD video instructions (PTX ISA 9.7.18.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimdForm {
+    pub kind: SimdKind,
+    /// 2 (half-word lanes) or 4 (byte lanes).
+    pub lanes: u8,
+    pub aty: Type,
+    pub bty: Type,
+    /// For each lane, the part of the pair `{b, a}` it takes from (`asel`, `bsel`): half-words
+    /// 0–3 or bytes 0–7, part 0 the lowest of `a`. Lanes past `lanes` are unused.
+    pub asel: [u8; 4],
+    pub bsel: [u8; 4],
+    /// Bit i: lane i's result is merged into d (else c's lane i is) or, with `.add`, added.
+    pub mask: u8,
+    /// `.add`: d = c + the sum of the masked lanes' results; otherwise the lanes merge.
+    pub add: bool,
+}
+
+impl SimdForm {
+    /// Bits per lane.
+    pub fn lane_bits(self) -> u32 {
+        32 / self.lanes as u32
+    }
 }
 
 /// A source of a video instruction: a 32-bit register and the part of it selected (`None`:
@@ -1030,6 +1127,15 @@ pub enum Inst {
         b: VideoSrc,
         c: RegId,
     },
+    /// The SIMD video instructions `vadd2 … vmax4`, `vset2`, `vset4` (9.7.18.2): every lane
+    /// of a and b is read through the selectors, so they carry none here; d is written whole.
+    VideoSimd {
+        form: SimdForm,
+        d: RegId,
+        a: RegId,
+        b: RegId,
+        c: RegId,
+    },
     Bra {
         uni: bool,
         target: LabelId,
@@ -1108,7 +1214,7 @@ impl Inst {
             Setp { p, q, .. } => op(p) || op(q),
             Sync { d, p, .. } | Compute { d, p, .. } => op(d) || op(p),
             Isspacep { p, .. } => op(p),
-            Video { d, .. } | Vset { d, .. } | Vmad { d, .. } => *d == r,
+            Video { d, .. } | Vset { d, .. } | Vmad { d, .. } | VideoSimd { d, .. } => *d == r,
             Call { rets, .. } => rets.iter().any(op),
             St { .. } | Fence | Hint | Bra { .. } | Ret | Exit => false,
         }
@@ -1125,6 +1231,7 @@ impl Inst {
             Operand::Reg(r)
             | Operand::NotPred(r)
             | Operand::RegSel(r, _)
+            | Operand::RegLanes(r, _)
             | Operand::NegReg(r, _) => regs.push(*r),
             Operand::Vector(parts) => regs.extend(parts.iter().flatten()),
             Operand::Addr(a) => {
@@ -1182,6 +1289,10 @@ impl Inst {
             Vmad { d, a, b, c, .. } => [Operand::Reg(*d), video(a), video(b), Operand::Reg(*c)]
                 .iter()
                 .for_each(&mut op),
+            // d is not read: lanes outside the mask come from c.
+            VideoSimd { a, b, c, .. } => {
+                [a, b, c].map(|r| Operand::Reg(*r)).iter().for_each(&mut op)
+            }
             Call { args, .. } => args.iter().for_each(&mut op),
             Sync { srcs, .. } | Compute { srcs, .. } => srcs.iter().for_each(&mut op),
             Bra { .. } | Fence | Hint | Ret | Exit => {}

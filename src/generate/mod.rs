@@ -197,6 +197,10 @@ pub const MUTATION_TOKENS: &[&str] = &[
     "-%r1.h0",
     ".shr15",
     "vset.u32.u32.ne",
+    "vadd4.s32.s32.u32.sat",
+    "vset2.u32.u32.ne.add",
+    ".b7654",
+    ".h10",
     ".po",
     "\"",
     "//",
@@ -1023,6 +1027,9 @@ impl Gen<'_> {
             }
         };
         let sat = if self.rng.chance(40) { ".sat" } else { "" };
+        if self.rng.chance(30) {
+            return self.video_simd();
+        }
         let text = match self.rng.below(4) {
             0 | 1 => {
                 let op = self.rng.pick(&["vadd", "vsub", "vabsdiff", "vmin", "vmax"]);
@@ -1061,6 +1068,56 @@ impl Gen<'_> {
             }
         };
         self.emit(text);
+    }
+
+    /// The SIMD video instructions (PTX ISA 9.7.18.2): `vop2`/`vop4` and `vset2`/`vset4`
+    /// with `.sat` or `.add`, destination masks and lane selectors, as ptxas takes them.
+    fn video_simd(&mut self) {
+        let ty = |g: &mut Self| *g.rng.pick(&["u32", "s32"]);
+        let lanes = if self.rng.chance(50) { 2 } else { 4 };
+        let (d, a, b, c) = (self.r(), self.r(), self.r(), self.r());
+        let sel = |g: &mut Self| -> String {
+            if g.rng.chance(40) {
+                return String::new();
+            }
+            let (letter, parts) = if lanes == 2 { ('h', 4) } else { ('b', 8) };
+            let digits: String = (0..lanes)
+                .map(|_| char::from(b'0' + g.rng.below(parts) as u8))
+                .collect();
+            format!(".{letter}{digits}")
+        };
+        let mask = if self.rng.chance(40) {
+            String::new()
+        } else if lanes == 2 {
+            format!(".{}", self.rng.pick(&["h0", "h1", "h10"]))
+        } else {
+            // A non-empty subset of lanes 3..0, highest first.
+            let set = 1 + self.rng.below(15);
+            let digits: String = (0..4u8)
+                .rev()
+                .filter(|i| set >> i & 1 == 1)
+                .map(|i| char::from(b'0' + i))
+                .collect();
+            format!(".b{digits}")
+        };
+        let add = self.rng.chance(30);
+        let head = if self.rng.chance(20) {
+            let cmp = self.rng.pick(&["eq", "ne", "lt", "le", "gt", "ge"]);
+            format!("vset{lanes}.{}.{}.{cmp}", ty(self), ty(self))
+        } else {
+            let op = self
+                .rng
+                .pick(&["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax"]);
+            let sat = if !add && self.rng.chance(40) {
+                ".sat"
+            } else {
+                ""
+            };
+            format!("{op}{lanes}.{}.{}.{}{sat}", ty(self), ty(self), ty(self))
+        };
+        let add = if add { ".add" } else { "" };
+        let (asel, bsel) = (sel(self), sel(self));
+        self.emit(format!("{head}{add} {d}{mask}, {a}{asel}, {b}{bsel}, {c};"));
     }
 
     fn memory(&mut self) {

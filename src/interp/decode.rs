@@ -735,7 +735,7 @@ impl<'f> Layout<'f> {
             Ret => (Kind::Ret, [z; 4], [none; 2]),
             Exit => (Kind::Exit, [z; 4], [none; 2]),
             // Video instructions name their registers in the AST; calls copy parameters.
-            Video { .. } | Vset { .. } | Vmad { .. } | Call { .. } => {
+            Video { .. } | Vset { .. } | Vmad { .. } | VideoSimd { .. } | Call { .. } => {
                 (Kind::Ast, [z; 4], [none; 2])
             }
         };

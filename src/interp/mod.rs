@@ -951,6 +951,11 @@ impl<'a> Thread<'a> {
                 };
                 set_reg(fr, *d, Type::B32, video::vmad(*form, s));
             }
+            VideoSimd { form, d, a, b, c } => {
+                let reg = |r: &RegId| fr.regs[r.0 as usize];
+                let v = video::simd(*form, reg(a), reg(b), reg(c));
+                set_reg(fr, *d, Type::B32, v);
+            }
             Call {
                 func, rets, args, ..
             } => {

@@ -6,7 +6,8 @@
 
 use super::int::sext;
 use crate::ast::{
-    CmpOp, Selector, ShfMode, Type, VideoForm, VideoOp, VideoSecOp, VideoTail, VmadForm,
+    CmpOp, Selector, ShfMode, SimdForm, SimdKind, SimdOp, Type, VideoForm, VideoOp, VideoSecOp,
+    VideoTail, VmadForm,
 };
 
 /// `partSelectSignExtend`: the selected byte, half-word or word of x, sign-extended for a
@@ -98,11 +99,9 @@ pub fn video(f: VideoForm, s: Sources) -> u64 {
     finish(f.tail, tmp, s.c, signed)
 }
 
-/// `vset` (9.7.18.1.4): 1 if the comparison holds, else 0; c and d are unsigned.
-pub fn vset(aty: Type, bty: Type, cmp: CmpOp, tail: VideoTail, s: Sources) -> u64 {
-    let ta = part_select(s.a, aty, s.asel);
-    let tb = part_select(s.b, bty, s.bsel);
-    let t = match cmp {
+/// 1 if `ta cmp tb` holds, else 0.
+fn compare(cmp: CmpOp, ta: i128, tb: i128) -> bool {
+    match cmp {
         CmpOp::Eq => ta == tb,
         CmpOp::Ne => ta != tb,
         CmpOp::Lt => ta < tb,
@@ -110,8 +109,14 @@ pub fn vset(aty: Type, bty: Type, cmp: CmpOp, tail: VideoTail, s: Sources) -> u6
         CmpOp::Gt => ta > tb,
         CmpOp::Ge => ta >= tb,
         other => unreachable!("validated: vset does not take {other}"),
-    };
-    finish(tail, t as i128, s.c, false)
+    }
+}
+
+/// `vset` (9.7.18.1.4): 1 if the comparison holds, else 0; c and d are unsigned.
+pub fn vset(aty: Type, bty: Type, cmp: CmpOp, tail: VideoTail, s: Sources) -> u64 {
+    let ta = part_select(s.a, aty, s.asel);
+    let tb = part_select(s.b, bty, s.bsel);
+    finish(tail, compare(cmp, ta, tb) as i128, s.c, false)
 }
 
 /// `vmad` (9.7.18.1.3): (±a·b) + (±c) (+1 for `.po`) over 128 bits, negation as ones'
@@ -149,4 +154,64 @@ pub fn vmad(m: VmadForm, s: Sources) -> u64 {
         (true, false) => result.min(u32::MAX as u64),
     };
     result & 0xffff_ffff
+}
+
+/// `extractAndSignExt`: part `part` (of `bits` bits) of the pair `{b, a}` (`ab`, a in the low
+/// word), sign-extended for a signed type and zero-extended otherwise.
+fn lane(ab: u64, part: u8, bits: u32, ty: Type) -> i128 {
+    let v = (ab >> (part as u32 * bits)) & ((1u64 << bits) - 1);
+    if ty.is_signed() {
+        sext(v, bits) as i128
+    } else {
+        v as i128
+    }
+}
+
+/// The SIMD video instructions (9.7.18.2): per lane, the selected half-words or bytes of
+/// `{b, a}` combined exactly in i128 — `vavrg` rounds half away from zero (`(s + 1) >> 1` for
+/// a sum s ≥ 0, `s >> 1` below, as the pseudocode says), `.sat` clamps to the lane's range of
+/// dtype, `vset` gives 0 or 1. Then either `.add` — d = c plus the masked lanes' results at
+/// their full value — or the merge: masked lanes take their result's low bits, the others
+/// c's lane.
+pub fn simd(f: SimdForm, a: u64, b: u64, c: u64) -> u64 {
+    let bits = f.lane_bits();
+    let ab = ((b & 0xffff_ffff) << 32) | (a & 0xffff_ffff);
+    let lane_mask = (1i128 << bits) - 1;
+    let mut d = if f.add { (c & 0xffff_ffff) as i128 } else { 0 };
+    for i in 0..f.lanes as usize {
+        let va = lane(ab, f.asel[i], bits, f.aty);
+        let vb = lane(ab, f.bsel[i], bits, f.bty);
+        let t = match f.kind {
+            SimdKind::Arith { op, dty, sat } => {
+                let t = match op {
+                    SimdOp::Vadd => va + vb,
+                    SimdOp::Vsub => va - vb,
+                    SimdOp::Vavrg => {
+                        let s = va + vb;
+                        if s >= 0 { (s + 1) >> 1 } else { s >> 1 }
+                    }
+                    SimdOp::Vabsdiff => (va - vb).abs(),
+                    SimdOp::Vmin => va.min(vb),
+                    SimdOp::Vmax => va.max(vb),
+                };
+                match (sat, dty.is_signed()) {
+                    (false, _) => t,
+                    (true, true) => t.clamp(-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
+                    (true, false) => t.clamp(0, lane_mask),
+                }
+            }
+            SimdKind::Set(cmp) => compare(cmp, va, vb) as i128,
+        };
+        let selected = f.mask >> i & 1 == 1;
+        let pos = i as u32 * bits;
+        if f.add {
+            if selected {
+                d += t;
+            }
+        } else {
+            let v = if selected { t } else { (c >> pos) as i128 };
+            d |= (v & lane_mask) << pos;
+        }
+    }
+    d as u64 & 0xffff_ffff
 }

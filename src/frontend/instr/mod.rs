@@ -521,9 +521,10 @@ fn operand_reg_sel(fb: &FnBuilder, p: Pair<Rule>) -> R<Operand> {
     if let Some(Name::Reg(r)) = fb.lookup(name.as_str()) {
         return match comp {
             None => Ok(Operand::Reg(r)),
-            Some(c) => match Selector::from_ptx(c) {
-                Some(sel) => Ok(Operand::RegSel(r, sel)),
-                None => err(span, format!("unknown register selector `.{c}`")),
+            Some(c) => match (Selector::from_ptx(c), LaneSpec::from_ptx(c)) {
+                (Some(sel), _) => Ok(Operand::RegSel(r, sel)),
+                (None, Some(lanes)) => Ok(Operand::RegLanes(r, lanes)),
+                (None, None) => err(span, format!("unknown register selector `.{c}`")),
             },
         };
     }
@@ -706,15 +707,29 @@ pub(crate) const OPCODES: &[&str] = &[
     "szext",
     "testp",
     "vabsdiff",
+    "vabsdiff2",
+    "vabsdiff4",
     "vadd",
+    "vadd2",
+    "vadd4",
+    "vavrg2",
+    "vavrg4",
     "vmad",
     "vmax",
+    "vmax2",
+    "vmax4",
     "vmin",
+    "vmin2",
+    "vmin4",
     "vote",
     "vset",
+    "vset2",
+    "vset4",
     "vshl",
     "vshr",
     "vsub",
+    "vsub2",
+    "vsub4",
     "xor",
 ];
 
@@ -775,6 +790,8 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
         "vadd" | "vsub" | "vabsdiff" | "vmin" | "vmax" | "vshl" | "vshr" => video::video(cx, ops),
         "vset" => video::vset(cx, ops),
         "vmad" => video::vmad(cx, ops),
+        "vadd2" | "vsub2" | "vavrg2" | "vabsdiff2" | "vmin2" | "vmax2" | "vset2" | "vadd4"
+        | "vsub4" | "vavrg4" | "vabsdiff4" | "vmin4" | "vmax4" | "vset4" => video::simd(cx, ops),
         "bra" => control::bra(cx, ops),
         "call" => control::call(cx, ops),
         "ret" | "exit" => control::ret_exit(cx, ops),

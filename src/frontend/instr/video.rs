@@ -1,6 +1,8 @@
 //! The scalar video instructions (PTX ISA 9.7.18.1): `vadd vsub vabsdiff vmin vmax vshl vshr
 //! vset vmad`, their three operand shapes (plain, secondary operation, data merge), source and
-//! destination selectors, and `vmad`'s negations.
+//! destination selectors, and `vmad`'s negations; and the SIMD video instructions (9.7.18.2):
+//! `vadd2 … vmax2`, `vset2` on half-words and `vadd4 … vmax4`, `vset4` on bytes, with their
+//! destination masks, lane selectors and `.add`.
 
 use super::{Cx, Opnd, R, Raw, err};
 use crate::ast::*;
@@ -30,6 +32,15 @@ fn source(cx: &Cx, o: &Opnd) -> R<VideoSrc> {
     let (reg, sel) = match &o.raw {
         Raw::Op(Operand::Reg(r)) => (*r, None),
         Raw::Op(Operand::RegSel(r, s)) => (*r, Some(*s)),
+        Raw::Op(Operand::RegLanes(_, l)) => {
+            return err(
+                o.span,
+                format!(
+                    "`{l}` is not a selector of `{}` (.b0 .b1 .b2 .b3 .h0 .h1)",
+                    cx.opcode
+                ),
+            );
+        }
         _ => {
             return err(
                 o.span,
@@ -210,5 +221,167 @@ pub(super) fn vmad(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         a,
         b,
         c: c.reg,
+    })
+}
+
+/// A 32-bit register with the lane spec written after it, if any.
+fn simd_operand(cx: &Cx, o: &Opnd, k: usize) -> R<(RegId, Option<LaneSpec>)> {
+    let (reg, spec) = match &o.raw {
+        Raw::Op(Operand::Reg(r)) => (*r, None),
+        Raw::Op(Operand::RegSel(r, s)) => (*r, Some(LaneSpec::from_selector(*s))),
+        Raw::Op(Operand::RegLanes(r, l)) => (*r, Some(*l)),
+        _ => {
+            let what = if k == 3 {
+                "a 32-bit register"
+            } else {
+                "a 32-bit register (with an optional lane selector)"
+            };
+            return err(o.span, format!("expected {what}"));
+        }
+    };
+    let plain = Opnd {
+        raw: Raw::Op(Operand::Reg(reg)),
+        span: o.span,
+    };
+    cx.reg_of(&plain, Type::B32, super::Fit::Exact)?;
+    Ok((reg, spec))
+}
+
+/// The lane count of a SIMD opcode (`vadd2`: 2) and its name without it.
+fn simd_lanes(opcode: &str) -> (u8, &str) {
+    match opcode.split_at(opcode.len() - 1) {
+        (base, "2") => (2, base),
+        (base, _) => (4, base),
+    }
+}
+
+/// The destination mask: `.h0 .h1 .h10` for half-word lanes; for byte lanes `.b` and a
+/// strictly descending run of lanes 3–0 (`.b3210`, `.b31`, `.b0`). Bit i: lane i.
+fn simd_mask(lanes: u8, spec: Option<LaneSpec>, span: Span, opcode: &str) -> R<u8> {
+    let Some(spec) = spec else {
+        return Ok((1 << lanes) - 1);
+    };
+    let digits = spec.digits();
+    let halves = lanes == 2;
+    let valid = spec.halves == halves
+        && digits.iter().all(|&x| x < lanes)
+        && digits.windows(2).all(|w| w[0] > w[1]);
+    if !valid {
+        let hint = if halves {
+            ".h0, .h1 or .h10"
+        } else {
+            ".b and lanes 3 to 0 in descending order (.b3210, .b31, .b0, ...)"
+        };
+        return err(
+            span,
+            format!("`{spec}` is not a destination mask of `{opcode}`: give {hint}"),
+        );
+    }
+    Ok(digits.iter().fold(0, |m, &x| m | 1 << x))
+}
+
+/// A source selector: `.hxy` (x, y in 0–3) for half-word lanes, `.bxyzw` (0–7) for byte
+/// lanes, the highest lane's first; as the part of `{b, a}` each lane takes (lane 0 first).
+fn simd_sel(
+    lanes: u8,
+    spec: Option<LaneSpec>,
+    default: [u8; 4],
+    span: Span,
+    opcode: &str,
+) -> R<[u8; 4]> {
+    let Some(spec) = spec else {
+        return Ok(default);
+    };
+    let digits = spec.digits();
+    let halves = lanes == 2;
+    if spec.halves != halves
+        || digits.len() != lanes as usize
+        || digits.iter().any(|&x| x >= 2 * lanes)
+    {
+        let hint = if halves {
+            ".hxy with x, y from 0 to 3 (.h10, .h32, ...)"
+        } else {
+            ".bxyzw with x, y, z, w from 0 to 7 (.b3210, .b7654, ...)"
+        };
+        return err(
+            span,
+            format!("`{spec}` is not a source selector of `{opcode}`: give {hint}"),
+        );
+    }
+    let mut parts = [0; 4];
+    for (i, &x) in digits.iter().rev().enumerate() {
+        parts[i] = x;
+    }
+    Ok(parts)
+}
+
+/// `vadd2 vsub2 vavrg2 vabsdiff2 vmin2 vmax2 vset2` and their byte forms `…4` (9.7.18.2).
+pub(super) fn simd(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
+    let opcode = cx.opcode;
+    let (lanes, base) = simd_lanes(opcode);
+    let (kind, aty, bty) = if base == "vset" {
+        let [aty, bty] = video_types::<2>(cx, "two types (.atype.btype)")?;
+        let cmp = cx.pick(CmpOp::from_ptx)?.ok_or_else(|| {
+            super::Diagnostic::new(cx.head, format!("{opcode} needs a comparison"))
+        })?;
+        use CmpOp::*;
+        if !matches!(cmp, Eq | Ne | Lt | Le | Gt | Ge) {
+            return err(
+                cx.head,
+                format!("{opcode} compares with .eq .ne .lt .le .gt .ge, not {cmp}"),
+            );
+        }
+        (SimdKind::Set(cmp), aty, bty)
+    } else {
+        let op = SimdOp::from_ptx(base).expect("dispatched by opcode");
+        let [dty, aty, bty] = video_types::<3>(cx, "three types (.dtype.atype.btype)")?;
+        let sat = cx.flag("sat");
+        (SimdKind::Arith { op, dty, sat }, aty, bty)
+    };
+    let add = match cx.pick(VideoSecOp::from_ptx)? {
+        None => false,
+        Some(VideoSecOp::Add) => true,
+        Some(op) => {
+            return err(
+                cx.head,
+                format!(
+                    "`{opcode}` takes `.add` as its only secondary operation, not `.{}`",
+                    op.ptx()
+                ),
+            );
+        }
+    };
+    if add && matches!(kind, SimdKind::Arith { sat: true, .. }) {
+        cx.forbid(true, "sat", "cannot be combined with `.add`")?;
+    }
+    cx.count(ops, 4)?;
+    let specs: Vec<(RegId, Option<LaneSpec>)> = ops
+        .iter()
+        .enumerate()
+        .map(|(k, o)| simd_operand(cx, o, k))
+        .collect::<R<_>>()?;
+    if specs[3].1.is_some() {
+        return err(ops[3].span, "c takes no selector");
+    }
+    let (default_a, default_b) = if lanes == 2 {
+        ([0, 1, 0, 0], [2, 3, 0, 0])
+    } else {
+        ([0, 1, 2, 3], [4, 5, 6, 7])
+    };
+    Ok(Inst::VideoSimd {
+        form: SimdForm {
+            kind,
+            lanes,
+            aty,
+            bty,
+            asel: simd_sel(lanes, specs[1].1, default_a, ops[1].span, opcode)?,
+            bsel: simd_sel(lanes, specs[2].1, default_b, ops[2].span, opcode)?,
+            mask: simd_mask(lanes, specs[0].1, ops[0].span, opcode)?,
+            add,
+        },
+        d: specs[0].0,
+        a: specs[1].0,
+        b: specs[2].0,
+        c: specs[3].0,
     })
 }

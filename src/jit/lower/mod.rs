@@ -704,7 +704,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             Shf { .. } | Bfe { .. } | Bfi { .. } | Prmt { .. } => self.bits(inst),
             Setp { .. } | Selp { .. } | Slct { .. } | Cvt { .. } => self.convert(inst),
             FloatBin { .. } | FloatUn { .. } | Fma { .. } => self.float(inst),
-            Video { .. } | Vset { .. } | Vmad { .. } => self.video(inst),
+            Video { .. } | Vset { .. } | Vmad { .. } | VideoSimd { .. } => self.video(inst),
             Compute { .. } => self.compute(inst),
             Hint => {}
             Bra { target, .. } => self.jump_away(labels[target.0 as usize]),

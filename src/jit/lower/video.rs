@@ -2,11 +2,13 @@
 //! `interp::video`. Everything runs in i64, which holds every .s33 input and .s34 result, with
 //! two exceptions shown where they arise: `vshl` (a 65-bit exact result, tracked as its low 64
 //! bits plus an overflow-aware comparison key) and `vmad.sat` (the saturated window of the
-//! 128-bit sum reaches past bit 64, so it is computed in i128).
+//! 128-bit sum reaches past bit 64, so it is computed in i128). The SIMD forms run lane by
+//! lane in i32, which holds every lane's exact result and c plus up to four of them mod 2^32.
 
 use super::Lower;
 use crate::ast::{
-    CmpOp, Inst, Operand, Selector, ShfMode, Type, VideoOp, VideoSecOp, VideoSrc, VideoTail,
+    CmpOp, Inst, Operand, RegId, Selector, ShfMode, SimdForm, SimdKind, SimdOp, Type, VideoOp,
+    VideoSecOp, VideoSrc, VideoTail,
 };
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
@@ -60,16 +62,7 @@ impl Lower<'_, '_> {
             } => {
                 let ta = self.part_select(*a, *aty);
                 let tb = self.part_select(*b, *bty);
-                let cc = match cmp {
-                    CmpOp::Eq => IntCC::Equal,
-                    CmpOp::Ne => IntCC::NotEqual,
-                    CmpOp::Lt => IntCC::SignedLessThan,
-                    CmpOp::Le => IntCC::SignedLessThanOrEqual,
-                    CmpOp::Gt => IntCC::SignedGreaterThan,
-                    CmpOp::Ge => IntCC::SignedGreaterThanOrEqual,
-                    other => unreachable!("validated: vset does not take {other}"),
-                };
-                let t = self.b.ins().icmp(cc, ta, tb);
+                let t = self.b.ins().icmp(simd_cc(*cmp), ta, tb);
                 let t = self.b.ins().uextend(types::I64, t);
                 let v = self.video_finish(*tail, t, t, false);
                 self.set_reg(*d, Type::B32, v);
@@ -130,8 +123,108 @@ impl Lower<'_, '_> {
                 let v = self.b.ins().ireduce(types::I32, result);
                 self.set_reg(*d, Type::B32, v);
             }
+            Inst::VideoSimd { form, d, a, b, c } => {
+                let v = self.video_simd(*form, *a, *b, *c);
+                self.set_reg(*d, Type::B32, v);
+            }
             _ => unreachable!("not a video instruction"),
         }
+    }
+
+    /// The SIMD video instructions (9.7.18.2) with the rules of `interp::video::simd`.
+    fn video_simd(&mut self, f: SimdForm, a: RegId, b: RegId, c: RegId) -> Value {
+        let bits = f.lane_bits();
+        let lanes = f.lanes as u32;
+        let words = [a, b].map(|r| self.get(&Operand::Reg(r), Type::B32));
+        let c = self.get(&Operand::Reg(c), Type::B32);
+        let narrow = super::int_type(bits);
+        // Part `part` of {b, a} as an i32, extended by the type's sign.
+        let part = |l: &mut Self, part: u8, ty: Type| {
+            let word = words[(part as u32 / lanes) as usize];
+            let pos = (part as u32 % lanes) * bits;
+            let v = if pos > 0 {
+                l.b.ins().ushr_imm_s(word, pos as i64)
+            } else {
+                word
+            };
+            let v = l.resize(v, narrow, false);
+            l.resize(v, types::I32, ty.is_signed())
+        };
+        let lane_mask = (1u64 << bits) - 1;
+        let mut acc = if f.add { Some(c) } else { None };
+        // Merge: c's lanes outside the mask.
+        let keep: u64 = (0..lanes)
+            .filter(|i| f.mask >> i & 1 == 0)
+            .fold(0, |m, i| m | lane_mask << (i * bits));
+        if !f.add && keep != 0 {
+            acc = Some(self.b.ins().band_imm_s(c, keep as u32 as i32 as i64));
+        }
+        for i in (0..lanes).filter(|i| f.mask >> i & 1 == 1) {
+            let va = part(self, f.asel[i as usize], f.aty);
+            let vb = part(self, f.bsel[i as usize], f.bty);
+            let t = match f.kind {
+                SimdKind::Arith { op, dty, sat } => {
+                    let t = match op {
+                        SimdOp::Vadd => self.b.ins().iadd(va, vb),
+                        SimdOp::Vsub => self.b.ins().isub(va, vb),
+                        SimdOp::Vavrg => {
+                            // (s + 1) >> 1 for s ≥ 0, s >> 1 below.
+                            let s = self.b.ins().iadd(va, vb);
+                            let up = self
+                                .b
+                                .ins()
+                                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, s, 0);
+                            let up = self.b.ins().uextend(types::I32, up);
+                            let s = self.b.ins().iadd(s, up);
+                            self.b.ins().sshr_imm_s(s, 1)
+                        }
+                        SimdOp::Vabsdiff => {
+                            let diff = self.b.ins().isub(va, vb);
+                            self.b.ins().iabs(diff)
+                        }
+                        SimdOp::Vmin => self.b.ins().smin(va, vb),
+                        SimdOp::Vmax => self.b.ins().smax(va, vb),
+                    };
+                    if sat {
+                        let (lo, hi) = if dty.is_signed() {
+                            (-(1i64 << (bits - 1)) as u64, (1u64 << (bits - 1)) - 1)
+                        } else {
+                            (0, lane_mask)
+                        };
+                        let lo = self.iconst(types::I32, lo);
+                        let hi = self.iconst(types::I32, hi);
+                        let t = self.b.ins().smax(t, lo);
+                        self.b.ins().smin(t, hi)
+                    } else {
+                        t
+                    }
+                }
+                SimdKind::Set(cmp) => {
+                    let t = self.b.ins().icmp(simd_cc(cmp), va, vb);
+                    self.b.ins().uextend(types::I32, t)
+                }
+            };
+            let t = if f.add {
+                t
+            } else {
+                let t = if i + 1 < lanes {
+                    self.b.ins().band_imm_s(t, lane_mask as i64)
+                } else {
+                    t
+                };
+                if i > 0 {
+                    self.b.ins().ishl_imm_s(t, (i * bits) as i64)
+                } else {
+                    t
+                }
+            };
+            acc = Some(match acc {
+                None => t,
+                Some(x) if f.add => self.b.ins().iadd(x, t),
+                Some(x) => self.b.ins().bor(x, t),
+            });
+        }
+        acc.unwrap_or_else(|| self.iconst(types::I32, 0))
     }
 
     /// A result whose comparison key and low bits are the same value.
@@ -222,5 +315,18 @@ impl Lower<'_, '_> {
             }
         };
         self.b.ins().ireduce(types::I32, r)
+    }
+}
+
+/// The signed condition of a `vset` comparison (its inputs are sign- or zero-extended).
+fn simd_cc(cmp: CmpOp) -> IntCC {
+    match cmp {
+        CmpOp::Eq => IntCC::Equal,
+        CmpOp::Ne => IntCC::NotEqual,
+        CmpOp::Lt => IntCC::SignedLessThan,
+        CmpOp::Le => IntCC::SignedLessThanOrEqual,
+        CmpOp::Gt => IntCC::SignedGreaterThan,
+        CmpOp::Ge => IntCC::SignedGreaterThanOrEqual,
+        other => unreachable!("validated: vset does not take {other}"),
     }
 }

@@ -103,6 +103,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             Operand::Reg(r)
             | Operand::NotPred(r)
             | Operand::RegSel(r, _)
+            | Operand::RegLanes(r, _)
             | Operand::NegReg(r, _) => self.shape[r.0 as usize],
             Operand::Vector(parts) => {
                 if parts
@@ -161,6 +162,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                 reg(d) && video(a) && video(b) && tail_reg(*tail).as_ref().is_none_or(reg)
             }
             Vmad { d, a, b, c, .. } => reg(d) && video(a) && video(b) && reg(c),
+            VideoSimd { a, b, c, .. } => reg(a) && reg(b) && reg(c),
             St { .. }
             | Atom { .. }
             | Fence

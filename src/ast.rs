@@ -340,6 +340,8 @@ pub enum Operand {
     Vector(Vec<Option<RegId>>),
     /// A variable's address (`mov.u64 %rd, var`).
     Var(VarId),
+    /// A variable's address plus a byte offset: `var+8`, or `var[2]` (two elements on).
+    VarPlus(VarId, i64),
     /// The sink `_` as a whole destination.
     Sink,
 }
@@ -1239,7 +1241,11 @@ impl Inst {
                     regs.push(r)
                 }
             }
-            Operand::Imm(_) | Operand::Special(_) | Operand::Var(_) | Operand::Sink => {}
+            Operand::Imm(_)
+            | Operand::Special(_)
+            | Operand::Var(_)
+            | Operand::VarPlus(..)
+            | Operand::Sink => {}
         };
         let addr = |a: &Address| Operand::Addr(*a);
         let video = |s: &VideoSrc| Operand::Reg(s.reg);

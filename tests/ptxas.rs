@@ -131,7 +131,7 @@ fn malformed_forms_are_rejected_by_both() {
         format!(
             ".version 8.3\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n  \
              .reg .b32 %a, %b, %c, %d;\n  .reg .b64 %rd;\n  .reg .f32 %f;\n  .reg .pred %p;\n  \
-             {line}\n  ret;\n}}\n"
+             .reg .f64 %fd;\n  {line}\n  ret;\n}}\n"
         )
     };
     // The wrapper itself, with a valid line, is PTX to both.
@@ -158,6 +158,22 @@ fn malformed_forms_are_rejected_by_both() {
         "mul.u32 %d, %a, %b;",
         "shf.l.b32 %d, %a, %b, %c;",
         "bar.sync;",
+        // Modifier order: the integer mode follows the opcode directly.
+        "mad.cc.lo.cc.u32 %a, %b, %c, %d;",
+        "mad.cc.hi.s64 %rd, %rd, %rd, %rd;",
+        "mad.sat.hi.s32 %a, %b, %c, %d;",
+        "mul.u32.lo %a, %b, %c;",
+        "mul.u32.wide %rd, %b, %c;",
+        "madc.cc.lo.u32 %a, %b, %c, %d;",
+        // Strong orders on spaces that have none.
+        "ld.volatile.local.u32 %a, [%rd];",
+        "st.relaxed.gpu.local.u32 [%rd], %a;",
+        // Register and immediate kinds.
+        "vadd.u32.u32.u32 %f, %a, %b;",
+        "add.f32 %f, %f, 1;",
+        "setp.eq.f32 %p, %f, 0;",
+        "mov.f32 %f, 0;",
+        "ld.global.u64 %a, [%rd];",
     ] {
         let text = wrap(line);
         assert!(
@@ -166,8 +182,52 @@ fn malformed_forms_are_rejected_by_both() {
         );
         let e = Module::parse(&text).expect_err(line).to_string();
         assert!(
-            e.contains("<input>:10:"),
+            e.contains("<input>:11:"),
             "`{line}` is not located on its line:\n{e}"
         );
+    }
+}
+
+#[test]
+fn forms_ptxas_accepts_are_accepted() {
+    let Some(ptxas) = require_ptxas("forms_ptxas_accepts_are_accepted") else {
+        return;
+    };
+    for line in [
+        // ld and st take any register at least as wide as the type.
+        "ld.global.f32 %rd, [%rd];",
+        "ld.global.u32 %rd, [%rd];",
+        "ld.global.f32 %a, [%rd];",
+        "st.global.b32 [%rd], %fd;",
+        "st.global.f32 [%rd], %rd;",
+        // Integer literals are 64-bit values, truncated to the operand.
+        "mov.b32 %a, 4294967296;",
+        "add.u32 %a, %b, 4294967297;",
+        "lop3.b32 %a, %b, %c, %d, 0x1ff;",
+        "mov.u32 %a, WARP_SZ;",
+        // A variable's address with a byte offset or an element index.
+        "mov.u64 %rd, tbl+8;",
+        "mov.u64 %rd, tbl[2];",
+        "cvta.global.u64 %rd, tbl+4;",
+        // Where ptxas is lenient about modifier order, so are we.
+        "shf.l.b32.wrap %a, %b, %c, %d;",
+        "mad.hi.s32.sat %a, %b, %c, %d;",
+        "mad.lo.u32.cc %a, %b, %c, %d;",
+        "add.cc.cc.u32 %a, %b, %c;",
+        "ld.u32.global %a, [%rd];",
+        "cvt.f32.s32.rn %f, %a;",
+        "ld.volatile.shared.u32 %a, [%rd];",
+    ] {
+        let text = format!(
+            ".version 8.3\n.target sm_90\n.address_size 64\n.global .u32 tbl[4];\n\
+             .visible .entry k()\n{{\n  .reg .b32 %a, %b, %c, %d;\n  .reg .b64 %rd;\n  \
+             .reg .f32 %f;\n  .reg .f64 %fd;\n  {line}\n  ret;\n}}\n"
+        );
+        if let Err(e) = assemble(&ptxas, &text, "sm_90", "good") {
+            panic!("ptxas rejects `{line}`: {e}");
+        }
+        if let Err(e) = Module::parse(&text) {
+            panic!("we reject `{line}`:\n{e}");
+        }
     }
 }

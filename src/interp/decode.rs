@@ -242,8 +242,8 @@ pub struct Op {
 pub enum Fill {
     /// A special register (its readers mask it to the type they read it at).
     Special(SpecialReg),
-    /// A variable's address.
-    Var(VarId),
+    /// A variable's address plus a byte offset.
+    Var(VarId, i64),
 }
 
 /// A function body's decoded instructions and the register file its frames start from.
@@ -343,12 +343,13 @@ impl<'f> Layout<'f> {
             Operand::Imm(i) => self.constant(i.bits_for(ty)),
             Operand::Special(s) => self.fill(Fill::Special(*s), ty),
             Operand::Var(v) => self.var(*v),
+            Operand::VarPlus(v, off) => self.fill(Fill::Var(*v, *off), Type::B64),
             _ => self.zero,
         }
     }
 
     fn var(&mut self, v: VarId) -> Src {
-        self.fill(Fill::Var(v), Type::B64)
+        self.fill(Fill::Var(v, 0), Type::B64)
     }
 
     /// An address as base and offset, both read as 64-bit values.

@@ -535,7 +535,7 @@ impl<'a> Thread<'a> {
         for &(slot, fill) in &decoded.fills {
             frame.regs[slot as usize] = match fill {
                 Fill::Special(s) => self.special(s),
-                Fill::Var(v) => self.var_addr(&frame, v),
+                Fill::Var(v, off) => self.var_addr(&frame, v).wrapping_add(off as u64),
             };
         }
         Activation {

@@ -57,16 +57,19 @@ pub(super) fn mov(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
             }
             Operand::Special(*s)
         }
-        Raw::Op(Operand::Var(v)) => {
+        _ if let Some(addr) = cx.var_address(a) => {
+            let (Operand::Var(v) | Operand::VarPlus(v, _)) = addr else {
+                unreachable!("var_address gives a variable's address")
+            };
             // A shared variable's address is an offset in the block's window: 32 bits hold it.
-            let shared = cx.var_decl(*v).space == Space::Shared;
+            let shared = cx.var_decl(v).space == Space::Shared;
             if !(ty.is_int() && (ty.bits() == 64 || (shared && ty.bits() == 32))) {
                 return err(
                     a.span,
                     "taking a variable's address needs a 64-bit integer type (or 32-bit for .shared)",
                 );
             }
-            Operand::Var(*v)
+            addr
         }
         _ => cx.src(a, ty)?,
     };
@@ -206,9 +209,9 @@ pub(super) fn cvta(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let ty = cx.one_type(&[Type::U32, Type::U64])?;
     cx.count(ops, 2)?;
     let d = cx.dst(&ops[0], ty)?;
-    let a = match &ops[1].raw {
-        Raw::Op(Operand::Var(v)) => Operand::Var(*v),
-        _ => cx.src(&ops[1], ty)?,
+    let a = match cx.var_address(&ops[1]) {
+        Some(addr) => addr,
+        None => cx.src(&ops[1], ty)?,
     };
     Ok(Inst::Cvta {
         dir,

@@ -36,6 +36,13 @@ pub(crate) enum Raw {
     PredPair(RegId, RegId),
     /// `_|%p`: a discarded result beside a predicate (`elect.sync`).
     SinkPred(RegId),
+    /// `var+8` (`index` false) or `var[2]` (`index` true: elements, scaled by the variable's
+    /// element size where the instruction resolves it).
+    VarPlus {
+        var: VarId,
+        by: i64,
+        index: bool,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -285,6 +292,23 @@ impl Cx<'_, '_, '_> {
         }
     }
 
+    /// A variable's address operand (`var`, `var+8`, `var[2]`) as `mov` and `cvta` take it,
+    /// or None for another operand.
+    fn var_address(&self, o: &Opnd) -> Option<Operand> {
+        match o.raw {
+            Raw::Op(Operand::Var(v)) => Some(Operand::Var(v)),
+            Raw::VarPlus { var, by, index } => {
+                let scale = if index {
+                    self.var_decl(var).ty.bytes() as i64
+                } else {
+                    1
+                };
+                Some(Operand::VarPlus(var, by.wrapping_mul(scale)))
+            }
+            _ => None,
+        }
+    }
+
     /// A destination register of type `ty`.
     fn dst(&self, o: &Opnd, ty: Type) -> R<Operand> {
         self.dst_fit(o, ty, Fit::Exact)
@@ -489,6 +513,27 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
         },
         Rule::reg_sel => Raw::Op(operand_reg_sel(fb, inner)?),
         Rule::sink => Raw::Op(Operand::Sink),
+        Rule::var_plus => {
+            let mut it = inner.into_inner();
+            let name = it.next().unwrap();
+            let disp = it.next().unwrap();
+            let (lit, index) = match disp.as_rule() {
+                Rule::var_index => (disp.into_inner().next().unwrap(), true),
+                _ => (disp, false),
+            };
+            let by = literal::parse_int(lit.as_str())
+                .and_then(|v| i64::try_from(v).ok())
+                .ok_or_else(|| Diagnostic::new(span_of(&lit), "offset out of range"))?;
+            match fb.lookup(name.as_str()) {
+                Some(Name::Var(var)) => Raw::VarPlus { var, by, index },
+                _ => {
+                    return err(
+                        span_of(&name),
+                        format!("`{}` is not a variable", name.as_str()),
+                    );
+                }
+            }
+        }
         Rule::ident => {
             let name = inner.as_str();
             match fb.lookup(name) {

@@ -52,7 +52,7 @@ fn source(cx: &Cx, o: &Opnd) -> R<VideoSrc> {
         raw: Raw::Op(Operand::Reg(reg)),
         span: o.span,
     };
-    cx.reg_of(&plain, Type::B32, super::Fit::Exact)?;
+    cx.reg_of(&plain, Type::U32, super::Fit::Exact)?;
     Ok(VideoSrc { reg, sel })
 }
 
@@ -243,7 +243,7 @@ fn simd_operand(cx: &Cx, o: &Opnd, k: usize) -> R<(RegId, Option<LaneSpec>)> {
         raw: Raw::Op(Operand::Reg(reg)),
         span: o.span,
     };
-    cx.reg_of(&plain, Type::B32, super::Fit::Exact)?;
+    cx.reg_of(&plain, Type::U32, super::Fit::Exact)?;
     Ok((reg, spec))
 }
 

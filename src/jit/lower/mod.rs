@@ -912,6 +912,11 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let a = self.var_addr(*v);
                 self.conv(a, Type::U64, ty, false)
             }
+            Operand::VarPlus(v, off) => {
+                let a = self.var_addr(*v);
+                let a = self.b.ins().iadd_imm_s(a, *off);
+                self.conv(a, Type::U64, ty, false)
+            }
             other => unreachable!("validated: {other:?} is not a scalar source"),
         }
     }

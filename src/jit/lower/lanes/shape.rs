@@ -121,7 +121,11 @@ impl<'f> Lanes<'_, '_, 'f> {
                 SpecialRegKind::Laneid | SpecialRegKind::Warpid => Shape::Varying,
                 _ => Shape::Uniform,
             },
-            Operand::Imm(_) | Operand::Var(_) | Operand::Addr(_) | Operand::Sink => Shape::Uniform,
+            Operand::Imm(_)
+            | Operand::Var(_)
+            | Operand::VarPlus(..)
+            | Operand::Addr(_)
+            | Operand::Sink => Shape::Uniform,
         }
     }
 

@@ -1,0 +1,120 @@
+//! PTX as compilers write it, on every engine: the operand forms and register rules ptxas
+//! accepts beyond the manual's strict reading, each with a value worked out by hand (what
+//! ptxas's own code computes, where its disassembly was the evidence: `var[2]` is two
+//! elements on, `var+2` two bytes).
+
+mod common;
+
+use common::engines;
+use ptxjit::{Arg, Dim3};
+
+const HEAD: &str = ".version 8.3\n.target sm_90\n.address_size 64\n";
+
+/// Runs kernel `k` (one thread; parameter `out`, a buffer of `words` u64s) on every engine;
+/// returns the words each wrote.
+fn run(body: &str, decls: &str, words: usize) -> Vec<(&'static str, Vec<u64>)> {
+    let ptx = format!(
+        "{HEAD}{decls}.visible .entry k(.param .u64 out)\n{{\n  .reg .b32 %r<8>;\n  \
+         .reg .b64 %rd<8>;\n  .reg .f32 %f<4>;\n  .reg .f64 %fd<4>;\n  \
+         ld.param.u64 %rd1, [out];\n{body}\n  ret;\n}}\n"
+    );
+    engines(&ptx)
+        .into_iter()
+        .map(|(name, e)| {
+            let mut out = vec![0u8; words * 8];
+            e.launch("k", Dim3::x(1), Dim3::x(1), &mut [Arg::Buffer(&mut out)])
+                .unwrap_or_else(|err| panic!("{name}: {err}"));
+            let w = out
+                .chunks(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            (name, w)
+        })
+        .collect()
+}
+
+fn expect(body: &str, decls: &str, want: &[u64]) {
+    for (name, got) in run(body, decls, want.len()) {
+        assert_eq!(got, want, "{name}:\n{body}");
+    }
+}
+
+#[test]
+fn integer_literals_are_truncated_to_the_operand() {
+    // ptxas reads a literal as a 64-bit value and keeps the operand's low bits.
+    expect(
+        "  mov.b32 %r1, 4294967296;\n  add.u32 %r2, %r1, 4294967297;\n  \
+         mov.b32 %r3, -1;\n  cvt.u64.u32 %rd2, %r2;\n  cvt.u64.u32 %rd3, %r3;\n  \
+         st.global.v2.u64 [%rd1], {%rd2, %rd3};",
+        "",
+        &[1, 0xffff_ffff],
+    );
+}
+
+#[test]
+fn warp_sz_is_32() {
+    expect(
+        "  mov.u32 %r1, WARP_SZ;\n  add.u32 %r1, %r1, WARP_SZ;\n  cvt.u64.u32 %rd2, %r1;\n  \
+         st.global.u64 [%rd1], %rd2;",
+        "",
+        &[64],
+    );
+}
+
+#[test]
+fn loads_and_stores_take_wider_registers() {
+    // ld.f32 into a .b64 register: the float's bits in the low half, zeros above; st.b32 of
+    // an .f64 register: its low 32 bits; st.f32 of a .b64 register: its low 32 bits.
+    let one_f32 = 0x3f80_0000u64;
+    let two_f64 = 2.0f64.to_bits();
+    expect(
+        "  mov.b64 %rd2, 0x123456783f800000;\n  st.global.u64 [%rd1], %rd2;\n  \
+         ld.global.f32 %rd3, [%rd1];\n  st.global.u64 [%rd1+8], %rd3;\n  \
+         mov.f64 %fd1, 0d4000000000000001;\n  st.global.u64 [%rd1+16], 0;\n  \
+         st.global.b32 [%rd1+16], %fd1;\n  st.global.u64 [%rd1+24], 0;\n  \
+         st.global.f32 [%rd1+24], %rd2;",
+        "",
+        &[
+            0x1234_5678_3f80_0000,
+            one_f32,
+            (two_f64 + 1) & 0xffff_ffff,
+            one_f32,
+        ],
+    );
+}
+
+#[test]
+fn variable_addresses_with_offsets() {
+    // tbl[2] is two .u32 elements on (8 bytes), tbl+2 two bytes; the same for a .local
+    // array of .u64 and a .shared one.
+    let decls = ".global .u32 tbl[4] = {10, 20, 30, 40};\n";
+    expect(
+        "  .local .u64 loc[4];\n  .shared .u16 sh[8];\n  mov.u64 %rd2, tbl;\n  \
+         mov.u64 %rd3, tbl[2];\n  sub.u64 %rd4, %rd3, %rd2;\n  mov.u64 %rd5, tbl+2;\n  \
+         sub.u64 %rd5, %rd5, %rd2;\n  st.global.v2.u64 [%rd1], {%rd4, %rd5};\n  \
+         ld.global.u32 %r1, [%rd3];\n  cvt.u64.u32 %rd6, %r1;\n  st.global.u64 [%rd1+16], %rd6;\n  \
+         mov.u64 %rd2, loc;\n  mov.u64 %rd3, loc[3];\n  sub.u64 %rd4, %rd3, %rd2;\n  \
+         st.global.u64 [%rd1+24], %rd4;\n  mov.u32 %r2, sh;\n  mov.u32 %r3, sh[3];\n  \
+         sub.u32 %r4, %r3, %r2;\n  cvt.u64.u32 %rd4, %r4;\n  st.global.u64 [%rd1+32], %rd4;\n  \
+         cvta.global.u64 %rd4, tbl+4;\n  ld.u32 %r5, [%rd4];\n  cvt.u64.u32 %rd4, %r5;\n  \
+         st.global.u64 [%rd1+40], %rd4;",
+        decls,
+        &[8, 2, 30, 24, 6, 20],
+    );
+}
+
+#[test]
+fn offsets_need_a_variable() {
+    let ptx = format!(
+        "{HEAD}.visible .entry k()\n{{\n  .reg .b64 %rd<4>;\n  mov.u64 %rd1, %rd2+8;\n  ret;\n}}\n"
+    );
+    assert!(ptxjit::Module::parse(&ptx).is_err());
+    let ptx = format!(
+        "{HEAD}.visible .entry k()\n{{\n  .reg .b64 %rd<4>;\n  mov.u64 %rd1, nothing[1];\n  ret;\n}}\n"
+    );
+    let e = ptxjit::Module::parse(&ptx).unwrap_err().to_string();
+    assert!(
+        e.contains("`nothing` is not a variable") && e.contains(":7:"),
+        "{e}"
+    );
+}

@@ -336,8 +336,9 @@ pub enum Operand {
     Imm(Imm),
     Special(SpecialReg),
     Addr(Address),
-    /// `{a, b, ...}`; `None` is the sink `_`.
-    Vector(Vec<Option<RegId>>),
+    /// `{a, b, ...}`: each element an [`Operand::Reg`], an [`Operand::Imm`] (in a source)
+    /// or the sink [`Operand::Sink`] (in a destination).
+    Vector(Vec<Operand>),
     /// A variable's address (`mov.u64 %rd, var`).
     Var(VarId),
     /// A variable's address plus a byte offset: `var+8`, or `var[2]` (two elements on).
@@ -1190,7 +1191,7 @@ impl Inst {
     pub fn writes(&self, r: RegId) -> bool {
         let op = |o: &Operand| match o {
             Operand::Reg(x) => *x == r,
-            Operand::Vector(parts) => parts.contains(&Some(r)),
+            Operand::Vector(parts) => parts.contains(&Operand::Reg(r)),
             _ => false,
         };
         use Inst::*;
@@ -1235,7 +1236,10 @@ impl Inst {
             | Operand::RegSel(r, _)
             | Operand::RegLanes(r, _)
             | Operand::NegReg(r, _) => regs.push(*r),
-            Operand::Vector(parts) => regs.extend(parts.iter().flatten()),
+            Operand::Vector(parts) => regs.extend(parts.iter().filter_map(|p| match p {
+                Operand::Reg(r) => Some(*r),
+                _ => None,
+            })),
             Operand::Addr(a) => {
                 if let AddrBase::Reg(r) = a.base {
                     regs.push(r)

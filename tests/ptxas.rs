@@ -209,6 +209,9 @@ fn forms_ptxas_accepts_are_accepted() {
         "mov.u64 %rd, tbl+8;",
         "mov.u64 %rd, tbl[2];",
         "cvta.global.u64 %rd, tbl+4;",
+        // Vector operands holding immediates.
+        "mov.b64 %rd, {1, %a};",
+        "st.global.v2.u32 [%rd], {0xdead, %a};",
         // Where ptxas is lenient about modifier order, so are we.
         "shf.l.b32.wrap %a, %b, %c, %d;",
         "mad.hi.s32.sat %a, %b, %c, %d;",

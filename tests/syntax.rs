@@ -118,3 +118,43 @@ fn offsets_need_a_variable() {
         "{e}"
     );
 }
+
+#[test]
+fn vector_operands_hold_immediates_and_plain_names() {
+    // {lo, hi} packing with an immediate, a store of immediates, registers without `%`.
+    let ptx = format!(
+        "{HEAD}.visible .entry k(.param .u64 out)\n{{\n  .reg .b32 r<4>;\n  .reg .b64 rd<4>;\n  \
+         ld.param.u64 rd1, [out];\n  mov.u32 r1, 7;\n  mov.b64 rd2, {{1, r1}};\n  \
+         st.global.u64 [rd1], rd2;\n  st.global.v2.u32 [rd1+8], {{0xdead, r1}};\n  \
+         st.global.v4.u16 [rd1+16], {{1, 2, 3, -1}};\n  ld.global.v2.u32 {{_, r2}}, [rd1+8];\n  \
+         mov.b64 {{r3, _}}, rd2;\n  add.u32 r2, r2, r3;\n  st.global.u32 [rd1+24], r2;\n  ret;\n}}\n"
+    );
+    for (name, e) in engines(&ptx) {
+        let mut out = vec![0u8; 32];
+        e.launch("k", Dim3::x(1), Dim3::x(1), &mut [Arg::Buffer(&mut out)])
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let w: Vec<u64> = out
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(
+            w,
+            [7 << 32 | 1, 7 << 32 | 0xdead, 0xffff_0003_0002_0001, 8],
+            "{name}"
+        );
+    }
+    // An immediate cannot be written to, nor `_` read.
+    for (line, msg) in [
+        (
+            "ld.global.v2.u32 {1, r1}, [rd1];",
+            "cannot be a destination",
+        ),
+        ("st.global.v2.u32 [rd1], {_, r1};", "cannot be a source"),
+    ] {
+        let ptx = format!(
+            "{HEAD}.visible .entry k()\n{{\n  .reg .b32 r<4>;\n  .reg .b64 rd<4>;\n  {line}\n  ret;\n}}\n"
+        );
+        let e = ptxjit::Module::parse(&ptx).expect_err(line).to_string();
+        assert!(e.contains(msg) && e.contains(":8:"), "{line}: {e}");
+    }
+}

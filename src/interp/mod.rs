@@ -905,9 +905,9 @@ impl<'a> Thread<'a> {
                 let n = ty.bytes();
                 let (r, off, _held) = self.ast_access(fr, op, &ins.inst)?;
                 match d {
-                    Operand::Vector(regs) => {
-                        for (k, reg) in regs.iter().enumerate() {
-                            if let Some(reg) = reg {
+                    Operand::Vector(parts) => {
+                        for (k, part) in parts.iter().enumerate() {
+                            if let Operand::Reg(reg) = part {
                                 set_reg(fr, *reg, *ty, r.read(off + k * n, n));
                             }
                         }
@@ -919,10 +919,9 @@ impl<'a> Thread<'a> {
                 let n = ty.bytes();
                 let (r, off, _held) = self.ast_access(fr, op, &ins.inst)?;
                 match a {
-                    Operand::Vector(regs) => {
-                        for (k, reg) in regs.iter().enumerate() {
-                            let reg = reg.expect("validated: no sink in a store");
-                            r.write(off + k * n, n, fr.regs[reg.0 as usize]);
+                    Operand::Vector(parts) => {
+                        for (k, part) in parts.iter().enumerate() {
+                            r.write(off + k * n, n, element(fr, part, *ty));
                         }
                     }
                     _ => r.write(off, n, op.src[2].read(&fr.regs)),
@@ -1066,7 +1065,7 @@ impl<'a> Thread<'a> {
             (Operand::Vector(parts), _) => {
                 let w = ty.bits() / parts.len() as u32;
                 for (k, p) in parts.iter().enumerate() {
-                    if let Some(r) = p {
+                    if let Operand::Reg(r) = p {
                         let t = Type::from_ptx(&format!("b{w}")).expect("8/16/32-bit parts");
                         set_reg(fr, *r, t, a >> (w * k as u32));
                     }
@@ -1075,9 +1074,9 @@ impl<'a> Thread<'a> {
             (_, Operand::Vector(parts)) => {
                 let w = ty.bits() / parts.len() as u32;
                 let mask = (1u64 << w) - 1;
+                let t = Type::from_ptx(&format!("b{w}")).expect("8/16/32-bit parts");
                 let v = parts.iter().enumerate().fold(0u64, |acc, (k, p)| {
-                    let r = p.expect("validated: no sink in a source vector");
-                    acc | ((fr.regs[r.0 as usize] & mask) << (w * k as u32))
+                    acc | ((element(fr, p, t) & mask) << (w * k as u32))
                 });
                 d.write(&mut fr.regs, v);
             }
@@ -1203,6 +1202,15 @@ enum Next {
 
 /// Writes register `r` at the instruction type `ty` (the rule of [`Dst`]), for the
 /// instructions that name their registers in the AST.
+/// A source vector's element: a register's bits or an immediate's at `ty`.
+fn element(fr: &Frame, part: &Operand, ty: Type) -> u64 {
+    match part {
+        Operand::Reg(r) => fr.regs[r.0 as usize],
+        Operand::Imm(i) => i.bits_for(ty),
+        other => unreachable!("validated: {other:?} is not a source element"),
+    }
+}
+
 fn set_reg(fr: &mut Frame, r: RegId, ty: Type, v: u64) {
     Dst::new(r, fr.func.reg(r).ty, ty).write(&mut fr.regs, v);
 }

@@ -398,16 +398,17 @@ impl Cx<'_, '_, '_> {
         }
     }
 
-    /// `{a, b, ...}` with `n` registers of type `ty` (sinks allowed for destinations).
-    fn vector(&self, o: &Opnd, n: usize, ty: Type, fit: Fit, sink_ok: bool) -> R<Operand> {
+    /// `{a, b, ...}` with `n` elements of type `ty`: registers, and immediates in a source
+    /// (`is_dst` false) or sinks in a destination.
+    fn vector(&self, o: &Opnd, n: usize, ty: Type, fit: Fit, is_dst: bool) -> R<Operand> {
         match &o.raw {
-            Raw::Op(Operand::Vector(regs)) => {
-                if regs.len() != n {
-                    return err(o.span, format!("expected a vector of {n} registers"));
+            Raw::Op(Operand::Vector(parts)) => {
+                if parts.len() != n {
+                    return err(o.span, format!("expected a vector of {n} elements"));
                 }
-                for r in regs {
-                    match r {
-                        Some(r) => {
+                for p in parts {
+                    match p {
+                        Operand::Reg(r) => {
                             let rt = self.reg_ty(*r);
                             if !reg_fits(rt, ty, fit) {
                                 return err(
@@ -419,13 +420,17 @@ impl Cx<'_, '_, '_> {
                                 );
                             }
                         }
-                        None if !sink_ok => return err(o.span, "`_` cannot be a source"),
-                        None => {}
+                        Operand::Imm(_) if is_dst => {
+                            return err(o.span, "an immediate cannot be a destination");
+                        }
+                        Operand::Imm(imm) => check_imm(*imm, ty).or_else(|m| err(o.span, m))?,
+                        _ if !is_dst => return err(o.span, "`_` cannot be a source"),
+                        _ => {}
                     }
                 }
-                Ok(Operand::Vector(regs.clone()))
+                Ok(Operand::Vector(parts.clone()))
             }
-            _ => err(o.span, format!("expected a vector of {n} registers")),
+            _ => err(o.span, format!("expected a vector of {n} elements")),
         }
     }
 }
@@ -442,14 +447,20 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
     };
     let raw = match inner.as_rule() {
         Rule::vector => {
-            let mut regs = Vec::new();
+            let mut parts = Vec::new();
             for e in inner.into_inner() {
-                regs.push(match e.as_rule() {
-                    Rule::sink => None,
-                    _ => Some(reg(&e)?),
+                parts.push(match e.as_rule() {
+                    Rule::sink => Operand::Sink,
+                    Rule::imm => match immediate(&e) {
+                        Some(imm) => Operand::Imm(imm),
+                        None => {
+                            return err(span_of(&e), format!("invalid literal `{}`", e.as_str()));
+                        }
+                    },
+                    _ => Operand::Reg(reg(&e)?),
                 });
             }
-            Raw::Op(Operand::Vector(regs))
+            Raw::Op(Operand::Vector(parts))
         }
         Rule::address => {
             let mut base = AddrBase::None;

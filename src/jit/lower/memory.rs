@@ -197,12 +197,10 @@ impl Lower<'_, '_> {
                 let n = ty.bytes();
                 let (at, off) = self.access(addr, n * *vec as usize, *space, false);
                 match d {
-                    Operand::Vector(regs) => {
-                        for (k, reg) in regs.iter().enumerate() {
+                    Operand::Vector(parts) => {
+                        for (k, part) in parts.iter().enumerate() {
                             let v = self.load_value(clif(*ty), flags(), at, off + (k * n) as i32);
-                            if let Some(reg) = reg {
-                                self.set_reg(*reg, *ty, v);
-                            }
+                            self.set(part, *ty, v);
                         }
                     }
                     _ => {
@@ -226,13 +224,7 @@ impl Lower<'_, '_> {
             } => {
                 let n = ty.bytes();
                 let values: Vec<Value> = match a {
-                    Operand::Vector(regs) => regs
-                        .iter()
-                        .map(|r| {
-                            let r = r.expect("validated: no sink in a store");
-                            self.get(&Operand::Reg(r), *ty)
-                        })
-                        .collect(),
+                    Operand::Vector(parts) => parts.iter().map(|p| self.get(p, *ty)).collect(),
                     _ => vec![self.get(a, *ty)],
                 };
                 let (at, off) = self.access(addr, n * *vec as usize, *space, true);

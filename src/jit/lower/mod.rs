@@ -1100,7 +1100,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                     .find(|t| t.bits() == w && t.kind() == ast::TypeKind::Bits)
                     .expect("8/16/32-bit parts");
                 for (k, p) in parts.iter().enumerate() {
-                    if let Some(r) = p {
+                    if let Operand::Reg(r) = p {
                         let s = self.b.ins().ushr_imm_s(v, (w * k as u32) as i64);
                         let s = self.b.ins().ireduce(int_type(w), s);
                         self.set_reg(*r, part_ty, s);
@@ -1116,8 +1116,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                     .expect("8/16/32-bit parts");
                 let mut acc = self.iconst(it, 0);
                 for (k, p) in parts.iter().enumerate() {
-                    let r = p.expect("validated: no sink in a source vector");
-                    let v = self.get(&Operand::Reg(r), part_ty);
+                    let v = self.get(p, part_ty);
                     let v = self.b.ins().uextend(it, v);
                     let v = self.b.ins().ishl_imm_s(v, (w * k as u32) as i64);
                     acc = self.b.ins().bor(acc, v);

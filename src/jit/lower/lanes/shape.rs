@@ -108,8 +108,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             Operand::Vector(parts) => {
                 if parts
                     .iter()
-                    .flatten()
-                    .all(|r| self.shape[r.0 as usize] == Shape::Uniform)
+                    .all(|p| self.operand_shape(p) == Shape::Uniform)
                 {
                     Shape::Uniform
                 } else {

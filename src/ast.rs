@@ -561,8 +561,26 @@ impl SimdForm {
 /// the whole word).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VideoSrc {
-    pub reg: RegId,
+    pub value: VideoValue,
     pub sel: Option<Selector>,
+}
+
+/// A scalar video instruction's 32-bit operand: a register, or an immediate (ptxas takes
+/// immediates for a, b and c; a literal keeps its low 32 bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VideoValue {
+    Reg(RegId),
+    Imm(u32),
+}
+
+impl VideoValue {
+    /// The value as an ordinary operand.
+    pub fn operand(self) -> Operand {
+        match self {
+            VideoValue::Reg(r) => Operand::Reg(r),
+            VideoValue::Imm(v) => Operand::Imm(Imm::Int(v as i128)),
+        }
+    }
 }
 
 /// What a video instruction does with its intermediate result and the third operand `c`.
@@ -571,9 +589,9 @@ pub enum VideoTail {
     /// `d = tmp`.
     None,
     /// `d = op(tmp, c)` (`.add .min .max`).
-    Secondary(VideoSecOp, RegId),
+    Secondary(VideoSecOp, VideoValue),
     /// `d.dsel`: the low byte or half of tmp merged into c at the selected position.
-    Merge(Selector, RegId),
+    Merge(Selector, VideoValue),
 }
 
 impl VideoTail {
@@ -1128,7 +1146,7 @@ pub enum Inst {
         d: RegId,
         a: VideoSrc,
         b: VideoSrc,
-        c: RegId,
+        c: VideoValue,
     },
     /// The SIMD video instructions `vadd2 … vmax4`, `vset2`, `vset4` (9.7.18.2): every lane
     /// of a and b is read through the selectors, so they carry none here; d is written whole.
@@ -1252,10 +1270,10 @@ impl Inst {
             | Operand::Sink => {}
         };
         let addr = |a: &Address| Operand::Addr(*a);
-        let video = |s: &VideoSrc| Operand::Reg(s.reg);
+        let video = |s: &VideoSrc| s.value.operand();
         let tail = |t: &VideoTail| match t {
             VideoTail::None => Operand::Sink,
-            VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) => Operand::Reg(*c),
+            VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) => c.operand(),
         };
         use Inst::*;
         match self {
@@ -1296,7 +1314,7 @@ impl Inst {
             } => [Operand::Reg(*d), video(a), video(b), tail(t)]
                 .iter()
                 .for_each(&mut op),
-            Vmad { d, a, b, c, .. } => [Operand::Reg(*d), video(a), video(b), Operand::Reg(*c)]
+            Vmad { d, a, b, c, .. } => [Operand::Reg(*d), video(a), video(b), c.operand()]
                 .iter()
                 .for_each(&mut op),
             // d is not read: lanes outside the mask come from c.

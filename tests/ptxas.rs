@@ -209,6 +209,9 @@ fn forms_ptxas_accepts_are_accepted() {
         "mov.u64 %rd, tbl+8;",
         "mov.u64 %rd, tbl[2];",
         "cvta.global.u64 %rd, tbl+4;",
+        // Scalar video operands may be immediates.
+        "vshr.u32.u32.u32.clamp.add %a, %b, 32, %c;",
+        "vmad.u32.u32.u32 %a, %b, 5, 3;",
         // Vector operands holding immediates.
         "mov.b64 %rd, {1, %a};",
         "st.global.v2.u32 [%rd], {0xdead, %a};",

@@ -589,3 +589,35 @@ fn malformed_video_instructions_are_located_errors() {
         assert!(e.contains("<input>:7:"), "{line}: {e}");
     }
 }
+
+#[test]
+fn immediates_as_operands() {
+    // ptxas takes immediates for a, b and c (their low 32 bits).
+    assert_eq!(
+        run_one("vshr.u32.u32.u32.clamp.add %d, %a, 32, %c;", 0xffff, 0, 9),
+        9
+    );
+    assert_eq!(
+        run_one("vshr.u32.u32.u32.clamp %d, %a, 4;", 0xf0, 0, 0),
+        0xf
+    );
+    assert_eq!(run_one("vadd.u32.u32.u32 %d, 7, %b;", 0, 5, 0), 12);
+    assert_eq!(
+        run_one("vadd.s32.s32.s32 %d, %a, -5;", 3, 0, 0),
+        -2i32 as u32
+    );
+    assert_eq!(
+        run_one("vadd.u32.u32.u32.max %d, %a, %b, 100;", 1, 2, 0),
+        100
+    );
+    assert_eq!(run_one("vmad.u32.u32.u32 %d, %a, 5, 3;", 4, 0, 0), 23);
+    assert_eq!(run_one("vset.u32.u32.lt %d, %a, 5;", 4, 0, 0), 1);
+    assert_eq!(
+        run_one("vadd.u32.u32.u32 %d.h1, %a, 1, 0x12345678;", 1, 0, 0),
+        0x0002_5678
+    );
+    let ptx = ".version 7.8\n.target sm_80\n.address_size 64\n.visible .func f()\n{\n  \
+               .reg .b32 %a;\n  vadd.u32.u32.u32 5, %a, %a;\n  ret;\n}\n";
+    let e = ptxjit::Module::parse(ptx).unwrap_err().to_string();
+    assert!(e.contains("the destination must be a register"), "{e}");
+}

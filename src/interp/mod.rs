@@ -945,7 +945,7 @@ impl<'a> Thread<'a> {
             }
             Vmad { form, d, a, b, c } => {
                 let s = video::Sources {
-                    c: fr.regs[c.0 as usize],
+                    c: video_value(fr, *c),
                     ..self.video_sources(fr, *a, *b, VideoTail::None)
                 };
                 set_reg(fr, *d, Type::B32, video::vmad(*form, s));
@@ -1044,15 +1044,14 @@ impl<'a> Thread<'a> {
         b: VideoSrc,
         tail: VideoTail,
     ) -> video::Sources {
-        let reg = |r: RegId| fr.regs[r.0 as usize] & 0xffff_ffff;
         let c = match tail {
             VideoTail::None => 0,
-            VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) => reg(c),
+            VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) => video_value(fr, c),
         };
         video::Sources {
-            a: reg(a.reg),
+            a: video_value(fr, a.value),
             asel: a.sel,
-            b: reg(b.reg),
+            b: video_value(fr, b.value),
             bsel: b.sel,
             c,
         }
@@ -1202,6 +1201,14 @@ enum Next {
 
 /// Writes register `r` at the instruction type `ty` (the rule of [`Dst`]), for the
 /// instructions that name their registers in the AST.
+/// A scalar video operand's 32 bits.
+fn video_value(fr: &Frame, v: VideoValue) -> u64 {
+    match v {
+        VideoValue::Reg(r) => fr.regs[r.0 as usize] & 0xffff_ffff,
+        VideoValue::Imm(x) => x as u64,
+    }
+}
+
 /// A source vector's element: a register's bits or an immediate's at `ty`.
 fn element(fr: &Frame, part: &Operand, ty: Type) -> u64 {
     match part {

@@ -27,9 +27,17 @@ fn video_types<const N: usize>(cx: &mut Cx, what: &str) -> R<[Type; N]> {
     Ok(std::array::from_fn(|k| tys[k].0))
 }
 
-/// A 32-bit register operand, with its selector if it has one.
+/// A 32-bit register operand, with its selector if it has one, or an immediate (its low 32
+/// bits, as ptxas takes it).
 fn source(cx: &Cx, o: &Opnd) -> R<VideoSrc> {
     let (reg, sel) = match &o.raw {
+        Raw::Op(Operand::Imm(imm)) => {
+            super::check_imm(*imm, Type::B32).or_else(|m| err(o.span, m))?;
+            return Ok(VideoSrc {
+                value: VideoValue::Imm(imm.bits_for(Type::B32) as u32),
+                sel: None,
+            });
+        }
         Raw::Op(Operand::Reg(r)) => (*r, None),
         Raw::Op(Operand::RegSel(r, s)) => (*r, Some(*s)),
         Raw::Op(Operand::RegLanes(_, l)) => {
@@ -53,7 +61,18 @@ fn source(cx: &Cx, o: &Opnd) -> R<VideoSrc> {
         span: o.span,
     };
     cx.reg_of(&plain, Type::U32, super::Fit::Exact)?;
-    Ok(VideoSrc { reg, sel })
+    Ok(VideoSrc {
+        value: VideoValue::Reg(reg),
+        sel,
+    })
+}
+
+/// The destination register of a video instruction.
+fn dest(o: &Opnd, d: VideoSrc) -> R<RegId> {
+    match d.value {
+        VideoValue::Reg(r) => Ok(r),
+        VideoValue::Imm(_) => err(o.span, "the destination must be a register"),
+    }
 }
 
 /// A source that may be negated (`vmad`): the source and whether it is.
@@ -84,9 +103,10 @@ fn shape(cx: &mut Cx, ops: &[Opnd]) -> R<(RegId, VideoTail)> {
             format!("`{}` takes 3 or 4 operands, found {}", cx.opcode, ops.len()),
         );
     }
-    let d = source(cx, &ops[0])?;
-    match (ops.len(), secop, d.sel) {
-        (3, None, None) => Ok((d.reg, VideoTail::None)),
+    let d_src = source(cx, &ops[0])?;
+    let d = dest(&ops[0], d_src)?;
+    match (ops.len(), secop, d_src.sel) {
+        (3, None, None) => Ok((d, VideoTail::None)),
         (3, Some(op), _) => err(
             cx.head,
             format!("`.{}` needs a third source operand c", op.ptx()),
@@ -99,8 +119,8 @@ fn shape(cx: &mut Cx, ops: &[Opnd]) -> R<(RegId, VideoTail)> {
             ops[0].span,
             "a secondary operation and a destination selector cannot be combined",
         ),
-        (_, Some(op), None) => Ok((d.reg, VideoTail::Secondary(op, plain_c(cx, &ops[3])?))),
-        (_, None, Some(sel)) => Ok((d.reg, VideoTail::Merge(sel, plain_c(cx, &ops[3])?))),
+        (_, Some(op), None) => Ok((d, VideoTail::Secondary(op, plain_c(cx, &ops[3])?))),
+        (_, None, Some(sel)) => Ok((d, VideoTail::Merge(sel, plain_c(cx, &ops[3])?))),
         (_, None, None) => err(
             ops[3].span,
             "a fourth operand needs `.add`/`.min`/`.max` or a destination selector",
@@ -108,12 +128,12 @@ fn shape(cx: &mut Cx, ops: &[Opnd]) -> R<(RegId, VideoTail)> {
     }
 }
 
-fn plain_c(cx: &Cx, o: &Opnd) -> R<RegId> {
+fn plain_c(cx: &Cx, o: &Opnd) -> R<VideoValue> {
     let c = source(cx, o)?;
     if c.sel.is_some() {
         return err(o.span, "c takes no selector");
     }
-    Ok(c.reg)
+    Ok(c.value)
 }
 
 /// `vadd vsub vabsdiff vmin vmax vshl vshr` (9.7.18.1.1–2).
@@ -217,10 +237,10 @@ pub(super) fn vmad(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
             neg_product,
             neg_c,
         },
-        d: d.reg,
+        d: dest(&ops[0], d)?,
         a,
         b,
-        c: c.reg,
+        c: c.value,
     })
 }
 

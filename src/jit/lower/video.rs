@@ -77,7 +77,7 @@ impl Lower<'_, '_> {
                 let ta = self.part_select(*a, m.aty);
                 let tb = self.part_select(*b, m.bty);
                 let (signed_product, signed_final) = (m.signed_product(), m.signed_final());
-                let c = self.get(&Operand::Reg(*c), Type::B32);
+                let c = self.get(&c.operand(), Type::B32);
                 let shift = m.shift() as i64;
                 // Without .sat only bits [shift, shift+32) of the sum are kept, all below
                 // bit 47: the low 64 bits of every term suffice. With .sat the whole 64-bit
@@ -235,7 +235,7 @@ impl Lower<'_, '_> {
 
     /// `partSelectSignExtend`: the selected part of a 32-bit register as an i64.
     fn part_select(&mut self, src: VideoSrc, ty: Type) -> Value {
-        let v = self.get(&Operand::Reg(src.reg), Type::B32);
+        let v = self.get(&src.value.operand(), Type::B32);
         let (pos, bits) = Selector::bits_of(src.sel);
         let v = if pos > 0 {
             self.b.ins().ushr_imm_s(v, pos as i64)
@@ -289,7 +289,7 @@ impl Lower<'_, '_> {
         let r = match tail {
             VideoTail::None => lo,
             VideoTail::Secondary(op, c) => {
-                let c = self.get(&Operand::Reg(c), Type::B32);
+                let c = self.get(&c.operand(), Type::B32);
                 let c = self.resize(c, types::I64, c_signed);
                 match op {
                     VideoSecOp::Add => self.b.ins().iadd(lo, c),
@@ -304,7 +304,7 @@ impl Lower<'_, '_> {
                 }
             }
             VideoTail::Merge(sel, c) => {
-                let c = self.get(&Operand::Reg(c), Type::B32);
+                let c = self.get(&c.operand(), Type::B32);
                 let c = self.resize(c, types::I64, false);
                 let (pos, bits) = Selector::bits_of(Some(sel));
                 let mask = ((1u64 << bits) - 1) << pos;

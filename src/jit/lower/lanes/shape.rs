@@ -8,7 +8,7 @@ use super::memory::gated_space;
 use super::{LANES, LaneVal, Lanes, PARTS, Res, Shape, V, Vecs, refuse};
 use crate::ast::{
     AddrBase, Guard, Inst, Instruction, MemOrder, Operand, RegId, Space, SpecialRegKind, Type,
-    VideoForm, VideoSrc, VideoTail,
+    VideoForm, VideoSrc, VideoTail, VideoValue,
 };
 use crate::jit::lower::int_type;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -133,7 +133,11 @@ impl<'f> Lanes<'_, '_, 'f> {
     fn reads_uniform(&self, inst: &Inst) -> bool {
         let u = |op: &Operand| self.operand_shape(op) == Shape::Uniform;
         let reg = |r: &RegId| self.shape[r.0 as usize] == Shape::Uniform;
-        let video = |s: &VideoSrc| reg(&s.reg);
+        let value = |v: VideoValue| match v {
+            VideoValue::Reg(r) => reg(&r),
+            VideoValue::Imm(_) => true,
+        };
+        let video = |s: &VideoSrc| value(s.value);
         use Inst::*;
         match inst {
             Mov { a, .. } | Cvta { a, .. } | IntUn { a, .. } | Cvt { a, .. } => u(a),
@@ -162,9 +166,9 @@ impl<'f> Lanes<'_, '_, 'f> {
                 form: VideoForm { tail, .. },
             }
             | Vset { d, a, b, tail, .. } => {
-                reg(d) && video(a) && video(b) && tail_reg(*tail).as_ref().is_none_or(reg)
+                reg(d) && video(a) && video(b) && tail_value(*tail).is_none_or(value)
             }
-            Vmad { d, a, b, c, .. } => reg(d) && video(a) && video(b) && reg(c),
+            Vmad { d, a, b, c, .. } => reg(d) && video(a) && video(b) && value(*c),
             VideoSimd { a, b, c, .. } => reg(a) && reg(b) && reg(c),
             St { .. }
             | Atom { .. }
@@ -419,8 +423,8 @@ pub(super) fn same_lanes(a: Type, b: Type) -> bool {
     (a.bits() == 32 && b.bits() == 32) || (a == Type::Pred && b == Type::Pred)
 }
 
-/// The register a video instruction's tail reads (`c`), if any.
-fn tail_reg(t: VideoTail) -> Option<RegId> {
+/// The operand a video instruction's tail reads (`c`), if any.
+fn tail_value(t: VideoTail) -> Option<VideoValue> {
     match t {
         VideoTail::None => None,
         VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) => Some(c),

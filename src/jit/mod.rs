@@ -564,6 +564,13 @@ impl Jit {
         Some((a.extent.base, a.extent.size))
     }
 
+    /// Bytes of static `.shared` memory a block of this module uses (CUDA's
+    /// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`); dynamic shared memory may add up to
+    /// [`crate::block::MAX_SHARED_BYTES`] in all.
+    pub fn static_shared_bytes(&self) -> u32 {
+        self.shared_layout.static_bytes
+    }
+
     /// Runs every block of kernel `id` with its parameter block at `params_base` and
     /// `areas` the memory it may access; the parameter block must outlive the call.
     fn run_grid(

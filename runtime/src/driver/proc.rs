@@ -204,3 +204,18 @@ pub unsafe extern "C" fn cuGetProcAddress(
     // SAFETY: the same contract, without the status.
     unsafe { cuGetProcAddress_v2(symbol, pfn, version, flags, std::ptr::null_mut()) }
 }
+
+/// CUDA's private tables of internal entry points, which NVIDIA's own libraries ask the
+/// driver for (NVRTC does when `libcuda.so.1` can be loaded): there are none here, so the
+/// answer is `CUDA_ERROR_NOT_SUPPORTED` and a null table, which they handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGetExportTable(
+    table: *mut *const c_void,
+    _id: *const c_void,
+) -> CUresult {
+    api(|| {
+        // SAFETY: null or a writable pointer (CUDA's contract).
+        unsafe { crate::ffi::put(table, std::ptr::null()) };
+        Err(Failure::new(CUDA_ERROR_NOT_SUPPORTED, "no export tables"))
+    })
+}

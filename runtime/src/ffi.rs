@@ -38,7 +38,7 @@ pub struct LastError {
     /// The rendered text (rustc-style for located errors).
     pub text: CString,
     pub diagnostics: Vec<Located>,
-    pub fault: Option<FaultRecord>,
+    pub fault: Option<Box<FaultRecord>>,
 }
 
 /// A fault with its text as C strings.
@@ -86,11 +86,11 @@ impl LastError {
         if let (Some(f), Some(at)) = (e.fault(), e.location()) {
             let at = located(at, &f.message);
             last.diagnostics.push(at.clone());
-            last.fault = Some(FaultRecord {
+            last.fault = Some(Box::new(FaultRecord {
                 fault: f.clone(),
                 at,
                 function: c_string(&f.function),
-            });
+            }));
         }
         last
     }

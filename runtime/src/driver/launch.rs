@@ -125,7 +125,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
         // SAFETY: device pointers are registry allocations, which live until freed; freeing
         // one during a launch is the program's race, as with CUDA.
         unsafe { program.launch(k.index, config, &values) }
-            .map_err(|e| Failure(launch_error(&e), LastError::run(&e)))
+            .map_err(|e| Failure::with(launch_error(&e), LastError::run(&e)))
     })
 }
 

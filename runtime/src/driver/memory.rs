@@ -317,7 +317,7 @@ fn set<T: Copy>(dst: CUdeviceptr, value: T, count: usize) -> Result {
     let size = std::mem::size_of::<T>();
     let bytes = count.checked_mul(size).ok_or(CUDA_ERROR_INVALID_VALUE)?;
     known(dst, bytes, "cuMemset destination")?;
-    if dst % size as u64 != 0 {
+    if !dst.is_multiple_of(size as u64) {
         return Err(Failure::new(
             CUDA_ERROR_INVALID_VALUE,
             format!("{dst:#x} is not aligned to {size} bytes"),

@@ -57,17 +57,20 @@ pub const CUDA_ERROR_UNKNOWN: CUresult = 999;
 pub const DRIVER_VERSION: i32 = 12080;
 
 /// A failed call: its code, and the message `ptxjit_last_error` gives.
-pub struct Failure(pub CUresult, pub LastError);
+pub struct Failure(pub CUresult, pub Box<LastError>);
 
 impl Failure {
     pub fn new(code: CUresult, message: impl AsRef<str>) -> Failure {
-        Failure(code, LastError::message(message))
+        Failure::with(code, LastError::message(message))
+    }
+    pub fn with(code: CUresult, e: LastError) -> Failure {
+        Failure(code, Box::new(e))
     }
 }
 
 impl From<CUresult> for Failure {
     fn from(code: CUresult) -> Failure {
-        Failure(code, LastError::message(errors::describe(code)))
+        Failure::with(code, LastError::message(errors::describe(code)))
     }
 }
 
@@ -79,7 +82,7 @@ pub fn api(body: impl FnOnce() -> Result) -> CUresult {
     guard(CUDA_ERROR_UNKNOWN, || match body() {
         Ok(()) => CUDA_SUCCESS,
         Err(Failure(code, e)) => {
-            set_last_error(e);
+            set_last_error(*e);
             code
         }
     })

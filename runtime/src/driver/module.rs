@@ -70,10 +70,10 @@ fn load(pmod: *mut CUmodule, ptx: &str, path: &str) -> Result<Arc<Program>> {
     let program = match Program::compile(ptx, path, checked()) {
         Ok(p) => Arc::new(p),
         Err(LoadError::Parse(e)) => {
-            return Err(Failure(CUDA_ERROR_INVALID_PTX, LastError::parse(&e)));
+            return Err(Failure::with(CUDA_ERROR_INVALID_PTX, LastError::parse(&e)));
         }
         Err(LoadError::Compile(e)) => {
-            return Err(Failure(CUDA_ERROR_INVALID_PTX, LastError::run(&e)));
+            return Err(Failure::with(CUDA_ERROR_INVALID_PTX, LastError::run(&e)));
         }
     };
     let m = Box::into_raw(Box::new(DriverModule {

@@ -48,6 +48,14 @@ fn main() {
         "Engine::launch_with (Rust)",
         measure(iters, || jit.launch_with("empty", one, &mut []).unwrap()),
     ));
+    let two = LaunchConfig {
+        grid: Dim3::x(2),
+        ..one
+    };
+    rows.push((
+        "Engine::launch_with, 2 blocks (over the thread pool)",
+        measure(iters, || jit.launch_with("empty", two, &mut []).unwrap()),
+    ));
     // SAFETY: no parameters, no memory touched.
     rows.push((
         "Jit::launch_raw (Rust)",

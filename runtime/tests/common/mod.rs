@@ -15,14 +15,23 @@ pub fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// `libptxjit_runtime.so`.
+/// `libptxjit_runtime.so`, built first: `cargo test` builds the crate's library as an rlib
+/// only, so the shared library comes from `cargo build` of the same profile (once for all
+/// the tests of a run; a no-op when it is up to date).
 pub fn library() -> PathBuf {
-    let lib = target_dir().join("libptxjit_runtime.so");
-    assert!(
-        lib.exists(),
-        "{} is missing: cargo builds it with the runtime crate's tests",
-        lib.display()
-    );
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    let dir = target_dir();
+    BUILT.call_once(|| {
+        let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cargo.args(["build", "-p", "ptxjit-runtime", "--lib"]);
+        if dir.file_name().is_some_and(|p| p == "release") {
+            cargo.arg("--release");
+        }
+        let target = dir.parent().expect("target/<profile>");
+        run(cargo.arg("--target-dir").arg(target).current_dir(repo()));
+    });
+    let lib = dir.join("libptxjit_runtime.so");
+    assert!(lib.exists(), "{} was not built", lib.display());
     lib
 }
 

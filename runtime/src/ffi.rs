@@ -104,15 +104,6 @@ pub fn set_last_error(e: LastError) {
     LAST.with(|l| *l.borrow_mut() = e);
 }
 
-pub fn clear_last_error() {
-    LAST.with(|l| {
-        let mut l = l.borrow_mut();
-        if !l.text.is_empty() {
-            *l = LastError::default();
-        }
-    });
-}
-
 /// Reads the calling thread's last error.
 pub fn with_last_error<R>(f: impl FnOnce(&LastError) -> R) -> R {
     LAST.with(|l| f(&l.borrow()))

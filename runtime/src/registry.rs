@@ -27,8 +27,22 @@ pub struct Region {
     pub base: u64,
     pub size: usize,
     pub kind: Kind,
+    /// How faults name it.
+    name: Arc<str>,
     /// The layout it was allocated with, for regions owned here.
     layout: Option<Layout>,
+}
+
+impl Region {
+    fn new(base: u64, size: usize, kind: Kind, layout: Option<Layout>) -> Region {
+        Region {
+            base,
+            size,
+            kind,
+            name: Arc::from(format!("{} at {base:#x}", describe(kind))),
+            layout,
+        }
+    }
 }
 
 impl Region {
@@ -52,7 +66,7 @@ impl Table {
             .map(|r| HostArea {
                 base: r.base,
                 size: r.size,
-                name: Arc::from(format!("{} at {:#x}", describe(r.kind), r.base)),
+                name: r.name.clone(),
                 writable: true,
             })
             .collect();
@@ -92,15 +106,8 @@ pub fn allocate(size: usize, kind: Kind) -> Option<u64> {
     }
     let base = p as u64;
     let mut t = write();
-    t.regions.insert(
-        base,
-        Region {
-            base,
-            size,
-            kind,
-            layout: Some(layout),
-        },
-    );
+    t.regions
+        .insert(base, Region::new(base, size, kind, Some(layout)));
     t.rebuild();
     Some(base)
 }
@@ -119,15 +126,7 @@ pub fn register(base: u64, size: usize, kind: Kind) -> bool {
     if overlaps {
         return false;
     }
-    t.regions.insert(
-        base,
-        Region {
-            base,
-            size,
-            kind,
-            layout: None,
-        },
-    );
+    t.regions.insert(base, Region::new(base, size, kind, None));
     t.rebuild();
     true
 }

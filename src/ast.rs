@@ -211,6 +211,27 @@ modifier_enum! {
         LanemaskEq = "lanemask_eq", LanemaskLe = "lanemask_le", LanemaskLt = "lanemask_lt",
         LanemaskGe = "lanemask_ge", LanemaskGt = "lanemask_gt",
         DynamicSmemSize = "dynamic_smem_size", TotalSmemSize = "total_smem_size",
+        Clock = "clock", ClockHi = "clock_hi", Clock64 = "clock64",
+        Globaltimer = "globaltimer", GlobaltimerLo = "globaltimer_lo",
+        GlobaltimerHi = "globaltimer_hi",
+    }
+}
+
+impl SpecialRegKind {
+    /// The register's width: 64 for `%clock64` and `%globaltimer`, 32 for the others.
+    pub fn bits(self) -> u32 {
+        match self {
+            SpecialRegKind::Clock64 | SpecialRegKind::Globaltimer => 64,
+            _ => 32,
+        }
+    }
+    /// Whether it reads a clock (a value that changes while a thread runs).
+    pub fn is_clock(self) -> bool {
+        use SpecialRegKind::*;
+        matches!(
+            self,
+            Clock | ClockHi | Clock64 | Globaltimer | GlobaltimerLo | GlobaltimerHi
+        )
     }
 }
 
@@ -689,6 +710,128 @@ impl SyncOp {
     }
 }
 
+modifier_enum! {
+    /// Properties `testp` tests (PTX ISA, Floating-Point Instructions: testp).
+    TestpOp {
+        Finite = "finite", Infinite = "infinite", Number = "number",
+        NotANumber = "notanumber", Normal = "normal", Subnormal = "subnormal",
+    }
+}
+
+/// An [`Inst::Compute`]: an instruction whose results are a pure function of its sources.
+/// Each names its sections of the PTX ISA (Integer Arithmetic, Logic and Shift, Floating-Point,
+/// Data Movement and Conversion Instructions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ComputeOp {
+    /// `bfind{.shiftamt}.type d, a`: the position of the most significant non-sign bit.
+    Bfind { ty: Type, shiftamt: bool },
+    /// `fns.b32 d, mask, base, offset`: the position of the offset-th set bit from base.
+    Fns,
+    /// `bmsk.mode.b32 d, a, b`: a mask of `b` bits from bit `a`.
+    Bmsk { wrap: bool },
+    /// `szext.mode.type d, a, b`: `a`'s low `b` bits, sign- or zero-extended.
+    Szext { wrap: bool, signed: bool },
+    /// `mul24.mode.type d, a, b`, and with `add` `mad24.mode{.sat}.type d, a, b, c`: the
+    /// 48-bit product of 24-bit operands, its bits 47..16 (`hi`) or 31..0.
+    Mul24 {
+        hi: bool,
+        signed: bool,
+        add: bool,
+        sat: bool,
+    },
+    /// `sad.type d, a, b, c`: c + |a - b|.
+    Sad { ty: Type },
+    /// `dp4a.atype.btype d, a, b, c` (`half` None) and `dp2a.mode.atype.btype` (`half`
+    /// Some(hi): which half of b's bytes).
+    Dot {
+        half: Option<bool>,
+        a_signed: bool,
+        b_signed: bool,
+    },
+    /// `lop3{.or|.and}.b32 d{|p}, a, b, c, immLut{, q}`: the truth table `lut` applied to
+    /// each bit of a, b, c; with `combine`, p = (d != 0) op q.
+    Lop3 { lut: u8, combine: Option<BoolOp> },
+    /// `copysign.type d, a, b`: b with a's sign.
+    Copysign { ty: Type },
+    /// `testp.op.type p, a`.
+    Testp { op: TestpOp, ty: Type },
+    /// `cvt.pack.sat.T.s32{.b32} d, a, b{, c}`: a and b saturated to `bits`-bit integers
+    /// (T is .u16 .s16 .u8 .s8 .u4 .s4 .u2 .s2) and packed, a above b, c's low bits above
+    /// them.
+    CvtPack {
+        bits: u8,
+        signed: bool,
+        with_c: bool,
+    },
+}
+
+impl ComputeOp {
+    /// The types of the sources, in order.
+    pub fn src_types(self) -> Vec<Type> {
+        use Type::*;
+        let signed = |s| if s { S32 } else { U32 };
+        match self {
+            ComputeOp::Bfind { ty, .. } => vec![ty],
+            ComputeOp::Fns => vec![B32, U32, S32],
+            ComputeOp::Bmsk { .. } => vec![B32, U32],
+            ComputeOp::Szext { signed: s, .. } => vec![signed(s), U32],
+            ComputeOp::Mul24 { signed: s, add, .. } => {
+                vec![signed(s); if add { 3 } else { 2 }]
+            }
+            ComputeOp::Sad { ty } => vec![ty; 3],
+            ComputeOp::Dot {
+                a_signed, b_signed, ..
+            } => vec![
+                signed(a_signed),
+                signed(b_signed),
+                signed(a_signed || b_signed),
+            ],
+            ComputeOp::Lop3 { combine, .. } => {
+                let mut t = vec![B32; 3];
+                if combine.is_some() {
+                    t.push(Pred);
+                }
+                t
+            }
+            ComputeOp::Copysign { ty } => vec![ty, ty],
+            ComputeOp::Testp { ty, .. } => vec![ty],
+            ComputeOp::CvtPack { with_c, .. } => {
+                let mut t = vec![S32, S32];
+                if with_c {
+                    t.push(B32);
+                }
+                t
+            }
+        }
+    }
+    /// The type of the `d` result ([`Inst::Compute`]'s `d` is a sink for `testp`).
+    pub fn d_type(self) -> Type {
+        match self {
+            ComputeOp::Bfind { .. } => Type::U32,
+            ComputeOp::Fns | ComputeOp::Bmsk { .. } | ComputeOp::Lop3 { .. } => Type::B32,
+            ComputeOp::Szext { signed, .. } | ComputeOp::Mul24 { signed, .. } => {
+                if signed {
+                    Type::S32
+                } else {
+                    Type::U32
+                }
+            }
+            ComputeOp::Dot {
+                a_signed, b_signed, ..
+            } => {
+                if a_signed || b_signed {
+                    Type::S32
+                } else {
+                    Type::U32
+                }
+            }
+            ComputeOp::Sad { ty } | ComputeOp::Copysign { ty } => ty,
+            ComputeOp::Testp { .. } => Type::Pred,
+            ComputeOp::CvtPack { .. } => Type::U32,
+        }
+    }
+}
+
 /// One instruction, its modifiers typed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Inst {
@@ -910,6 +1053,19 @@ pub enum Inst {
         p: Operand,
         srcs: Vec<Operand>,
     },
+    /// An instruction whose results are a pure function of its sources (see
+    /// [`ComputeOp`]): `d` (a sink for `testp`) and `p` (the predicate of `testp` and of
+    /// `lop3`'s combining form, otherwise a sink).
+    Compute {
+        op: ComputeOp,
+        d: Operand,
+        p: Operand,
+        srcs: Vec<Operand>,
+    },
+    /// `nanosleep`, `prefetch`, `prefetchu`: hints without an effect a program can observe
+    /// (a thread's sleep is not one: it may last zero time). Their operands are checked and
+    /// dropped.
+    Hint,
     /// `isspacep.space p, a` (PTX ISA, Data Movement and Conversion Instructions: isspacep): whether generic address `a` lies in `space`.
     Isspacep {
         space: Space,
@@ -950,11 +1106,11 @@ impl Inst {
             | FloatUn { d, .. }
             | Fma { d, .. } => op(d),
             Setp { p, q, .. } => op(p) || op(q),
-            Sync { d, p, .. } => op(d) || op(p),
+            Sync { d, p, .. } | Compute { d, p, .. } => op(d) || op(p),
             Isspacep { p, .. } => op(p),
             Video { d, .. } | Vset { d, .. } | Vmad { d, .. } => *d == r,
             Call { rets, .. } => rets.iter().any(op),
-            St { .. } | Fence | Bra { .. } | Ret | Exit => false,
+            St { .. } | Fence | Hint | Bra { .. } | Ret | Exit => false,
         }
     }
 }
@@ -1027,8 +1183,8 @@ impl Inst {
                 .iter()
                 .for_each(&mut op),
             Call { args, .. } => args.iter().for_each(&mut op),
-            Sync { srcs, .. } => srcs.iter().for_each(&mut op),
-            Bra { .. } | Fence | Ret | Exit => {}
+            Sync { srcs, .. } | Compute { srcs, .. } => srcs.iter().for_each(&mut op),
+            Bra { .. } | Fence | Hint | Ret | Exit => {}
         }
         regs
     }
@@ -1111,6 +1267,10 @@ pub struct Function {
     /// Label id → index of the instruction it precedes.
     pub labels: Vec<usize>,
     pub span: Span,
+    /// Why the function cannot run, when its body uses what ptxjit does not support yet (or
+    /// calls a function that does): it then has no body, and calling or launching it fails
+    /// with these located reasons while the rest of the module runs.
+    pub refused: Vec<crate::frontend::Diagnostic>,
 }
 
 impl Function {

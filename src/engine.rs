@@ -392,6 +392,13 @@ pub fn find_function<'m>(
     };
     let msg = match module.function(name) {
         Some((id, f)) if f.kind == kind && f.body.is_some() => return Ok((id, f)),
+        Some((_, f)) if !f.refused.is_empty() => {
+            let reasons = crate::frontend::ParseError {
+                source: module.source.clone(),
+                diagnostics: f.refused.clone(),
+            };
+            format!("`{name}` cannot run: it uses what ptxjit does not support yet\n{reasons}")
+        }
         Some((_, f)) if f.kind != kind => format!("`{name}` is not a {what}"),
         Some(_) => format!("`{name}` is declared but has no body"),
         None => format!("no {what} named `{name}` in this module"),

@@ -215,3 +215,44 @@ fn locals_start_zeroed_on_every_call_beside_copied_parameters() {
         assert_eq!(f(a.as_ptr()), 0x1234_5678);
     }
 }
+
+#[test]
+fn slot_wrappers_take_and_give_one_8_byte_slot_per_value() {
+    type Slots = extern "C" fn(*const u64, *mut u64);
+    let j = jit(TWO_RETURNS);
+    // SAFETY: every slot wrapper has the C type `fn(*const u64, *mut u64)` (jit::host docs),
+    // and `j` outlives the calls.
+    let divmod: Slots = unsafe { std::mem::transmute(j.slot_func("divmod").unwrap()) };
+    // Slots past a value's width are ignored on the way in and left alone on the way out.
+    let args = [0xdead_0000_0000_0000 | 100u64, 7];
+    let mut rets = [u64::MAX; 3];
+    divmod(args.as_ptr(), rets.as_mut_ptr());
+    assert_eq!(rets[0] as u32, 14);
+    assert_eq!(f64::from_bits(rets[1]), 2.0);
+    assert_eq!(rets[2] as u8, 100);
+    // A fault zeroes the results and is kept for the thread, as for the typed wrapper.
+    // SAFETY: as above.
+    let peek: Slots = unsafe { std::mem::transmute(j.slot_func("peek").unwrap()) };
+    let mut rets = [7u64];
+    peek([0x10u64].as_ptr(), rets.as_mut_ptr());
+    assert_eq!(rets[0] as u32, 0);
+    match take_fault(&j) {
+        Some(RunError::Fault(fault, _)) => assert_eq!(fault.address, Some(0x10)),
+        other => panic!("expected a fault, got {other:?}"),
+    }
+    // The corpus's `mix` against its Rust re-writing.
+    let j = jit(include_str!("corpus/hash.ptx"));
+    // SAFETY: as above.
+    let f: Slots = unsafe { std::mem::transmute(j.slot_func("_Z3mixmm").unwrap()) };
+    let mut rng = Rng::new(3);
+    for _ in 0..100 {
+        let args = [rng.next_u64(), rng.next_u64()];
+        let mut ret = [0u64];
+        f(args.as_ptr(), ret.as_mut_ptr());
+        assert_eq!(ret[0], mix(args[0], args[1]));
+    }
+    // No slot form for array signatures or missing functions.
+    let j = jit(include_str!("corpus/u128_mul.ptx"));
+    assert!(j.slot_func("_Z6mulaccomm").is_none());
+    assert!(j.slot_func("nope").is_none());
+}

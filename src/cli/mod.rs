@@ -212,7 +212,7 @@ where
         }
     };
     let result = match cli.command {
-        Command::Check(a) => check(&a.file, out),
+        Command::Check(a) => check(&a.file, out, err),
         Command::Call(a) => call(a, stdin, out, err),
         Command::Launch(a) => launch(a, out, err),
         Command::Diff(a) => diff::diff(a, out, err),
@@ -299,11 +299,29 @@ impl EngineOpts {
     }
 }
 
-fn check(file: &Path, out: &mut dyn Write) -> Result<(), Exit> {
+/// Parses and validates; lists the functions that cannot run (on `err`, located), which
+/// leave the rest of the module usable.
+fn check(file: &Path, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
     let m = load(file)?;
+    let refused: Vec<&crate::ast::Function> = m
+        .functions
+        .iter()
+        .filter(|f| !f.refused.is_empty())
+        .collect();
+    for f in &refused {
+        let reasons = crate::frontend::ParseError {
+            source: m.source.clone(),
+            diagnostics: f.refused.clone(),
+        };
+        let _ = writeln!(err, "note: `{}` cannot run here:\n{reasons}", f.name);
+    }
+    let refusals = match refused.len() {
+        0 => String::new(),
+        n => format!(", {n} of them refused"),
+    };
     let _ = writeln!(
         out,
-        "{}: ok ({} functions)",
+        "{}: ok ({} functions{refusals})",
         file.display(),
         m.functions.len()
     );

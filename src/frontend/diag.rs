@@ -8,6 +8,9 @@ use std::fmt;
 pub struct Diagnostic {
     pub span: Span,
     pub message: String,
+    /// Valid PTX that ptxjit does not run yet (an instruction, a form, a declaration): inside
+    /// a function it refuses that function only, the rest of the module still loads.
+    pub unsupported: bool,
 }
 
 impl Diagnostic {
@@ -15,6 +18,14 @@ impl Diagnostic {
         Diagnostic {
             span,
             message: message.into(),
+            unsupported: false,
+        }
+    }
+    /// Something valid that ptxjit does not support yet.
+    pub fn unsupported(span: Span, message: impl Into<String>) -> Self {
+        Diagnostic {
+            unsupported: true,
+            ..Diagnostic::new(span, message)
         }
     }
 }

@@ -36,11 +36,16 @@ pub fn parse(text: &str, path: &str) -> Result<Module, ParseError> {
             format!("nesting deeper than {MAX_NESTING} levels"),
         ));
     }
-    let tree = match PtxParser::parse(Rule::module, text) {
+    let (repaired, skipped) = recover(text);
+    let tree = match PtxParser::parse(Rule::module, &repaired) {
         Ok(mut pairs) => pairs.next().expect("the module rule always yields a pair"),
-        Err(e) => {
-            let (span, message) = syntax_error(text, &e);
-            return Err(ParseError::single(source, span, message));
+        Err(_) => {
+            // Recovery gave up (no statement end to resume at): every syntax error so far.
+            let diagnostics = skipped.into_iter().map(|(d, _)| d).collect();
+            return Err(ParseError {
+                source,
+                diagnostics,
+            });
         }
     };
     let mut b = ModuleBuilder {
@@ -51,6 +56,7 @@ pub fn parse(text: &str, path: &str) -> Result<Module, ParseError> {
         diags: Vec::new(),
         module_vars: HashMap::new(),
         funcs: HashMap::new(),
+        skipped,
     };
     let module = b.build(tree);
     let diagnostics = b.diags;
@@ -62,6 +68,81 @@ pub fn parse(text: &str, path: &str) -> Result<Module, ParseError> {
             diagnostics,
         })
     }
+}
+
+/// How many syntax errors one module may report before parsing stops.
+const MAX_SYNTAX_ERRORS: usize = 100;
+
+/// Parses with error recovery: at each syntax error the statement around it (from the end of
+/// the previous statement or block brace to the next `;`) is blanked out, keeping its
+/// newlines so that every location stays where it was, and parsing starts again. Returns
+/// the text that parses (or the last attempt, when no statement end follows an error) and
+/// each syntax error with the byte range it blanked.
+fn recover(text: &str) -> (String, Vec<(Diagnostic, std::ops::Range<usize>)>) {
+    let mut repaired = text.to_string();
+    let mut skipped = Vec::new();
+    while let Err(e) = PtxParser::parse(Rule::module, &repaired) {
+        let (span, message) = syntax_error(&repaired, &e);
+        let bytes = repaired.as_bytes();
+        let pos = span.start.min(bytes.len());
+        let start = statement_start(bytes, pos);
+        let Some(end) = bytes[pos..].iter().position(|&c| c == b';') else {
+            skipped.push((Diagnostic::new(span, message), pos..pos));
+            break;
+        };
+        let end = pos + end + 1;
+        // Byte for byte, so that every later offset stays where it was.
+        let blank: String = repaired[start..end]
+            .bytes()
+            .map(|c| if c == b'\n' { '\n' } else { ' ' })
+            .collect();
+        repaired.replace_range(start..end, &blank);
+        skipped.push((Diagnostic::new(span, message), start..end));
+        if skipped.len() >= MAX_SYNTAX_ERRORS {
+            break;
+        }
+    }
+    (repaired, skipped)
+}
+
+/// A statement's text from its opcode on: without the labels and the guard before it.
+fn statement_opcode(statement: &str) -> &str {
+    let mut rest = statement.trim_start();
+    loop {
+        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let word = &rest[..word_end];
+        if word.starts_with('@') {
+            rest = rest[word_end..].trim_start();
+        } else if let Some(colon) = word.find(':') {
+            rest = rest[colon + 1..].trim_start();
+        } else {
+            return rest;
+        }
+    }
+}
+
+/// Where the statement holding byte `pos` starts: after the previous `;`, or after a brace
+/// that stands at the start or end of its line (a block's, not a vector operand's).
+fn statement_start(bytes: &[u8], pos: usize) -> usize {
+    let line_blank = |range: &[u8]| range.iter().all(|c| c.is_ascii_whitespace());
+    (0..pos)
+        .rev()
+        .find(|&i| match bytes[i] {
+            b';' => true,
+            b'{' | b'}' => {
+                let line_start = bytes[..i]
+                    .iter()
+                    .rposition(|&c| c == b'\n')
+                    .map_or(0, |j| j + 1);
+                let line_end = bytes[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(bytes.len(), |j| i + j);
+                line_blank(&bytes[line_start..i]) || line_blank(&bytes[i + 1..line_end])
+            }
+            _ => false,
+        })
+        .map_or(0, |i| i + 1)
 }
 
 /// Finds the first bracket that opens beyond [`MAX_NESTING`], skipping comments and strings.
@@ -129,7 +210,10 @@ fn syntax_error(text: &str, e: &pest::error::Error<Rule>) -> (Span, String) {
         }
         _ => String::new(),
     };
-    let message = if found.is_empty() {
+    let next = text[pos..].chars().find(|c| !c.is_whitespace());
+    let message = if let (true, Some(c)) = (found.is_empty(), next) {
+        format!("syntax error: unexpected `{c}`{expected}")
+    } else if found.is_empty() {
         format!("syntax error: unexpected end of input{expected}")
     } else {
         format!("syntax error: unexpected `{found}`{expected}")
@@ -178,6 +262,9 @@ struct ModuleBuilder<'s> {
     diags: Vec<Diagnostic>,
     module_vars: HashMap<String, u32>,
     funcs: HashMap<String, FuncId>,
+    /// Statements recovery skipped (syntax errors, with the bytes they covered): inside a
+    /// function body one refuses that function, elsewhere it is an error of the module.
+    skipped: Vec<(Diagnostic, std::ops::Range<usize>)>,
 }
 
 impl<'s> ModuleBuilder<'s> {
@@ -264,12 +351,48 @@ impl<'s> ModuleBuilder<'s> {
                 _ => {}
             }
         }
+        let mut skipped = std::mem::take(&mut self.skipped);
         for (id, body) in bodies {
             // The module keeps the signature while the body is built, for recursive calls.
             let mut func = module.functions[id.0 as usize].clone();
+            let before = self.diags.len();
+            // A statement that did not parse inside this body: the function cannot run, the
+            // rest of the module can (PTX we have no grammar for reads as a syntax error).
+            let inside = |r: &std::ops::Range<usize>| {
+                let b = body.as_span();
+                r.start >= b.start() && r.end <= b.end()
+            };
+            let (mine, rest): (Vec<_>, Vec<_>) = skipped.into_iter().partition(|(_, r)| inside(r));
+            skipped = rest;
+            for (d, range) in mine {
+                // An instruction ptxjit does not have refuses the function; any other
+                // statement that does not parse is an error of the module.
+                let opcode: String = statement_opcode(&self.source.text[range])
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if opcode.is_empty() || instr::OPCODES.contains(&opcode.as_str()) {
+                    self.diags.push(d);
+                } else {
+                    self.diags.push(Diagnostic::unsupported(
+                        d.span,
+                        format!("unsupported instruction `{opcode}`: {}", d.message),
+                    ));
+                }
+            }
             self.function_body(&module, &mut func, body);
+            // A body whose first problem is something not supported yet refuses its function
+            // alone (what follows may be its consequence: uses of a refused declaration).
+            if self.diags.get(before).is_some_and(|d| d.unsupported) {
+                func.refused = self.diags.split_off(before);
+                func.body = None;
+            }
             module.functions[id.0 as usize] = func;
         }
+        // Syntax errors outside function bodies are errors of the module.
+        self.diags.extend(skipped.into_iter().map(|(d, _)| d));
+        self.diags.sort_by_key(|d| d.span.start);
+        refuse_callers(&mut module);
         module
     }
 
@@ -501,10 +624,10 @@ impl<'s> ModuleBuilder<'s> {
         if func.kind == FuncKind::Func
             && let Some(ins) = body.iter().find(|i| matches!(i.inst, Inst::Sync { .. }))
         {
-            self.err(
+            self.diags.push(Diagnostic::unsupported(
                 ins.span,
                 "barriers and warp collectives inside a .func are not supported yet (only in a kernel)",
-            );
+            ));
         }
         func.body = Some(body);
         func.labels = label_pos;
@@ -534,6 +657,39 @@ impl<'s> ModuleBuilder<'s> {
     }
 }
 
+/// Refuses every function that calls a refused one (until none is left), naming the callee
+/// and its first reason at the call.
+fn refuse_callers(module: &mut Module) {
+    loop {
+        let mut changed = false;
+        for i in 0..module.functions.len() {
+            let Some(body) = &module.functions[i].body else {
+                continue;
+            };
+            let call = body.iter().find_map(|ins| match &ins.inst {
+                Inst::Call { func, .. } if !module.func(*func).refused.is_empty() => {
+                    Some((ins.span, *func))
+                }
+                _ => None,
+            });
+            if let Some((span, callee)) = call {
+                let callee = module.func(callee);
+                let message = format!(
+                    "calls `{}`, which cannot run: {}",
+                    callee.name, callee.refused[0].message
+                );
+                let f = &mut module.functions[i];
+                f.refused = vec![Diagnostic::unsupported(span, message)];
+                f.body = None;
+                changed = true;
+            }
+        }
+        if !changed {
+            return;
+        }
+    }
+}
+
 fn placeholder_function() -> Function {
     Function {
         name: String::new(),
@@ -546,6 +702,7 @@ fn placeholder_function() -> Function {
         body: None,
         labels: Vec::new(),
         span: Span::default(),
+        refused: Vec::new(),
     }
 }
 
@@ -562,6 +719,16 @@ pub(crate) struct FnBuilder<'a, 's> {
 impl<'a, 's> FnBuilder<'a, 's> {
     pub(crate) fn err(&mut self, span: Span, msg: impl Into<String>) {
         self.mb.err(span, msg);
+    }
+
+    /// Reports a diagnostic as it is (an error, or something not supported yet).
+    pub(crate) fn report(&mut self, d: Diagnostic) {
+        self.mb.diags.push(d);
+    }
+
+    /// Reports valid PTX that ptxjit does not support yet: it refuses the function.
+    pub(crate) fn unsupported(&mut self, span: Span, msg: impl Into<String>) {
+        self.mb.diags.push(Diagnostic::unsupported(span, msg));
     }
 
     /// 1-based line of a byte offset.
@@ -611,7 +778,7 @@ impl<'a, 's> FnBuilder<'a, 's> {
                 Rule::body_var => {
                     if let Some(var) = self.mb.var_decl(st, VarRole::Body, false) {
                         if !matches!(var.space, Space::Local | Space::Param | Space::Shared) {
-                            self.err(
+                            self.unsupported(
                                 span,
                                 format!(
                                     "{} variables inside a function are not supported",
@@ -646,7 +813,7 @@ impl<'a, 's> FnBuilder<'a, 's> {
         for p in st.into_inner() {
             match p.as_rule() {
                 Rule::vec_mod => {
-                    self.err(span_of(&p), "vector registers are not supported");
+                    self.unsupported(span_of(&p), "vector registers are not supported");
                     return;
                 }
                 Rule::type_mod => {

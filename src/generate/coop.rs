@@ -33,7 +33,7 @@ pub const COOP_OUT_BYTES: usize = OUT_BYTES + DUMP * 4;
 /// Words of `sh` past the power of two at or above the block's thread count.
 const EXTRA: u32 = 32;
 /// `elect.sync` needs PTX ISA 8.0 and sm_90.
-const HEADER: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
+const HEADER: &str = ".version 8.3\n.target sm_90\n.address_size 64\n";
 
 /// The blocks a cooperative program runs as (x, y, z): whole warps, partial last warps,
 /// rows shorter than a warp or one thread past it, and a 3-D block.

@@ -333,7 +333,7 @@ pub fn program(rng: &mut Rng, size: usize) -> Program {
     }
 }
 
-const HEADER: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
+const HEADER: &str = ".version 8.3\n.target sm_80\n.address_size 64\n";
 
 /// The registers every generated function declares.
 fn register_decls() -> String {
@@ -565,8 +565,109 @@ impl Gen<'_> {
             8 | 9 => self.video(),
             10 => self.memory(),
             11 => self.moves(),
+            _ if self.rng.chance(50) => self.compute(),
             _ => self.int32(),
         }
+    }
+
+    /// The pure computations of `bits.rs` in the front end (lop3, bfind, dp4a, ...).
+    fn compute(&mut self) {
+        let (d, a, b, c) = (self.r(), self.r(), self.r_or_imm(), self.r());
+        let sign = |rng: &mut Rng| *rng.pick(&["u32", "s32"]);
+        let text = match self.rng.below(10) {
+            0 => {
+                let lut = self.rng.below(256);
+                if self.rng.chance(70) {
+                    format!("lop3.b32 {d}, {a}, {b}, {c}, {lut};")
+                } else {
+                    let (p, q) = (self.p(), self.p());
+                    let op = self.rng.pick(&["or", "and"]);
+                    format!("lop3.{op}.b32 {d}|{p}, {a}, {b}, {c}, {lut}, {q};")
+                }
+            }
+            1 => {
+                let shift = self.rng.pick(&["", ".shiftamt"]);
+                if self.rng.chance(50) {
+                    format!("bfind{shift}.{} {d}, {a};", sign(self.rng))
+                } else {
+                    let x = self.rd();
+                    let ty = self.rng.pick(&["u64", "s64"]);
+                    format!("bfind{shift}.{ty} {d}, {x};")
+                }
+            }
+            2 => {
+                let (base, offset) = (self.small(), self.r_or_imm());
+                format!("fns.b32 {d}, {a}, {base}, {offset};")
+            }
+            3 => {
+                let mode = self.rng.pick(&["clamp", "wrap"]);
+                let n = if self.rng.chance(50) {
+                    self.small()
+                } else {
+                    self.r()
+                };
+                if self.rng.chance(50) {
+                    format!("bmsk.{mode}.b32 {d}, {a}, {n};")
+                } else {
+                    format!("szext.{mode}.{} {d}, {a}, {n};", sign(self.rng))
+                }
+            }
+            4 => {
+                let mode = self.rng.pick(&["lo", "hi"]);
+                let ty = sign(self.rng);
+                if self.rng.chance(50) {
+                    format!("mul24.{mode}.{ty} {d}, {a}, {b};")
+                } else {
+                    format!("mad24.{mode}.{ty} {d}, {a}, {b}, {c};")
+                }
+            }
+            5 => format!("mad24.hi.sat.s32 {d}, {a}, {b}, {c};"),
+            6 => {
+                if self.rng.chance(70) {
+                    format!("sad.{} {d}, {a}, {b}, {c};", sign(self.rng))
+                } else {
+                    let (x, y, z) = (self.rd(), self.rd(), self.rd());
+                    let ty = self.rng.pick(&["u64", "s64"]);
+                    format!("sad.{ty} {x}, {y}, {z}, {x};")
+                }
+            }
+            7 => {
+                let types = format!("{}.{}", sign(self.rng), sign(self.rng));
+                if self.rng.chance(50) {
+                    format!("dp4a.{types} {d}, {a}, {b}, {c};")
+                } else {
+                    let mode = self.rng.pick(&["lo", "hi"]);
+                    format!("dp2a.{mode}.{types} {d}, {a}, {b}, {c};")
+                }
+            }
+            8 => {
+                if self.rng.chance(50) {
+                    let ty = self.rng.pick(&["u16", "s16"]);
+                    format!("cvt.pack.sat.{ty}.s32 {d}, {a}, {b};")
+                } else {
+                    let ty = self.rng.pick(&["u8", "s8", "u4", "s4", "u2", "s2"]);
+                    format!("cvt.pack.sat.{ty}.s32.b32 {d}, {a}, {b}, {c};")
+                }
+            }
+            _ => {
+                if self.rng.chance(50) {
+                    let (x, y, z) = (self.f(), self.f(), self.f());
+                    format!("copysign.f32 {x}, {y}, {z};")
+                } else {
+                    let (p, x) = (self.p(), self.fd());
+                    let op = self.rng.pick(&[
+                        "finite",
+                        "infinite",
+                        "number",
+                        "notanumber",
+                        "normal",
+                        "subnormal",
+                    ]);
+                    format!("testp.{op}.f64 {p}, {x};")
+                }
+            }
+        };
+        self.emit(text);
     }
 
     fn int32(&mut self) {

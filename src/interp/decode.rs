@@ -206,6 +206,12 @@ pub enum Kind {
     Sync {
         op: SyncOp,
     },
+    /// A pure computation ([`ComputeOp`]): writes `d` and `p`.
+    Compute {
+        op: ComputeOp,
+    },
+    /// `nanosleep`, `prefetch`, `prefetchu`: no effect.
+    Hint,
     /// `bra` to the instruction index `target`.
     Bra {
         target: u32,
@@ -714,6 +720,18 @@ impl<'f> Layout<'f> {
                     [self.dst(d, op.d_type()), self.dst(p, Pred)],
                 )
             }
+            Compute { op, d, p, srcs } => {
+                let mut src = [z; 4];
+                for (k, (o, ty)) in srcs.iter().zip(op.src_types()).enumerate() {
+                    src[k] = self.src(o, ty);
+                }
+                (
+                    Kind::Compute { op: *op },
+                    src,
+                    [self.dst(d, op.d_type()), self.dst(p, Pred)],
+                )
+            }
+            Hint => (Kind::Hint, [z; 4], [none; 2]),
             Ret => (Kind::Ret, [z; 4], [none; 2]),
             Exit => (Kind::Exit, [z; 4], [none; 2]),
             // Video instructions name their registers in the AST; calls copy parameters.

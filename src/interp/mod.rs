@@ -11,6 +11,7 @@
 //! launches. It shares nothing with the JIT's lowering but the AST and the soft-float module.
 
 mod atomic;
+pub mod bits;
 pub mod convert;
 mod decode;
 pub use decode::access_space;
@@ -240,6 +241,32 @@ impl Engine for Interpreter {
             None if skipped.load(Ordering::Relaxed) => Err(RunError::Interrupted),
             None => Ok(()),
         }
+    }
+}
+
+/// The clocks (PTX ISA, Special Registers: %clock, %clock_hi, %clock64, %globaltimer):
+/// `%clock64` counts nanoseconds of the host's monotonic clock since the first reading in the
+/// process (a 1 GHz cycle counter, the same for every thread), `%clock` and `%clock_hi` are
+/// its low and high 32 bits; `%globaltimer` is nanoseconds since the Unix epoch, with its
+/// halves `%globaltimer_lo`/`_hi`. Both only grow within a thread, as on hardware; their
+/// values differ from run to run, so `diff` and the generator leave them out.
+pub fn clock(kind: SpecialRegKind) -> u64 {
+    use std::time::{Instant, SystemTime, UNIX_EPOCH};
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let cycles = || START.get_or_init(Instant::now).elapsed().as_nanos() as u64;
+    let timer = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    };
+    match kind {
+        SpecialRegKind::Clock64 => cycles(),
+        SpecialRegKind::Clock => cycles() & 0xffff_ffff,
+        SpecialRegKind::ClockHi => cycles() >> 32,
+        SpecialRegKind::Globaltimer => timer(),
+        SpecialRegKind::GlobaltimerLo => timer() & 0xffff_ffff,
+        SpecialRegKind::GlobaltimerHi => timer() >> 32,
+        other => unreachable!("%{} is not a clock", other.ptx()),
     }
 }
 
@@ -654,6 +681,7 @@ impl<'a> Thread<'a> {
             SpecialRegKind::TotalSmemSize => {
                 self.l.layout.static_bytes as u64 + self.l.shared_bytes as u64
             }
+            kind => clock(kind),
         }
     }
 
@@ -841,6 +869,13 @@ impl<'a> Thread<'a> {
             Kind::Sync { .. } => {
                 return Ok(Next::Stop([src!(0), src!(1), src!(2), src!(3)]));
             }
+            Kind::Compute { op: c } => {
+                let (v, p) = bits::compute(c, [src!(0), src!(1), src!(2), src!(3)]);
+                d.write(&mut fr.regs, v);
+                op.dst[1].write(&mut fr.regs, p as u64);
+                return Ok(Next::Continue);
+            }
+            Kind::Hint => return Ok(Next::Continue),
             Kind::Bra { target } => return Ok(Next::Jump(target)),
             Kind::Fence => {
                 // Orders this thread's accesses (relaxed atomic bytes) against other

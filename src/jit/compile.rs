@@ -73,6 +73,8 @@ fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
         ("rt_to_int", rt_to_int as *const u8),
         ("rt_convert", rt_convert as *const u8),
         ("rt_round_integral", rt_round_integral as *const u8),
+        ("rt_fns", rt_fns as *const u8),
+        ("rt_clock", rt_clock as *const u8),
         ("rt_host_enter", host::rt_host_enter as *const u8),
         ("rt_host_fault", host::rt_host_fault as *const u8),
         ("fma", host_fma as *const u8),

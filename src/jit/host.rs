@@ -14,6 +14,9 @@
 //! | one scalar return value | that value |
 //! | several return values, or an array | a leading `out: *mut R` argument, `R` a `#[repr(C)]` struct of them in order (an array as `[u8; N]`); the function returns nothing |
 //!
+//! Each such `.func` also gets a slot wrapper `(args: *const u64, rets: *mut u64)` with one
+//! signature for all ([`Jit::slot_func`]).
+//!
 //! A fault inside the function (out-of-bounds access, call depth) ends the call with zeroed
 //! return values and records the fault for the calling thread; [`take_fault`] returns it.
 //! The typed handle [`Func`] checks the Rust types against the PTX signature when it is made
@@ -92,7 +95,23 @@ fn out_fields(f: &Function) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Defines the wrapper of every `.func` with a body.
+/// The two host forms of a `.func`: the C-ABI wrapper typed by its parameters, and the
+/// slot wrapper `(args: *const u64, rets: *mut u64)` of every `.func` without array
+/// parameters or returns, one 8-byte slot per value, for callers that pick the function at
+/// run time (the Python package's vectorised calls).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Typed,
+    Slots,
+}
+
+/// The host wrappers of a module's `.func`s: typed and slot forms, by function index.
+pub(super) struct Wrappers {
+    pub typed: Vec<Option<FuncId>>,
+    pub slots: Vec<Option<FuncId>>,
+}
+
+/// Defines the wrappers of every `.func` with a body.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn define_wrappers(
     jm: &mut JITModule,
@@ -103,7 +122,7 @@ pub(super) fn define_wrappers(
     info: u64,
     emit: Emit,
     listing: &mut Listing,
-) -> Result<Vec<Option<FuncId>>, RunError> {
+) -> Result<Wrappers, RunError> {
     let cc = jm.isa().default_call_conv();
     let enter = jm
         .declare_function(
@@ -122,96 +141,144 @@ pub(super) fn define_wrappers(
     let mut fctx = FunctionBuilderContext::new();
     let mut ctx = jm.make_context();
     ctx.set_disasm(emit == Emit::Asm);
-    let mut ids = Vec::new();
+    let mut wrappers = Wrappers {
+        typed: Vec::new(),
+        slots: Vec::new(),
+    };
     for (i, f) in module.functions.iter().enumerate() {
         let (Some(target), FuncKind::Func) = (internal[i], f.kind) else {
-            ids.push(None);
+            wrappers.typed.push(None);
+            wrappers.slots.push(None);
             continue;
         };
-        let (params, rets) = wrapper_types(f);
-        let sig = signature(cc, &params, &rets);
-        let id = jm
-            .declare_function(&format!("host{i}.{}", f.name), Linkage::Local, &sig)
-            .map_err(compile_error)?;
-        ctx.func.signature = sig;
-        let layout = &layouts[i];
-        {
-            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            let flags = MemFlagsData::trusted();
-            let entry = b.create_block();
-            b.append_block_params_for_function_params(entry);
-            b.switch_to_block(entry);
-            let size = layout.args_size + layout.rets_size;
-            let slot = b.create_sized_stack_slot(StackSlotData::new(
-                StackSlotKind::ExplicitSlot,
-                size.max(8).div_ceil(8) * 8,
-                4,
-            ));
-            let buf = b.ins().stack_addr(types::I64, slot, 0);
-            // Not zeroed: the arguments below fill the argument part, and the callee writes
-            // every return parameter unless it faults, when the results are zeroed below.
-            let zero = b.ins().iconst(types::I64, 0);
-            let values = b.block_params(entry).to_vec();
-            let out = returns_through_pointer(f);
-            let args = &values[out as usize..];
-            for ((p, v), off) in f.params.iter().zip(args).zip(&layout.args) {
-                if is_array(f, p) {
-                    copy_bytes(&mut b, buf, *off as i32, *v, 0, f.param_size(p));
+        let has_arrays = f.params.iter().chain(&f.rets).any(|p| is_array(f, p));
+        for form in [Form::Typed, Form::Slots] {
+            if form == Form::Slots && has_arrays {
+                wrappers.slots.push(None);
+                continue;
+            }
+            let (params, rets) = match form {
+                Form::Typed => wrapper_types(f),
+                Form::Slots => (vec![types::I64, types::I64], Vec::new()),
+            };
+            let sig = signature(cc, &params, &rets);
+            let prefix = match form {
+                Form::Typed => "host",
+                Form::Slots => "slots",
+            };
+            let id = jm
+                .declare_function(&format!("{prefix}{i}.{}", f.name), Linkage::Local, &sig)
+                .map_err(compile_error)?;
+            ctx.func.signature = sig;
+            let layout = &layouts[i];
+            {
+                let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+                let flags = MemFlagsData::trusted();
+                let entry = b.create_block();
+                b.append_block_params_for_function_params(entry);
+                b.switch_to_block(entry);
+                let size = layout.args_size + layout.rets_size;
+                let slot = b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    size.max(8).div_ceil(8) * 8,
+                    4,
+                ));
+                let buf = b.ins().stack_addr(types::I64, slot, 0);
+                // Not zeroed: the arguments below fill the argument part, and the callee
+                // writes every return parameter unless it faults, when the results are
+                // zeroed below.
+                let zero = b.ins().iconst(types::I64, 0);
+                let values = b.block_params(entry).to_vec();
+                let out = form == Form::Slots || returns_through_pointer(f);
+                let args: Vec<ir::Value> = match form {
+                    Form::Typed => values[out as usize..].to_vec(),
+                    // Each argument from the low bytes of its slot (little-endian).
+                    Form::Slots => f
+                        .params
+                        .iter()
+                        .enumerate()
+                        .map(|(k, p)| {
+                            b.ins()
+                                .load(clif(f.param_type(p)), flags, values[0], 8 * k as i32)
+                        })
+                        .collect(),
+                };
+                for ((p, v), off) in f.params.iter().zip(&args).zip(&layout.args) {
+                    if is_array(f, p) {
+                        copy_bytes(&mut b, buf, *off as i32, *v, 0, f.param_size(p));
+                    } else {
+                        b.ins().store(flags, *v, buf, *off as i32);
+                    }
+                }
+                let rets_buf = b.ins().iadd_imm_s(buf, layout.args_size as i64);
+                let enter_ref = jm.declare_func_in_func(enter, b.func);
+                let fault_ref = jm.declare_func_in_func(fault, b.func);
+                let target_ref = jm.declare_func_in_func(target, b.func);
+                let areas = b.ins().iconst(types::I64, call_areas as i64);
+                let info = b.ins().iconst(types::I64, info as i64);
+                let call = b.ins().call(enter_ref, &[areas, info]);
+                let tctx = b.inst_results(call)[0];
+                let call = b.ins().call(target_ref, &[tctx, buf, rets_buf]);
+                let status = b.inst_results(call)[0];
+                let failed = b
+                    .ins()
+                    .icmp_imm_s(IntCC::Equal, status, STATUS_FAULT as i64);
+                let (bad, done) = (b.create_block(), b.create_block());
+                b.ins().brif(failed, bad, &[], done, &[]);
+                b.switch_to_block(bad);
+                b.ins().call(fault_ref, &[tctx]);
+                // Zeroed results after a fault.
+                for k in (0..layout.rets_size).step_by(8) {
+                    b.ins().store(flags, zero, rets_buf, k as i32);
+                }
+                b.ins().jump(done, &[]);
+                b.switch_to_block(done);
+                if out {
+                    let fields = match form {
+                        Form::Typed => c_struct_offsets(out_fields(f)),
+                        Form::Slots => (0..f.rets.len()).map(|k| 8 * k).collect(),
+                    };
+                    let out_ptr = match form {
+                        Form::Typed => values[0],
+                        Form::Slots => values[1],
+                    };
+                    for ((p, off), o) in f.rets.iter().zip(&layout.rets).zip(fields) {
+                        let n = f.param_size(p);
+                        copy_bytes(&mut b, out_ptr, o as i32, rets_buf, *off as i32, n);
+                    }
+                    b.ins().return_(&[]);
                 } else {
-                    b.ins().store(flags, *v, buf, *off as i32);
+                    let loaded: Vec<ir::Value> = f
+                        .rets
+                        .iter()
+                        .zip(&layout.rets)
+                        .map(|(p, off)| {
+                            b.ins()
+                                .load(clif(f.param_type(p)), flags, rets_buf, *off as i32)
+                        })
+                        .collect();
+                    b.ins().return_(&loaded);
                 }
+                b.seal_all_blocks();
+                b.finalize(jm.isa().frontend_config());
             }
-            let rets_buf = b.ins().iadd_imm_s(buf, layout.args_size as i64);
-            let enter_ref = jm.declare_func_in_func(enter, b.func);
-            let fault_ref = jm.declare_func_in_func(fault, b.func);
-            let target_ref = jm.declare_func_in_func(target, b.func);
-            let areas = b.ins().iconst(types::I64, call_areas as i64);
-            let info = b.ins().iconst(types::I64, info as i64);
-            let call = b.ins().call(enter_ref, &[areas, info]);
-            let tctx = b.inst_results(call)[0];
-            let call = b.ins().call(target_ref, &[tctx, buf, rets_buf]);
-            let status = b.inst_results(call)[0];
-            let failed = b
-                .ins()
-                .icmp_imm_s(IntCC::Equal, status, STATUS_FAULT as i64);
-            let (bad, done) = (b.create_block(), b.create_block());
-            b.ins().brif(failed, bad, &[], done, &[]);
-            b.switch_to_block(bad);
-            b.ins().call(fault_ref, &[tctx]);
-            // Zeroed results after a fault.
-            for k in (0..layout.rets_size).step_by(8) {
-                b.ins().store(flags, zero, rets_buf, k as i32);
-            }
-            b.ins().jump(done, &[]);
-            b.switch_to_block(done);
-            if out {
-                let fields = c_struct_offsets(out_fields(f));
-                for ((p, off), o) in f.rets.iter().zip(&layout.rets).zip(fields) {
-                    let n = f.param_size(p);
-                    copy_bytes(&mut b, values[0], o as i32, rets_buf, *off as i32, n);
-                }
-                b.ins().return_(&[]);
-            } else {
-                let loaded: Vec<ir::Value> = f
-                    .rets
-                    .iter()
-                    .zip(&layout.rets)
-                    .map(|(p, off)| {
-                        b.ins()
-                            .load(clif(f.param_type(p)), flags, rets_buf, *off as i32)
-                    })
-                    .collect();
-                b.ins().return_(&loaded);
-            }
-            b.seal_all_blocks();
-            b.finalize(jm.isa().frontend_config());
+            let (name, what, ids) = match form {
+                Form::Typed => (
+                    format!("{} (host wrapper)", f.name),
+                    format!("wrapper of `{}`", f.name),
+                    &mut wrappers.typed,
+                ),
+                Form::Slots => (
+                    format!("{} (slot wrapper)", f.name),
+                    format!("slot wrapper of `{}`", f.name),
+                    &mut wrappers.slots,
+                ),
+            };
+            define(jm, &mut ctx, id, &name, &what, emit, listing)?;
+            ids.push(Some(id));
         }
-        let name = format!("{} (host wrapper)", f.name);
-        let what = format!("wrapper of `{}`", f.name);
-        define(jm, &mut ctx, id, &name, &what, emit, listing)?;
-        ids.push(Some(id));
     }
-    Ok(ids)
+    Ok(wrappers)
 }
 
 thread_local! {
@@ -472,6 +539,18 @@ impl Jit {
     pub fn raw_func(&self, name: &str) -> Option<*const u8> {
         let (id, _) = crate::engine::find_function(&self.module, name, FuncKind::Func).ok()?;
         self.hosts[id.0 as usize].map(|p| p as *const u8)
+    }
+
+    /// The slot wrapper of the `.func` `name`: `extern "C" fn(args: *const u64, rets: *mut
+    /// u64)`, each argument in the low bytes of its own 8-byte slot (the value's little-endian
+    /// bits, a predicate as 0 or 1), each return value written to the low bytes of its slot
+    /// (the slot's other bytes are left as they were). One signature for every function, for
+    /// hosts that choose the function at run time; faults are kept as for the typed wrapper
+    /// ([`take_fault`]). None for a function with array parameters or returns, or none of
+    /// that name. It stays valid while this `Jit` lives.
+    pub fn slot_func(&self, name: &str) -> Option<*const u8> {
+        let (id, _) = crate::engine::find_function(&self.module, name, FuncKind::Func).ok()?;
+        self.slot_hosts[id.0 as usize].map(|p| p as *const u8)
     }
 }
 

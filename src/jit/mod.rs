@@ -108,6 +108,8 @@ pub struct Jit {
     internal: Vec<Option<usize>>,
     /// Host wrapper of each `.func`.
     hosts: Vec<Option<usize>>,
+    /// Slot wrapper of each `.func` without array parameters or returns.
+    slot_hosts: Vec<Option<usize>>,
     layouts: Vec<FrameLayout>,
     info: Box<ModuleInfo>,
     /// Module `.global`/`.const` variables (16-byte aligned storage).
@@ -231,7 +233,7 @@ impl Jit {
             options.emit,
             &mut listing,
         )?;
-        let host_ids = host::define_wrappers(
+        let wrappers = host::define_wrappers(
             &mut jm,
             &module,
             &frames.layouts,
@@ -248,7 +250,8 @@ impl Jit {
             instructions,
         };
         let internal = compile::finalized(&jm, &declared.internal);
-        let hosts = compile::finalized(&jm, &host_ids);
+        let hosts = compile::finalized(&jm, &wrappers.typed);
+        let slot_hosts = compile::finalized(&jm, &wrappers.slots);
         let step_layouts = frames.step_layouts(&module, &declared.cooperative);
         Ok(Jit {
             module,
@@ -256,6 +259,7 @@ impl Jit {
             code: Some(FinishedCode(jm)),
             internal,
             hosts,
+            slot_hosts,
             layouts: frames.layouts,
             info,
             _module_memory: vars.memory,

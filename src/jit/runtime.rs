@@ -541,6 +541,17 @@ pub extern "C" fn rt_round_integral(code: u32, bits: u64) -> u64 {
     sf::round_integral(f, r, bits)
 }
 
+/// `rt_fns(mask, base, offset) -> d`: `fns.b32` (a search, kept out of line).
+pub extern "C" fn rt_fns(mask: u32, base: u32, offset: i32) -> u32 {
+    crate::interp::bits::fns(mask, base, offset)
+}
+
+/// `rt_clock(kind) -> value`: a clock special register (`kind` is its `SpecialRegKind`).
+pub extern "C" fn rt_clock(kind: u32) -> u64 {
+    let kind = crate::ast::SpecialRegKind::ALL[kind as usize];
+    crate::interp::clock(kind)
+}
+
 /// `fma`/`fmaf`: the libcalls Cranelift emits for `fma` on hosts without the FMA extension.
 pub extern "C" fn host_fma(a: f64, b: f64, c: f64) -> f64 {
     a.mul_add(b, c)

@@ -45,11 +45,12 @@ pub(super) fn mov(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let d = cx.dst(d, ty)?;
     let a = match &a.raw {
         Raw::Op(Operand::Special(s)) => {
-            if !(ty.is_int() && ty.bits() == 32) {
+            let bits = s.kind.bits();
+            if !(ty.is_int() && ty.bits() == bits) {
                 return err(
                     a.span,
                     format!(
-                        "special register `%{}` is 32-bit; use mov.u32",
+                        "special register `%{}` is {bits}-bit; use mov.u{bits}",
                         s.kind.ptx()
                     ),
                 );
@@ -74,7 +75,8 @@ pub(super) fn mov(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 
 pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     use Type::*;
-    let is_ld = cx.opcode == "ld";
+    // `ldu` (load uniform) is a load from global memory: on a CPU every load is one.
+    let is_ld = cx.opcode != "st";
     let order = cx
         .pick(|m| match m {
             "weak" => Some(MemOrder::Weak),
@@ -122,6 +124,11 @@ pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     ])?;
     if vec == 4 && ty.bits() == 64 {
         return err(cx.head, ".v4 of 64-bit elements is not a PTX form");
+    }
+    match space {
+        Some(Space::Global) | None => {}
+        _ if cx.opcode == "ldu" => return err(cx.head, "`ldu` reads global memory only"),
+        _ => {}
     }
     match space {
         Some(Space::Reg) => return err(cx.head, "`.reg` is not a memory space"),

@@ -7,10 +7,12 @@
 //! the dispatch on the opcode. Each family's forms are in a file of their own, beside the
 //! interpreter's and the lowering's: `int.rs`, `float.rs`, `convert.rs` (`cvt`, `setp`,
 //! `selp`, `slct`), `memory.rs` (`mov`, `ld`, `st`, `cvta`), `atomic.rs` (`atom`, `red`,
-//! `fence`), `video.rs`, `sync.rs` (barriers and warp collectives), `control.rs` (`bra`,
+//! `fence`), `bits.rs` (`lop3`, `bfind`, `dp4a` and the other pure computations, and the
+//! hints), `video.rs`, `sync.rs` (barriers and warp collectives), `control.rs` (`bra`,
 //! `call`, `ret`, `exit`).
 
 mod atomic;
+mod bits;
 mod control;
 mod convert;
 mod float;
@@ -313,6 +315,37 @@ impl Cx<'_, '_, '_> {
         }
     }
 
+    /// `d` or `d|p`: a destination of type `ty` and an optional predicate beside it.
+    fn dst_and_pred(&self, o: &Opnd, ty: Type, pred_ok: bool) -> R<(Operand, Operand)> {
+        match &o.raw {
+            Raw::PredPair(d, p) if pred_ok => {
+                let as_opnd = |r: RegId| Opnd {
+                    raw: Raw::Op(Operand::Reg(r)),
+                    span: o.span,
+                };
+                self.reg_of(&as_opnd(*d), ty, Fit::Exact)?;
+                self.reg_of(&as_opnd(*p), Type::Pred, Fit::Exact)?;
+                Ok((Operand::Reg(*d), Operand::Reg(*p)))
+            }
+            Raw::SinkPred(p) if pred_ok => {
+                let p = Opnd {
+                    raw: Raw::Op(Operand::Reg(*p)),
+                    span: o.span,
+                };
+                self.reg_of(&p, Type::Pred, Fit::Exact)?;
+                let Raw::Op(p) = p.raw else {
+                    unreachable!("built above")
+                };
+                Ok((Operand::Sink, p))
+            }
+            Raw::PredPair(..) | Raw::SinkPred(_) => err(
+                o.span,
+                format!("`{}` has no predicate result `|p`", self.opcode),
+            ),
+            _ => Ok((self.dst(o, ty)?, Operand::Sink)),
+        }
+    }
+
     /// `{a, b, ...}` with `n` registers of type `ty` (sinks allowed for destinations).
     fn vector(&self, o: &Opnd, n: usize, ty: Type, fit: Fit, sink_ok: bool) -> R<Operand> {
         match &o.raw {
@@ -507,7 +540,7 @@ pub(crate) fn build(fb: &mut FnBuilder, func: &Function, pair: Pair<Rule>) -> Op
             line,
         }),
         Err(d) => {
-            fb.err(d.span, d.message);
+            fb.report(d);
             None
         }
     }
@@ -568,6 +601,93 @@ fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<(Option<G
     Ok((guard, inst))
 }
 
+/// Every opcode [`opcode`] dispatches; any other is an unsupported instruction.
+pub(crate) const OPCODES: &[&str] = &[
+    "abs",
+    "activemask",
+    "add",
+    "addc",
+    "and",
+    "atom",
+    "bar",
+    "barrier",
+    "bfe",
+    "bfi",
+    "bfind",
+    "bmsk",
+    "bra",
+    "brev",
+    "call",
+    "clz",
+    "cnot",
+    "copysign",
+    "cos",
+    "cvt",
+    "cvta",
+    "div",
+    "dp2a",
+    "dp4a",
+    "elect",
+    "ex2",
+    "exit",
+    "fence",
+    "fma",
+    "fns",
+    "isspacep",
+    "ld",
+    "ldu",
+    "lg2",
+    "lop3",
+    "mad",
+    "mad24",
+    "madc",
+    "match",
+    "max",
+    "membar",
+    "min",
+    "mov",
+    "mul",
+    "mul24",
+    "nanosleep",
+    "neg",
+    "not",
+    "or",
+    "popc",
+    "prefetch",
+    "prefetchu",
+    "prmt",
+    "rcp",
+    "red",
+    "redux",
+    "rem",
+    "ret",
+    "rsqrt",
+    "sad",
+    "selp",
+    "setp",
+    "shf",
+    "shfl",
+    "sin",
+    "slct",
+    "sqrt",
+    "st",
+    "sub",
+    "subc",
+    "szext",
+    "testp",
+    "vabsdiff",
+    "vadd",
+    "vmad",
+    "vmax",
+    "vmin",
+    "vote",
+    "vset",
+    "vshl",
+    "vshr",
+    "vsub",
+    "xor",
+];
+
 /// Splits `add`, `mul`, … into their integer and float forms by the type modifier.
 fn is_float_form(cx: &Cx) -> bool {
     cx.mods
@@ -578,7 +698,7 @@ fn is_float_form(cx: &Cx) -> bool {
 fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
     match cx.opcode {
         "mov" => memory::mov(cx, ops),
-        "ld" | "st" => memory::ld_st(cx, ops),
+        "ld" | "st" | "ldu" => memory::ld_st(cx, ops),
         "cvta" => memory::cvta(cx, ops),
         "atom" | "red" => atomic::atom(cx, ops),
         "fence" | "membar" => atomic::fence(cx, ops),
@@ -607,13 +727,36 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
         "setp" => convert::setp(cx, ops),
         "selp" => convert::selp(cx, ops),
         "slct" => convert::slct(cx, ops),
+        "cvt" if cx.mods.iter().any(|(m, _)| *m == "pack") => {
+            cx.flag("pack");
+            bits::cvt_pack(cx, ops)
+        }
         "cvt" => convert::cvt(cx, ops),
+        "bfind" => bits::bfind(cx, ops),
+        "fns" => bits::fns(cx, ops),
+        "bmsk" | "szext" => bits::bmsk_szext(cx, ops),
+        "mul24" | "mad24" => bits::mul24(cx, ops),
+        "sad" => bits::sad(cx, ops),
+        "dp4a" | "dp2a" => bits::dot(cx, ops),
+        "lop3" => bits::lop3(cx, ops),
+        "copysign" => bits::copysign(cx, ops),
+        "testp" => bits::testp(cx, ops),
+        "nanosleep" | "prefetch" | "prefetchu" => bits::hint(cx, ops),
         "vadd" | "vsub" | "vabsdiff" | "vmin" | "vmax" | "vshl" | "vshr" => video::video(cx, ops),
         "vset" => video::vset(cx, ops),
         "vmad" => video::vmad(cx, ops),
         "bra" => control::bra(cx, ops),
         "call" => control::call(cx, ops),
         "ret" | "exit" => control::ret_exit(cx, ops),
-        other => err(op_span, format!("unsupported instruction `{other}`")),
+        other => {
+            debug_assert!(
+                !OPCODES.contains(&other),
+                "`{other}` is listed but not dispatched"
+            );
+            Err(Diagnostic::unsupported(
+                op_span,
+                format!("unsupported instruction `{other}`"),
+            ))
+        }
     }
 }

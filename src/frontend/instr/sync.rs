@@ -5,39 +5,9 @@
 //! [`SyncOp::src_types`] gives. Only the `.sync` forms exist here: the deprecated warp-
 //! synchronous `shfl`/`vote` without `.sync` have no defined meaning on sm_70 and later.
 
-use super::{Cx, Fit, Opnd, R, Raw, err};
+use super::{Cx, Opnd, R, Raw, err};
 use crate::ast::*;
-
-/// `d` or `d|p`: a destination of type `ty` and an optional predicate beside it.
-fn dst_and_pred(cx: &Cx, o: &Opnd, ty: Type, pred_ok: bool) -> R<(Operand, Operand)> {
-    match &o.raw {
-        Raw::PredPair(d, p) if pred_ok => {
-            let as_opnd = |r: RegId| Opnd {
-                raw: Raw::Op(Operand::Reg(r)),
-                span: o.span,
-            };
-            cx.reg_of(&as_opnd(*d), ty, Fit::Exact)?;
-            cx.reg_of(&as_opnd(*p), Type::Pred, Fit::Exact)?;
-            Ok((Operand::Reg(*d), Operand::Reg(*p)))
-        }
-        Raw::SinkPred(p) if pred_ok => {
-            let p = Opnd {
-                raw: Raw::Op(Operand::Reg(*p)),
-                span: o.span,
-            };
-            cx.reg_of(&p, Type::Pred, Fit::Exact)?;
-            let Raw::Op(p) = p.raw else {
-                unreachable!("built above")
-            };
-            Ok((Operand::Sink, p))
-        }
-        Raw::PredPair(..) | Raw::SinkPred(_) => err(
-            o.span,
-            format!("`{}` has no predicate result `|p`", cx.opcode),
-        ),
-        _ => Ok((cx.dst(o, ty)?, Operand::Sink)),
-    }
-}
+use crate::frontend::Diagnostic;
 
 /// Sources by the op's types (`ops` are the source operands only).
 fn sources(cx: &Cx, op: SyncOp, ops: &[Opnd]) -> R<Vec<Operand>> {
@@ -138,7 +108,10 @@ pub(super) fn bar(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 /// `shfl.sync.mode.b32 d[|p], a, b, c, membermask`.
 pub(super) fn shfl(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     if !cx.flag("sync") {
-        return err(cx.head, "only `shfl.sync` is supported (sm_70 and later)");
+        return Err(Diagnostic::unsupported(
+            cx.head,
+            "only `shfl.sync` is supported (sm_70 and later)",
+        ));
     }
     let Some(mode) = cx.pick(ShflMode::from_ptx)? else {
         return err(cx.head, "`shfl.sync` needs .up, .down, .bfly or .idx");
@@ -146,7 +119,7 @@ pub(super) fn shfl(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     cx.one_type(&[Type::B32])?;
     cx.count(ops, 5)?;
     let op = SyncOp::Shfl(mode);
-    let (d, p) = dst_and_pred(cx, &ops[0], Type::B32, true)?;
+    let (d, p) = cx.dst_and_pred(&ops[0], Type::B32, true)?;
     Ok(sync(op, d, p, sources(cx, op, &ops[1..])?))
 }
 
@@ -154,7 +127,10 @@ pub(super) fn shfl(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 /// membermask`.
 pub(super) fn vote(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     if !cx.flag("sync") {
-        return err(cx.head, "only `vote.sync` is supported (sm_70 and later)");
+        return Err(Diagnostic::unsupported(
+            cx.head,
+            "only `vote.sync` is supported (sm_70 and later)",
+        ));
     }
     let Some(mode) = cx.pick(VoteMode::from_ptx)? else {
         return err(cx.head, "`vote.sync` needs .all, .any, .uni or .ballot");
@@ -178,7 +154,7 @@ pub(super) fn match_(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let ty = cx.one_type(&[Type::B32, Type::B64])?;
     cx.count(ops, 3)?;
     let op = SyncOp::Match { all, ty };
-    let (d, p) = dst_and_pred(cx, &ops[0], Type::B32, all)?;
+    let (d, p) = cx.dst_and_pred(&ops[0], Type::B32, all)?;
     Ok(sync(op, d, p, sources(cx, op, &ops[1..])?))
 }
 
@@ -219,7 +195,7 @@ pub(super) fn elect(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     }
     cx.count(ops, 2)?;
     let (d, p) = match &ops[0].raw {
-        Raw::PredPair(..) | Raw::SinkPred(_) => dst_and_pred(cx, &ops[0], Type::B32, true)?,
+        Raw::PredPair(..) | Raw::SinkPred(_) => cx.dst_and_pred(&ops[0], Type::B32, true)?,
         _ => return err(ops[0].span, "`elect.sync` writes `d|p`"),
     };
     Ok(sync(

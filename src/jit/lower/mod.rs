@@ -6,6 +6,7 @@
 //! [`memory`] (9.7.9), [`video`] (9.7.18.1).
 
 mod atomic;
+mod bits;
 mod convert;
 mod float;
 mod int;
@@ -58,6 +59,8 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
         ("rt_to_int", &[I32, I64, I32], &[I64]),
         ("rt_convert", &[I32, I64], &[I64]),
         ("rt_round_integral", &[I32, I64], &[I64]),
+        ("rt_fns", &[I32, I32, I32], &[I32]),
+        ("rt_clock", &[I32], &[I64]),
     ]
 };
 
@@ -702,6 +705,8 @@ impl<'a, 'f> Lower<'a, 'f> {
             Setp { .. } | Selp { .. } | Slct { .. } | Cvt { .. } => self.convert(inst),
             FloatBin { .. } | FloatUn { .. } | Fma { .. } => self.float(inst),
             Video { .. } | Vset { .. } | Vmad { .. } => self.video(inst),
+            Compute { .. } => self.compute(inst),
+            Hint => {}
             Bra { target, .. } => self.jump_away(labels[target.0 as usize]),
             Call {
                 func, rets, args, ..
@@ -896,7 +901,12 @@ impl<'a, 'f> Lower<'a, 'f> {
             Operand::Imm(i) => self.constant(ty, i.bits_for(ty)),
             Operand::Special(s) => {
                 let v = self.special(*s);
-                self.conv(v, Type::U32, ty, false)
+                let width = if s.kind.bits() == 64 {
+                    Type::U64
+                } else {
+                    Type::U32
+                };
+                self.conv(v, width, ty, false)
             }
             Operand::Var(v) => {
                 let a = self.var_addr(*v);
@@ -1013,6 +1023,15 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let ctx = self.ctx;
                 let at = offset_of!(ThreadCtx, total_smem) as i32;
                 self.b.ins().load(types::I32, trusted(), ctx, at)
+            }
+            kind => {
+                let code = self.b.ins().iconst(types::I32, kind as i64);
+                let v = self.helper("rt_clock", &[code]).expect("rt_clock returns");
+                if kind.bits() == 64 {
+                    v
+                } else {
+                    self.b.ins().ireduce(types::I32, v)
+                }
             }
         }
     }

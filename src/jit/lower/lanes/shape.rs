@@ -147,6 +147,8 @@ impl<'f> Lanes<'_, '_, 'f> {
             | Fma { a, b, c, .. } => u(a) && u(b) && u(c),
             Bfe { a, pos, len, .. } => u(a) && u(pos) && u(len),
             Bfi { a, b, pos, len, .. } => u(a) && u(b) && u(pos) && u(len),
+            Compute { srcs, .. } => srcs.iter().all(u),
+            Hint => true,
             Setp { a, b, c, .. } => u(a) && u(b) && c.as_ref().is_none_or(u),
             // Sub-word destinations keep the other bytes of d: d is read too.
             Video {

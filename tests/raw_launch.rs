@@ -145,7 +145,7 @@ fn module_variables_have_host_addresses() {
 #[test]
 fn parse_errors_give_their_locations() {
     let err = Module::parse_named(
-        ".version 7.8\n.target sm_80\n.address_size 64\n.entry k() { bogus; }\n",
+        ".version 7.8\n.target sm_80\n.address_size 64\n.entry k() { .reg .u32 %r1; mov.u32 %r1 2; }\n",
         "k.ptx",
     )
     .unwrap_err();

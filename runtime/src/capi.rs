@@ -365,11 +365,9 @@ pub unsafe extern "C" fn ptxjit_launch(
         let (Some(m), Some(kernel)) = (unsafe { loaded(module) }, unsafe { text(kernel) }) else {
             return invalid("null module or kernel name");
         };
-        let Some(f) = m.program.kernel(kernel) else {
-            return fail(
-                PTXJIT_ERROR_USAGE,
-                LastError::message(format!("no kernel (.entry) named `{kernel}` with a body")),
-            );
+        let f = match m.program.kernel(kernel) {
+            Ok(f) => f,
+            Err(e) => return run_failed(e),
         };
         let count = m.program.functions[f].params.len();
         if count > 0 && params.is_null() {

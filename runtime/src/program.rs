@@ -59,10 +59,11 @@ impl Program {
         self.functions.iter().position(|f| f.name == name)
     }
 
-    /// The index of the `.entry` named `name`, with a body.
-    pub fn kernel(&self, name: &str) -> Option<usize> {
-        self.index(name)
-            .filter(|&i| self.functions[i].kind == FuncKind::Entry && self.functions[i].has_body)
+    /// The index of the `.entry` named `name` that can run, or why there is none (no such
+    /// kernel, or one using what ptxjit does not support yet, with the located reasons).
+    pub fn kernel(&self, name: &str) -> Result<usize, RunError> {
+        ptxjit::engine::find_function(self.jit.module(), name, FuncKind::Entry)?;
+        Ok(self.index(name).expect("find_function found it"))
     }
 
     /// Each parameter of function `f` as the bytes `values[i]` points to (`cuLaunchKernel`'s

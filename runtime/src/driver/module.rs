@@ -4,6 +4,7 @@
 use super::*;
 use crate::ffi::{LastError, text};
 use crate::program::{LoadError, Program};
+use ptxjit::ast::FuncKind;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::atomic::AtomicU32;
@@ -236,11 +237,16 @@ pub unsafe extern "C" fn cuModuleGetFunction(
         let dm = module(m)?;
         // SAFETY: CUDA's contract: a NUL-terminated name.
         let name = unsafe { text(name) }.ok_or(CUDA_ERROR_INVALID_VALUE)?;
-        let index = dm.program.kernel(name).ok_or_else(|| {
-            Failure::new(
-                CUDA_ERROR_NOT_FOUND,
-                format!("no kernel (.entry) named `{name}` in the module"),
-            )
+        let index = dm.program.kernel(name).map_err(|e| {
+            // A kernel that exists but uses what ptxjit does not support yet (the message
+            // gives the located reasons) is not supported; any other is not found.
+            let code = match dm.program.index(name) {
+                Some(i) if dm.program.functions[i].kind == FuncKind::Entry => {
+                    CUDA_ERROR_NOT_SUPPORTED
+                }
+                _ => CUDA_ERROR_NOT_FOUND,
+            };
+            Failure::with(code, LastError::run(&e))
         })?;
         let mut kernels = dm.kernels.lock().unwrap_or_else(|e| e.into_inner());
         let k = kernels.entry(name.to_string()).or_insert_with(|| {

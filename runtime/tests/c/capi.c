@@ -177,16 +177,16 @@ static void structure_and_func(void) {
 }
 
 static void located_error(void) {
-  const char *bad = ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n  .reg .u32 %r1;\n  frob.u32 %r1;\n}\n";
+  const char *bad = ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n  .reg .u32 %r1;\n  mov.u32 %r1 2;\n}\n";
   ptxjit_module *m = (ptxjit_module *)1;
   int rc = ptxjit_module_load(bad, "bad.ptx", 0, &m);
   CHECK(rc == PTXJIT_ERROR_PARSE, "rc %d", rc);
   CHECK(ptxjit_diagnostic_count() >= 1, "no diagnostics");
   ptxjit_diagnostic_t d;
   CHECK(ptxjit_diagnostic(0, &d) == PTXJIT_OK, "diagnostic");
-  CHECK(strcmp(d.path, "bad.ptx") == 0 && d.line == 7 && d.column == 3, "at %s:%u:%u", d.path, d.line, d.column);
+  CHECK(strcmp(d.path, "bad.ptx") == 0 && d.line == 7 && d.column == 11, "at %s:%u:%u", d.path, d.line, d.column);
   CHECK(strlen(d.message) > 0, "message");
-  CHECK(strstr(ptxjit_last_error(), "bad.ptx:7:3") != NULL, "%s", ptxjit_last_error());
+  CHECK(strstr(ptxjit_last_error(), "bad.ptx:7:11") != NULL, "%s", ptxjit_last_error());
   CHECK(ptxjit_last_fault(&(ptxjit_fault_t){0}) == PTXJIT_ERROR_INVALID_ARGUMENT, "not a fault");
   CHECK(ptxjit_module_load(NULL, NULL, 0, &m) == PTXJIT_ERROR_INVALID_ARGUMENT, "null text");
   CHECK(ptxjit_launch(NULL, "k", (ptxjit_dim3){1, 1, 1}, (ptxjit_dim3){1, 1, 1}, 0, NULL) ==

@@ -187,10 +187,21 @@ int main(int argc, char **argv) {
   int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *values[] = {log, (void *)(uintptr_t)sizeof log};
   CUmodule bad;
-  rc = cuModuleLoadDataEx(&bad, ".version 7.8\n.target sm_80\n.address_size 64\n.entry k() { frob; }\n", 2, options,
+  rc = cuModuleLoadDataEx(&bad, ".version 7.8\n.target sm_80\n.address_size 64\n.entry k() { .reg .u32 %r1; mov.u32 %r1 2; }\n", 2, options,
                           values);
   CHECK(rc == CUDA_ERROR_INVALID_PTX, "bad PTX returned %d", rc);
   CHECK(strstr(log, ":4:") != NULL, "log: %s", log);
+
+  /* A kernel using what ptxjit does not support yet loads with its module, and asking for it
+   * says why. */
+  CUmodule partial;
+  CUfunction usable, refused;
+  CU(cuModuleLoadData(&partial, ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry ok() { ret; }\n"
+                                ".visible .entry k() { frob; }\n"));
+  CU(cuModuleGetFunction(&usable, partial, "ok"));
+  rc = cuModuleGetFunction(&refused, partial, "k");
+  CHECK(rc == CUDA_ERROR_NOT_SUPPORTED && strstr(ptxjit_last_error(), "frob"), "%d: %s", rc, ptxjit_last_error());
+  CU(cuModuleUnload(partial));
 
   /* Entry points by name, and a stub for the unimplemented. */
   void *fn = NULL;

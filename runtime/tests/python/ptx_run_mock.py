@@ -121,7 +121,7 @@ want = [v for blk in range(4) for v in reversed(vals[blk * 64:(blk + 1) * 64])]
 check(list(data) == want, "reverse through dynamic shared memory")
 
 # A bad module is reported, not a crash.
-ptx_run(b".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k() { frob; }\n", [], (1, 1, 1), (1, 1, 1))
+ptx_run(b".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k() { .reg .u32 %r1; mov.u32 %r1 2; }\n", [], (1, 1, 1), (1, 1, 1))
 check(b"<ptx_run>:4:" in lib.ptxjit_last_error(), "located error: %r" % lib.ptxjit_last_error())
 
 print("ptx_run:", "FAILED" if failures else "ok")

@@ -173,6 +173,80 @@ impl fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+/// A place in a PTX source: its file name and 1-based line and column (in characters).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub path: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Location {
+    /// Where byte offset `offset` of `source` is.
+    pub fn of(source: &Source, offset: usize) -> Location {
+        let (line, column) = source.line_col(offset);
+        Location {
+            path: source.path.clone(),
+            line,
+            column,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.path, self.line, self.column)
+    }
+}
+
+/// What kind of error a host interface reports: bad input text, a wrong request, a fault
+/// inside running PTX, or a stopped launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The PTX text does not parse or validate ([`crate::ParseError`]).
+    Parse,
+    /// [`RunError::Usage`].
+    Usage,
+    /// [`RunError::Fault`].
+    Fault,
+    /// [`RunError::Interrupted`].
+    Interrupted,
+}
+
+impl RunError {
+    /// Its kind, as a plain value.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            RunError::Usage(_) => ErrorKind::Usage,
+            RunError::Fault(..) => ErrorKind::Fault,
+            RunError::Interrupted => ErrorKind::Interrupted,
+        }
+    }
+    /// The message alone, without location or rendering (`Display` gives the rustc-style
+    /// text with the source line).
+    pub fn message(&self) -> &str {
+        match self {
+            RunError::Usage(m) => m,
+            RunError::Fault(f, _) => &f.message,
+            RunError::Interrupted => "the launch was interrupted",
+        }
+    }
+    /// Where in the PTX a fault happened (faults only).
+    pub fn location(&self) -> Option<Location> {
+        match self {
+            RunError::Fault(f, source) => Some(Location::of(source, f.span.start)),
+            _ => None,
+        }
+    }
+    /// The fault, for a fault.
+    pub fn fault(&self) -> Option<&Fault> {
+        match self {
+            RunError::Fault(f, _) => Some(f),
+            _ => None,
+        }
+    }
+}
+
 /// How a kernel is launched: `grid` blocks of `block` threads, each block with
 /// `shared_bytes` of dynamic shared memory (what `.extern .shared` arrays of unspecified size
 /// name; CUDA's `sharedMemBytes`).

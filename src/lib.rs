@@ -15,10 +15,10 @@ pub mod signature;
 pub mod softfloat;
 
 pub use ast::Module;
-pub use engine::{Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value};
+pub use engine::{Arg, Dim3, Engine, ErrorKind, Fault, LaunchConfig, Location, RunError, Value};
 pub use frontend::ParseError;
 pub use interp::Interpreter;
-pub use jit::{Jit, JitOptions};
+pub use jit::{HostArea, Jit, JitOptions};
 pub use signature::{FunctionInfo, ParamInfo};
 
 impl Module {
@@ -29,5 +29,16 @@ impl Module {
     /// Parses and validates PTX text.
     pub fn parse(text: &str) -> Result<Module, ParseError> {
         frontend::parse(text, "<input>")
+    }
+}
+
+impl ParseError {
+    /// Each diagnostic's location and message, in order: the structured form of what
+    /// `Display` renders.
+    pub fn located(&self) -> Vec<(Location, &str)> {
+        self.diagnostics
+            .iter()
+            .map(|d| (Location::of(&self.source, d.span.start), d.message.as_str()))
+            .collect()
     }
 }

@@ -33,6 +33,7 @@ use lower::Shared;
 use lower::sync::StepLayout;
 use rayon::prelude::*;
 use runtime::{AreaName, JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -469,6 +470,214 @@ fn as_bytes(v: &mut [u128]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, v.len() * 16) }
 }
 
+/// A region of host memory that a kernel launched with [`Jit::launch_raw`] may reach through
+/// an address among its parameters (or one it computes): checked mode allows accesses inside
+/// it (as `.global` memory) and reports any other access as a fault naming the nearest one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostArea {
+    /// Address of its first byte.
+    pub base: u64,
+    /// Size in bytes.
+    pub size: usize,
+    /// How faults name it (`allocation 0x7f00…`).
+    pub name: Arc<str>,
+    /// Whether stores may write it.
+    pub writable: bool,
+}
+
+impl Jit {
+    /// Launches an `.entry` whose parameters are given as raw bytes, one slice per parameter
+    /// holding exactly the parameter's size (as CUDA's `cuLaunchKernel` takes them: an
+    /// address is its 8 little-endian bytes, a structure its bytes), with `areas` the host
+    /// memory the kernel may access besides the module's variables. Checked mode (the
+    /// default) checks every access against the areas and reports an access outside them as
+    /// a [`RunError::Fault`]; unchecked mode lets the kernel touch any address.
+    ///
+    /// The run is the same as [`Engine::launch_with`]'s (blocks spread over all cores, the
+    /// lowest-numbered faulting block reported); a grid of one block runs on the calling
+    /// thread.
+    ///
+    /// # Safety
+    ///
+    /// Every area must be memory the caller owns, valid for reads (and for writes where
+    /// `writable`) for its whole size until this returns, and not accessed by anything else
+    /// during the launch other than through atomics that the kernel's accesses may race with.
+    /// Unchecked, every address the kernel reaches must satisfy the same promise, since
+    /// nothing checks it.
+    pub unsafe fn launch_raw(
+        &self,
+        kernel: &str,
+        config: LaunchConfig,
+        params: &[&[u8]],
+        areas: &[HostArea],
+    ) -> Result<(), RunError> {
+        let (id, func) = launched_kernel(
+            &self.module,
+            kernel,
+            config,
+            &self.shared_layout,
+            params.len(),
+        )?;
+        let layout = &self.layouts[id.0 as usize];
+        let mut block_params = aligned_bytes(layout.kernel_params_size as usize);
+        let params_base = block_params.as_ptr() as u64;
+        let mut all = Vec::with_capacity(self.module_areas.len() + areas.len() + params.len());
+        all.extend(self.module_areas.iter().cloned());
+        all.extend(areas.iter().map(|a| JitArea {
+            extent: Extent {
+                base: a.base,
+                size: a.size,
+                space: Space::Global,
+                writable: a.writable,
+            },
+            name: AreaName::Text(a.name.clone()),
+        }));
+        let bytes = as_bytes(&mut block_params);
+        for ((p, b), off) in func.params.iter().zip(params).zip(&layout.kernel_params) {
+            let size = func.param_size(p);
+            if b.len() != size {
+                return Err(RunError::Usage(format!(
+                    "parameter `{}` of `{kernel}` is {size} bytes, {} given",
+                    func.param_name(p),
+                    b.len()
+                )));
+            }
+            let off = *off as usize;
+            bytes[off..off + size].copy_from_slice(b);
+            all.push(JitArea {
+                extent: Extent {
+                    base: params_base + off as u64,
+                    size,
+                    space: Space::Param,
+                    writable: false,
+                },
+                name: AreaName::text(memcheck::param_name(func.param_name(p))),
+            });
+        }
+        let ended = self.run_grid(id, config, params_base, all, &AtomicBool::new(false));
+        drop(block_params);
+        ended
+    }
+
+    /// The address and size of a module variable (`.global` or `.const`): one copy for the
+    /// Jit's life, which host code may read and write between launches (what CUDA's
+    /// `cuModuleGetGlobal` gives).
+    pub fn global(&self, name: &str) -> Option<(u64, usize)> {
+        let i = self.module.vars.iter().position(|v| v.name == name)?;
+        let a = &self.module_areas[i];
+        Some((a.extent.base, a.extent.size))
+    }
+
+    /// Bytes of static `.shared` memory a block of this module uses (CUDA's
+    /// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`); dynamic shared memory may add up to
+    /// [`crate::block::MAX_SHARED_BYTES`] in all.
+    pub fn static_shared_bytes(&self) -> u32 {
+        self.shared_layout.static_bytes
+    }
+
+    /// Runs every block of kernel `id` with its parameter block at `params_base` and
+    /// `areas` the memory it may access; the parameter block must outlive the call.
+    fn run_grid(
+        &self,
+        id: FuncId,
+        config: LaunchConfig,
+        params_base: u64,
+        areas: Vec<JitArea>,
+        stop: &AtomicBool,
+    ) -> Result<(), RunError> {
+        let LaunchConfig {
+            grid,
+            block,
+            shared_bytes,
+        } = config;
+        let shared = AreaMap::new(areas);
+        let entry = self.internal[id.0 as usize].expect("find_function checks the body");
+        let info: &ModuleInfo = &self.info;
+        let shared_ref = &shared;
+        let lanes_ref = &self.lane_threads;
+        let module = &self.module;
+        let step = self.step_layouts[id.0 as usize];
+        let window = Window::of(&self.shared_layout, shared_bytes);
+        let window = &window;
+        // Every block runs; the fault reported is that of the lowest-numbered block, so a
+        // faulting launch reports the same fault whatever the scheduling (as the interpreter).
+        let skipped = &AtomicBool::new(false);
+        let run_block = |ctx: &mut ThreadCtx, states: &mut Vec<u128>, b: u64| {
+            if stop.load(Ordering::Relaxed) {
+                skipped.store(true, Ordering::Relaxed);
+                return None;
+            }
+            ctx.ctaid = grid.point(b);
+            ctx.ntid = [block.x, block.y, block.z];
+            ctx.nctaid = [grid.x, grid.y, grid.z];
+            ctx.params = params_base;
+            ctx.depth = 0;
+            ctx.own.clear();
+            // The shared-space slots may hold the last block's variables.
+            ctx.hits[runtime::HIT_AREAS..].fill([0; 2]);
+            let window = window.open(ctx);
+            let ended = match step {
+                Some(layout) => {
+                    // SAFETY: `entry` is this kernel's finalized round function
+                    // (cooperative kernels are compiled as one), whose signature
+                    // is `RoundFunc`.
+                    let round = unsafe { std::mem::transmute::<usize, RoundFunc>(entry) };
+                    let mut threads =
+                        StepThreads::new(module, &mut *ctx, round, layout, block, states);
+                    schedule::run_block(module.func(id), block, grid.point(b), &mut threads)
+                }
+                None => {
+                    // SAFETY: `entry` is this kernel's finalized block
+                    // function, compiled with the signature `BlockFunc`; the
+                    // context is this worker's own, and its pointers (areas,
+                    // module info, parameter block, shared window) outlive the
+                    // call.
+                    let status = unsafe {
+                        let f: BlockFunc = std::mem::transmute(entry);
+                        f(ctx)
+                    };
+                    if status == STATUS_FAULT {
+                        let f = ctx
+                            .fault
+                            .take()
+                            .expect("a faulting block records its fault");
+                        Err(locate(module, f, ctx.ctaid, ctx.tid))
+                    } else {
+                        Ok(())
+                    }
+                }
+            };
+            drop(window);
+            if ctx.lane_threads > 0 {
+                lanes_ref.fetch_add(ctx.lane_threads, Ordering::Relaxed);
+                ctx.lane_threads = 0;
+            }
+            ended.err().map(|f| (b, f))
+        };
+        // One block runs on the calling thread (handing it to the pool costs more than a
+        // small block takes).
+        let fault = if grid.count() == 1 && !self.big_stack {
+            run_block(&mut ThreadCtx::new(shared_ref, info), &mut Vec::new(), 0)
+        } else {
+            self.on_stack(|| {
+                (0..grid.count())
+                    .into_par_iter()
+                    .map_init(
+                        || (ThreadCtx::new(shared_ref, info), Vec::new()),
+                        |(ctx, states), b| run_block(ctx, states, b),
+                    )
+                    .flatten()
+                    .min_by_key(|(b, _)| *b)
+            })
+        };
+        match fault {
+            Some((_, f)) => Err(self.run_error(f)),
+            None if skipped.load(Ordering::Relaxed) => Err(RunError::Interrupted),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Engine for Jit {
     fn call(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, RunError> {
         let (id, func) = find_function(&self.module, name, FuncKind::Func)?;
@@ -534,11 +743,6 @@ impl Engine for Jit {
     ) -> Result<(), RunError> {
         let (id, func) =
             launched_kernel(&self.module, name, config, &self.shared_layout, args.len())?;
-        let LaunchConfig {
-            grid,
-            block,
-            shared_bytes,
-        } = config;
         let layout = &self.layouts[id.0 as usize];
         let mut block_params = aligned_bytes(layout.kernel_params_size as usize);
         let params_base = block_params.as_ptr() as u64;
@@ -581,91 +785,8 @@ impl Engine for Jit {
                 });
             }
         }
-        let shared = AreaMap::new(areas);
-        let entry = self.internal[id.0 as usize].expect("find_function checks the body");
-        let info: &ModuleInfo = &self.info;
-        let shared_ref = &shared;
-        let lanes_ref = &self.lane_threads;
-        let module = &self.module;
-        let step = self.step_layouts[id.0 as usize];
-        let window = Window::of(&self.shared_layout, shared_bytes);
-        let window = &window;
-        // Every block runs; the fault reported is that of the lowest-numbered block, so a
-        // faulting launch reports the same fault whatever the scheduling (as the interpreter).
-        let skipped = &AtomicBool::new(false);
-        let fault = self.on_stack(|| {
-            (0..grid.count())
-                .into_par_iter()
-                .map_init(
-                    || (ThreadCtx::new(shared_ref, info), Vec::new()),
-                    |(ctx, states), b| {
-                        if stop.load(Ordering::Relaxed) {
-                            skipped.store(true, Ordering::Relaxed);
-                            return None;
-                        }
-                        ctx.ctaid = grid.point(b);
-                        ctx.ntid = [block.x, block.y, block.z];
-                        ctx.nctaid = [grid.x, grid.y, grid.z];
-                        ctx.params = params_base;
-                        ctx.depth = 0;
-                        ctx.own.clear();
-                        // The shared-space slots may hold the last block's variables.
-                        ctx.hits[runtime::HIT_AREAS..].fill([0; 2]);
-                        let window = window.open(ctx);
-                        let ended = match step {
-                            Some(layout) => {
-                                // SAFETY: `entry` is this kernel's finalized round function
-                                // (cooperative kernels are compiled as one), whose signature
-                                // is `RoundFunc`.
-                                let round =
-                                    unsafe { std::mem::transmute::<usize, RoundFunc>(entry) };
-                                let mut threads = StepThreads::new(
-                                    module, &mut *ctx, round, layout, block, states,
-                                );
-                                schedule::run_block(
-                                    module.func(id),
-                                    block,
-                                    grid.point(b),
-                                    &mut threads,
-                                )
-                            }
-                            None => {
-                                // SAFETY: `entry` is this kernel's finalized block
-                                // function, compiled with the signature `BlockFunc`; the
-                                // context is this worker's own, and its pointers (areas,
-                                // module info, parameter block, shared window) outlive the
-                                // call.
-                                let status = unsafe {
-                                    let f: BlockFunc = std::mem::transmute(entry);
-                                    f(ctx)
-                                };
-                                if status == STATUS_FAULT {
-                                    let f = ctx
-                                        .fault
-                                        .take()
-                                        .expect("a faulting block records its fault");
-                                    Err(locate(module, f, ctx.ctaid, ctx.tid))
-                                } else {
-                                    Ok(())
-                                }
-                            }
-                        };
-                        drop(window);
-                        if ctx.lane_threads > 0 {
-                            lanes_ref.fetch_add(ctx.lane_threads, Ordering::Relaxed);
-                            ctx.lane_threads = 0;
-                        }
-                        ended.err().map(|f| (b, f))
-                    },
-                )
-                .flatten()
-                .min_by_key(|(b, _)| *b)
-        });
+        let ended = self.run_grid(id, config, params_base, areas, stop);
         drop(block_params);
-        match fault {
-            Some((_, f)) => Err(self.run_error(f)),
-            None if skipped.load(Ordering::Relaxed) => Err(RunError::Interrupted),
-            None => Ok(()),
-        }
+        ended
     }
 }

@@ -7,9 +7,7 @@
 
 mod common;
 
-use common::{Rng, engines};
-use ptxjit::ast::Type;
-use ptxjit::{Engine, Value};
+use common::{Rng, call3 as call, engines, three_operand_module};
 
 /// One instruction form: its text (operands `%d %a %b %c`, or `%p` for a predicate result)
 /// and its model (a, b, c → d, where a predicate result is 0 or 1).
@@ -339,24 +337,9 @@ fn value(rng: &mut Rng) -> u32 {
 }
 
 fn module(forms: &[Form]) -> String {
-    let mut s = String::from(".version 8.3\n.target sm_90\n.address_size 64\n");
-    for (k, f) in forms.iter().enumerate() {
-        s += &format!(
-            ".visible .func (.param .b32 r) f{k}(.param .b32 a, .param .b32 b, .param .b32 c)\n{{\n\
-             \x20 .reg .b32 %a, %b, %c, %d;\n  .reg .b16 %h, %i, %j;\n  .reg .f32 %x, %y, %z;\n  \
-             .reg .pred %p, %q;\n  ld.param.b32 %a, [a];\n  ld.param.b32 %b, [b];\n  \
-             ld.param.b32 %c, [c];\n  mov.b32 %d, 0;\n  {}\n  st.param.b32 [r], %d;\n  ret;\n}}\n",
-            f.text
-        );
-    }
-    s
-}
-
-fn call(e: &dyn Engine, name: &str, a: u32, b: u32, c: u32) -> u32 {
-    let v = |x: u32| Value::new(Type::B32, x as u64);
-    e.call(name, &[v(a), v(b), v(c)])
-        .unwrap_or_else(|err| panic!("{name}: {err}"))[0]
-        .bits as u32
+    let header = ".version 8.3\n.target sm_90\n.address_size 64\n";
+    let decls = "  .reg .b16 %h, %i, %j;\n  .reg .f32 %x, %y, %z;\n  .reg .pred %p, %q;\n";
+    three_operand_module(header, decls, 0, forms.iter().map(|f| f.text.clone()))
 }
 
 #[test]

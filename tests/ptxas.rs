@@ -3,73 +3,15 @@
 //! ptxas and by us; a table of malformed forms is rejected by both, ours with a located
 //! error.
 //!
-//! ptxas comes from the pip wheel `nvidia-cuda-nvcc-cu12` (no GPU needed); `.ci/run`
-//! installs it and sets `PTXJIT_REQUIRE_PTXAS=1`, which turns a missing ptxas into a
-//! failure. Elsewhere a missing ptxas makes each test say so on stderr and return.
+//! ptxas comes from the pip wheel `nvidia-cuda-nvcc-cu12` (no GPU needed; see
+//! `common/ptxas.rs` for how it is found and when a missing one fails).
 
+mod common;
+
+use common::ptxas::{self, assemble};
 use ptxjit::Module;
 use ptxjit::generate::{Rng, array_program, coop_program, program};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// ptxas: `$PTXAS`, the pip wheel's copy (through `python3`), or `ptxas` on the PATH.
-fn ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    let wheel = Command::new("python3")
-        .args([
-            "-c",
-            "import nvidia.cuda_nvcc as m; print(list(m.__path__)[0])",
-        ])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()).join("bin/ptxas"));
-    if let Some(p) = wheel.filter(|p| p.exists()) {
-        return Some(p);
-    }
-    Command::new("ptxas")
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| PathBuf::from("ptxas"))
-}
-
-/// ptxas, or None after saying why the test does not run (a failure when CI requires it).
-fn require_ptxas(test: &str) -> Option<PathBuf> {
-    let found = ptxas();
-    if found.is_none() {
-        assert!(
-            std::env::var_os("PTXJIT_REQUIRE_PTXAS").is_none(),
-            "ptxas not found and PTXJIT_REQUIRE_PTXAS is set"
-        );
-        eprintln!("{test}: SKIPPED, ptxas not found (pip install nvidia-cuda-nvcc-cu12)");
-    }
-    found
-}
-
-/// Runs ptxas on `text` for `arch`: Ok, or its first error line.
-fn assemble(ptxas: &Path, text: &str, arch: &str, name: &str) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("ptxjit-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{name}.ptx"));
-    std::fs::write(&file, text).unwrap();
-    let out = Command::new(ptxas)
-        .arg(format!("-arch={arch}"))
-        .arg(&file)
-        .args(["-o", "/dev/null"])
-        .output()
-        .expect("ptxas runs");
-    std::fs::remove_file(&file).ok();
-    if out.status.success() {
-        Ok(())
-    } else {
-        let err = String::from_utf8_lossy(&out.stderr);
-        Err(err.lines().next().unwrap_or("").to_string())
-    }
-}
 
 fn repository_ptx(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -85,7 +27,7 @@ fn repository_ptx(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn every_ptx_file_in_the_repository_is_ptx_to_both() {
-    let Some(ptxas) = require_ptxas("every_ptx_file_in_the_repository_is_ptx_to_both") else {
+    let Some(ptxas) = ptxas::require("every_ptx_file_in_the_repository_is_ptx_to_both") else {
         return;
     };
     let mut files = Vec::new();
@@ -105,7 +47,7 @@ fn every_ptx_file_in_the_repository_is_ptx_to_both() {
 
 #[test]
 fn generated_programs_are_ptx_to_ptxas() {
-    let Some(ptxas) = require_ptxas("generated_programs_are_ptx_to_ptxas") else {
+    let Some(ptxas) = ptxas::require("generated_programs_are_ptx_to_ptxas") else {
         return;
     };
     let mut rng = Rng::new(4242);
@@ -124,7 +66,7 @@ fn generated_programs_are_ptx_to_ptxas() {
 
 #[test]
 fn malformed_forms_are_rejected_by_both() {
-    let Some(ptxas) = require_ptxas("malformed_forms_are_rejected_by_both") else {
+    let Some(ptxas) = ptxas::require("malformed_forms_are_rejected_by_both") else {
         return;
     };
     let wrap = |line: &str| {
@@ -190,7 +132,7 @@ fn malformed_forms_are_rejected_by_both() {
 
 #[test]
 fn forms_ptxas_accepts_are_accepted() {
-    let Some(ptxas) = require_ptxas("forms_ptxas_accepts_are_accepted") else {
+    let Some(ptxas) = ptxas::require("forms_ptxas_accepts_are_accepted") else {
         return;
     };
     for line in [

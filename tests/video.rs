@@ -6,9 +6,7 @@
 
 mod common;
 
-use common::{Rng, engines};
-use ptxjit::ast::Type;
-use ptxjit::{Engine, Value};
+use common::{Rng, call3 as call, engines, three_operand_module};
 
 const SELS: [&str; 6] = ["b0", "b1", "b2", "b3", "h0", "h1"];
 
@@ -399,26 +397,6 @@ fn value(rng: &mut Rng) -> u32 {
     }
 }
 
-fn module(forms: &[Form]) -> String {
-    let mut s = String::from(".version 7.8\n.target sm_80\n.address_size 64\n");
-    for (k, f) in forms.iter().enumerate() {
-        s += &format!(
-            ".visible .func (.param .b32 r) f{k}(.param .b32 a, .param .b32 b, .param .b32 c)\n{{\n\
-             \x20 .reg .b32 %a, %b, %c, %d;\n  ld.param.b32 %a, [a];\n  ld.param.b32 %b, [b];\n  \
-             ld.param.b32 %c, [c];\n  mov.b32 %d, 0;\n  {}\n  st.param.b32 [r], %d;\n  ret;\n}}\n",
-            f.ptx()
-        );
-    }
-    s
-}
-
-fn call(e: &dyn Engine, name: &str, a: u32, b: u32, c: u32) -> u32 {
-    let v = |x: u32| Value::new(Type::B32, x as u64);
-    e.call(name, &[v(a), v(b), v(c)])
-        .unwrap_or_else(|err| panic!("{name}: {err}"))[0]
-        .bits as u32
-}
-
 #[test]
 fn every_form_matches_the_pseudocode_model() {
     let mut rng = Rng::new(918);
@@ -443,17 +421,19 @@ fn every_form_matches_the_pseudocode_model() {
     }
 }
 
+/// A module of one function per form (`f{k}`).
+fn module(forms: &[Form]) -> String {
+    let header = ".version 7.8\n.target sm_80\n.address_size 64\n";
+    three_operand_module(header, "", 0, forms.iter().map(Form::ptx))
+}
+
 /// Runs one instruction on registers a, b, c (named %a %b %c; the result in %d).
 fn run_one(text: &str, a: u32, b: u32, c: u32) -> u32 {
-    let ptx = format!(
-        ".version 7.8\n.target sm_80\n.address_size 64\n\
-         .visible .func (.param .b32 r) f(.param .b32 a, .param .b32 b, .param .b32 c)\n{{\n\
-         \x20 .reg .b32 %a, %b, %c, %d;\n  ld.param.b32 %a, [a];\n  ld.param.b32 %b, [b];\n  \
-         ld.param.b32 %c, [c];\n  mov.b32 %d, 0;\n  {text}\n  st.param.b32 [r], %d;\n  ret;\n}}\n"
-    );
+    let header = ".version 7.8\n.target sm_80\n.address_size 64\n";
+    let ptx = three_operand_module(header, "", 0, [text.to_string()]);
     let mut out = Vec::new();
     for (name, e) in engines(&ptx) {
-        out.push((name, call(e.as_ref(), "f", a, b, c)));
+        out.push((name, call(e.as_ref(), "f0", a, b, c)));
     }
     assert!(out.iter().all(|(_, v)| *v == out[0].1), "{text}: {out:x?}");
     out[0].1

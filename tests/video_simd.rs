@@ -9,11 +9,13 @@
 
 mod common;
 
-use common::{Rng, engines};
+use common::ptxas::{self, assemble};
+use common::{Rng, call3 as call, engines, three_operand_module};
 use ptxjit::ast::Type;
-use ptxjit::{Arg, Dim3, Engine, Value};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use ptxjit::{Arg, Dim3, Value};
+
+/// The target the modules here are assembled for.
+const ARCH: &str = "sm_80";
 
 const OPS: [&str; 6] = ["vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax"];
 const CMPS: [&str; 6] = ["eq", "ne", "lt", "le", "gt", "ge"];
@@ -309,25 +311,10 @@ fn value(rng: &mut Rng) -> u32 {
 /// A module with one function per form, `f{k}(a, b, c)` returning d. d starts as a pattern
 /// that no masked-off lane should keep.
 fn module(forms: &[Form]) -> String {
-    let mut s = String::from(".version 7.8\n.target sm_80\n.address_size 64\n");
-    for (k, f) in forms.iter().enumerate() {
-        s += &format!(
-            ".visible .func (.param .b32 r) f{k}(.param .b32 a, .param .b32 b, .param .b32 c)\n{{\n\
-             \x20 .reg .b32 %a, %b, %c, %d;\n  ld.param.b32 %a, [a];\n  ld.param.b32 %b, [b];\n  \
-             ld.param.b32 %c, [c];\n  mov.b32 %d, 0x5a5a5a5a;\n  {}\n  st.param.b32 [r], %d;\n  \
-             ret;\n}}\n",
-            f.ptx()
-        );
-    }
-    s
+    three_operand_module(HEADER, "", 0x5a5a5a5a, forms.iter().map(Form::ptx))
 }
 
-fn call(e: &dyn Engine, name: &str, a: u32, b: u32, c: u32) -> u32 {
-    let v = |x: u32| Value::new(Type::B32, x as u64);
-    e.call(name, &[v(a), v(b), v(c)])
-        .unwrap_or_else(|err| panic!("{name}: {err}"))[0]
-        .bits as u32
-}
+const HEADER: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
 
 #[test]
 fn every_form_matches_the_pseudocode_model() {
@@ -335,8 +322,8 @@ fn every_form_matches_the_pseudocode_model() {
     let forms = all_forms(&mut rng);
     assert!(forms.len() > 700, "{} forms", forms.len());
     let ptx = module(&forms);
-    if let Some(ptxas) = require_ptxas("every_form_matches_the_pseudocode_model") {
-        assemble(&ptxas, &ptx, "simd_forms").unwrap_or_else(|e| panic!("ptxas rejects: {e}"));
+    if let Some(ptxas) = ptxas::require("every_form_matches_the_pseudocode_model") {
+        assemble(&ptxas, &ptx, ARCH, "simd_forms").unwrap_or_else(|e| panic!("ptxas rejects: {e}"));
     }
     let engines = engines(&ptx);
     for (k, f) in forms.iter().enumerate() {
@@ -404,8 +391,9 @@ fn per_thread_and_uniform_sources_in_a_kernel() {
          {body}  ret;\n}}\n",
         4 * forms.len()
     );
-    if let Some(ptxas) = ptxas() {
-        assemble(&ptxas, &ptx, "simd_kernel").unwrap_or_else(|e| panic!("ptxas rejects: {e}"));
+    if let Some(ptxas) = ptxas::require("per_thread_and_uniform_sources_in_a_kernel") {
+        assemble(&ptxas, &ptx, ARCH, "simd_kernel")
+            .unwrap_or_else(|e| panic!("ptxas rejects: {e}"));
     }
     let n = 96u32;
     let mut rng = Rng::new(77);
@@ -441,18 +429,14 @@ fn per_thread_and_uniform_sources_in_a_kernel() {
 
 /// Runs `text` on registers %a %b %c (%d starts as `d0`) on every engine; the value of %d.
 fn run_with(text: &str, a: u32, b: u32, c: u32, d0: u32) -> u32 {
-    let ptx = format!(
-        ".version 7.8\n.target sm_80\n.address_size 64\n\
-         .visible .func (.param .b32 r) f(.param .b32 a, .param .b32 b, .param .b32 c)\n{{\n\
-         \x20 .reg .b32 %a, %b, %c, %d;\n  ld.param.b32 %a, [a];\n  ld.param.b32 %b, [b];\n  \
-         ld.param.b32 %c, [c];\n  mov.b32 %d, {d0};\n  {text}\n  st.param.b32 [r], %d;\n  ret;\n}}\n"
-    );
-    if let Some(ptxas) = ptxas() {
-        assemble(&ptxas, &ptx, "simd_one").unwrap_or_else(|e| panic!("ptxas rejects {text}: {e}"));
+    let ptx = three_operand_module(HEADER, "", d0, [text.to_string()]);
+    if let Some(ptxas) = ptxas::require("run_with") {
+        assemble(&ptxas, &ptx, ARCH, "simd_one")
+            .unwrap_or_else(|e| panic!("ptxas rejects {text}: {e}"));
     }
     let mut out = Vec::new();
     for (name, e) in engines(&ptx) {
-        out.push((name, call(e.as_ref(), "f", a, b, c)));
+        out.push((name, call(e.as_ref(), "f0", a, b, c)));
     }
     assert!(out.iter().all(|(_, v)| *v == out[0].1), "{text}: {out:x?}");
     out[0].1
@@ -677,7 +661,7 @@ fn readings_where_the_manual_is_silent() {
 
 #[test]
 fn malformed_simd_video_instructions_are_located_errors() {
-    let ptxas = require_ptxas("malformed_simd_video_instructions_are_located_errors");
+    let ptxas = ptxas::require("malformed_simd_video_instructions_are_located_errors");
     for (line, msg) in [
         (
             "vadd2.u32.u32.u32.sat.add %d, %a, %b, %c;",
@@ -740,74 +724,12 @@ fn malformed_simd_video_instructions_are_located_errors() {
         );
         if let Some(ptxas) = &ptxas {
             assert!(
-                assemble(ptxas, &ptx, "simd_bad").is_err(),
+                assemble(ptxas, &ptx, ARCH, "simd_bad").is_err(),
                 "ptxas accepts {line}"
             );
         }
         let e = ptxjit::Module::parse(&ptx).expect_err(line).to_string();
         assert!(e.contains(msg), "{line}: {e}");
         assert!(e.contains("<input>:7:"), "{line}: {e}");
-    }
-}
-
-// ---- ptxas ------------------------------------------------------------------------------
-
-/// ptxas: `$PTXAS`, the pip wheel's copy (through `python3`), or `ptxas` on the PATH.
-fn ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    let wheel = Command::new("python3")
-        .args([
-            "-c",
-            "import nvidia.cuda_nvcc as m; print(list(m.__path__)[0])",
-        ])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()).join("bin/ptxas"));
-    wheel.filter(|p| p.exists()).or_else(|| {
-        Command::new("ptxas")
-            .arg("--version")
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|_| PathBuf::from("ptxas"))
-    })
-}
-
-/// ptxas, or None after saying why its checks do not run (a failure when CI requires it).
-fn require_ptxas(test: &str) -> Option<PathBuf> {
-    let found = ptxas();
-    if found.is_none() {
-        assert!(
-            std::env::var_os("PTXJIT_REQUIRE_PTXAS").is_none(),
-            "ptxas not found and PTXJIT_REQUIRE_PTXAS is set"
-        );
-        eprintln!(
-            "{test}: ptxas checks SKIPPED, ptxas not found (pip install nvidia-cuda-nvcc-cu12)"
-        );
-    }
-    found
-}
-
-/// Runs ptxas on `text` for sm_80: Ok, or its first error line.
-fn assemble(ptxas: &Path, text: &str, name: &str) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("ptxjit-simd-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{name}-{:?}.ptx", std::thread::current().id()));
-    std::fs::write(&file, text).unwrap();
-    let out = Command::new(ptxas)
-        .args(["-arch=sm_80"])
-        .arg(&file)
-        .args(["-o", "/dev/null"])
-        .output()
-        .expect("ptxas runs");
-    std::fs::remove_file(&file).ok();
-    if out.status.success() {
-        Ok(())
-    } else {
-        let err = String::from_utf8_lossy(&out.stderr);
-        Err(err.lines().next().unwrap_or("").to_string())
     }
 }

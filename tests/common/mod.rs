@@ -1,9 +1,11 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use ptxjit::{Engine, Interpreter, Jit, JitOptions, Module};
+use ptxjit::ast::Type;
+use ptxjit::{Engine, Interpreter, Jit, JitOptions, Module, Value};
 
 pub mod host;
+pub mod ptxas;
 
 /// Every engine the tests run on, by name. Tests loop over this list, so a new engine is
 /// covered by every test at once.
@@ -47,3 +49,32 @@ pub fn jit_with(ptx: &str, options: JitOptions) -> Jit {
 /// The project's deterministic generator, so inputs are the same on every run.
 #[allow(unused_imports)]
 pub use ptxjit::generate::Rng;
+
+/// A module of one `.func` per instruction text, `f{k}(a, b, c)` returning `%d`: registers
+/// `%a %b %c` hold the arguments and `%d` starts at `d0`; `decls` declares any others the
+/// texts use.
+pub fn three_operand_module(
+    header: &str,
+    decls: &str,
+    d0: u32,
+    texts: impl IntoIterator<Item = String>,
+) -> String {
+    let mut s = String::from(header);
+    for (k, text) in texts.into_iter().enumerate() {
+        s += &format!(
+            ".visible .func (.param .b32 r) f{k}(.param .b32 a, .param .b32 b, .param .b32 c)\n{{\n\
+             \x20 .reg .b32 %a, %b, %c, %d;\n{decls}  ld.param.b32 %a, [a];\n  \
+             ld.param.b32 %b, [b];\n  ld.param.b32 %c, [c];\n  mov.b32 %d, {d0};\n  {text}\n  \
+             st.param.b32 [r], %d;\n  ret;\n}}\n"
+        );
+    }
+    s
+}
+
+/// Calls `name` of a [`three_operand_module`] with three `.b32` arguments: its result.
+pub fn call3(e: &dyn Engine, name: &str, a: u32, b: u32, c: u32) -> u32 {
+    let v = |x: u32| Value::new(Type::B32, x as u64);
+    e.call(name, &[v(a), v(b), v(c)])
+        .unwrap_or_else(|err| panic!("{name}: {err}"))[0]
+        .bits as u32
+}

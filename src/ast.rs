@@ -1372,6 +1372,19 @@ pub struct VarDecl {
     /// An `.extern .shared` array of unspecified size: it starts the dynamic shared memory
     /// of a launch (size 0 here; every such array names the same bytes, as in CUDA).
     pub dynamic: bool,
+    /// Initialiser elements that are other variables' addresses (`{tbl, generic(tbl)+8}`):
+    /// each engine writes them into `init`'s zeros once the variables have their addresses.
+    pub relocs: Vec<Reloc>,
+}
+
+/// An address in an initialiser: at byte `offset` of the variable, the 64-bit address of
+/// module variable `target` plus `addend` (a generic address and a space address are the
+/// same number here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reloc {
+    pub offset: usize,
+    pub target: u32,
+    pub addend: i64,
 }
 
 /// A function parameter: in `.param` space (memory) or `.reg` space (a register, `.func` only).

@@ -154,6 +154,8 @@ fn forms_ptxas_accepts_are_accepted() {
         // Scalar video operands may be immediates.
         "vshr.u32.u32.u32.clamp.add %a, %b, 32, %c;",
         "vmad.u32.u32.u32 %a, %b, 5, 3;",
+        // Initialisers holding addresses are in the module part of the wrapper.
+        "ld.global.u64 %rd, [ptrs];",
         // Vector operands holding immediates.
         "mov.b64 %rd, {1, %a};",
         "st.global.v2.u32 [%rd], {0xdead, %a};",
@@ -168,6 +170,7 @@ fn forms_ptxas_accepts_are_accepted() {
     ] {
         let text = format!(
             ".version 8.3\n.target sm_90\n.address_size 64\n.global .u32 tbl[4];\n\
+             .global .u64 ptrs[2] = {{tbl, generic(tbl)+4}};\n\
              .visible .entry k()\n{{\n  .reg .b32 %a, %b, %c, %d;\n  .reg .b64 %rd;\n  \
              .reg .f32 %f;\n  .reg .f64 %fd;\n  {line}\n  ret;\n}}\n"
         );

@@ -158,3 +158,40 @@ fn vector_operands_hold_immediates_and_plain_names() {
         assert!(e.contains(msg) && e.contains(":8:"), "{line}: {e}");
     }
 }
+
+#[test]
+fn initialisers_hold_other_variables_addresses() {
+    // ptrs = {tbl, generic(tbl)+8}: loads through them reach tbl[0] and tbl[2]; a .const
+    // table of addresses too.
+    let decls = ".global .u32 tbl[4] = {10, 20, 30, 40};\n\
+                 .global .u64 ptrs[3] = {tbl, generic(tbl)+8, 0};\n\
+                 .const .u64 cptr = tbl+12;\n";
+    expect(
+        "  ld.global.u64 %rd2, [ptrs];\n  ld.global.u64 %rd3, [ptrs+8];\n  \
+         ld.const.u64 %rd4, [cptr];\n  ld.u32 %r1, [%rd2];\n  ld.u32 %r2, [%rd3];\n  \
+         ld.u32 %r3, [%rd4];\n  cvt.u64.u32 %rd5, %r1;\n  cvt.u64.u32 %rd6, %r2;\n  \
+         cvt.u64.u32 %rd7, %r3;\n  st.global.v2.u64 [%rd1], {%rd5, %rd6};\n  \
+         st.global.u64 [%rd1+16], %rd7;\n  ld.global.u64 %rd2, [ptrs+16];\n  \
+         st.global.u64 [%rd1+24], %rd2;",
+        decls,
+        &[10, 30, 40, 0],
+    );
+    for (decls, msg) in [
+        (
+            ".global .u32 p = tbl;\n.global .u32 tbl;\n",
+            "declared before",
+        ),
+        (
+            ".global .u32 tbl;\n.global .u32 p = tbl;\n",
+            "needs a 64-bit integer type",
+        ),
+        (
+            ".shared .u32 s;\n.global .u64 p = s;\n",
+            "only .global and .const variables",
+        ),
+    ] {
+        let ptx = format!("{HEAD}{decls}");
+        let e = ptxjit::Module::parse(&ptx).expect_err(decls).to_string();
+        assert!(e.contains(msg), "{decls}: {e}");
+    }
+}

@@ -55,6 +55,7 @@ pub fn parse(text: &str, path: &str) -> Result<Module, ParseError> {
             .collect(),
         diags: Vec::new(),
         module_vars: HashMap::new(),
+        module_var_spaces: Vec::new(),
         funcs: HashMap::new(),
         skipped,
     };
@@ -261,6 +262,8 @@ struct ModuleBuilder<'s> {
     line_starts: Vec<usize>,
     diags: Vec<Diagnostic>,
     module_vars: HashMap<String, u32>,
+    /// The space of each module variable, by index.
+    module_var_spaces: Vec<Space>,
     funcs: HashMap<String, FuncId>,
     /// Statements recovery skipped (syntax errors, with the bytes they covered): inside a
     /// function body one refuses that function, elsewhere it is an error of the module.
@@ -331,6 +334,7 @@ impl<'s> ModuleBuilder<'s> {
                         }
                         self.module_vars
                             .insert(var.name.clone(), module.vars.len() as u32);
+                        self.module_var_spaces.push(var.space);
                         module.vars.push(var);
                     }
                 }
@@ -478,6 +482,7 @@ impl<'s> ModuleBuilder<'s> {
             }
         }
         let mut bytes = Vec::new();
+        let mut relocs = Vec::new();
         if let Some(init) = init {
             if !matches!(space, Space::Global | Space::Const) {
                 self.err(
@@ -485,7 +490,7 @@ impl<'s> ModuleBuilder<'s> {
                     "only .global and .const variables take initialisers",
                 );
             }
-            self.flatten_init(init, ty, &mut bytes);
+            self.flatten_init(init, ty, &mut bytes, &mut relocs);
             if unsized_array {
                 count = bytes.len() / elem.max(1);
             } else if bytes.len() > count * elem {
@@ -520,13 +525,62 @@ impl<'s> ModuleBuilder<'s> {
             init: bytes,
             role,
             dynamic: unsized_array && space == Space::Shared && count == 0,
+            relocs,
         })
     }
 
-    fn flatten_init(&mut self, p: Pair<'s, Rule>, ty: Type, out: &mut Vec<u8>) {
+    fn flatten_init(
+        &mut self,
+        p: Pair<'s, Rule>,
+        ty: Type,
+        out: &mut Vec<u8>,
+        relocs: &mut Vec<Reloc>,
+    ) {
         for item in p.into_inner() {
             match item.as_rule() {
-                Rule::initializer => self.flatten_init(item, ty, out),
+                Rule::initializer => self.flatten_init(item, ty, out, relocs),
+                Rule::init_addr => {
+                    let span = span_of(&item);
+                    let mut it = item.into_inner();
+                    let name = it.next().unwrap();
+                    let addend = it
+                        .next()
+                        .and_then(|l| literal::parse_int(l.as_str()))
+                        .and_then(|v| i64::try_from(v).ok())
+                        .unwrap_or(0);
+                    if ty.bits() != 64 || ty.is_float() {
+                        self.err(
+                            span,
+                            "an address in an initialiser needs a 64-bit integer type",
+                        );
+                    }
+                    match self.module_vars.get(name.as_str()) {
+                        Some(&t)
+                            if matches!(
+                                self.module_var_spaces[t as usize],
+                                Space::Shared | Space::Local | Space::Param
+                            ) =>
+                        {
+                            self.err(
+                                span_of(&name),
+                                "only .global and .const variables have addresses at load time",
+                            )
+                        }
+                        Some(&target) => relocs.push(Reloc {
+                            offset: out.len(),
+                            target,
+                            addend,
+                        }),
+                        None => self.err(
+                            span_of(&name),
+                            format!(
+                                "`{}` is not a module variable declared before this one",
+                                name.as_str()
+                            ),
+                        ),
+                    }
+                    out.extend_from_slice(&[0; 8][..ty.bytes()]);
+                }
                 Rule::imm => {
                     let span = span_of(&item);
                     match instr::immediate(&item) {

@@ -58,7 +58,7 @@ pub struct Interpreter {
 
 impl Interpreter {
     pub fn new(module: Module) -> Interpreter {
-        let module_vars = module
+        let module_vars: Vec<Region> = module
             .vars
             .iter()
             .map(|v| {
@@ -71,6 +71,13 @@ impl Interpreter {
                 )
             })
             .collect();
+        // Addresses in initialisers, now that every variable has one.
+        for (v, region) in module.vars.iter().zip(&module_vars) {
+            for r in &v.relocs {
+                let at = module_vars[r.target as usize].base();
+                region.write(r.offset, 8, at.wrapping_add(r.addend as u64));
+            }
+        }
         let shared_layout = SharedLayout::of(&module);
         let decoded = module
             .functions

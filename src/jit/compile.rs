@@ -111,6 +111,20 @@ impl ModuleVars {
             });
             memory.push(mem);
         }
+        // Addresses in initialisers, now that every variable has one.
+        for (v, mem) in module.vars.iter().zip(&mut memory) {
+            for r in &v.relocs {
+                let at = areas[r.target as usize]
+                    .extent
+                    .base
+                    .wrapping_add(r.addend as u64);
+                // SAFETY: as above; the front end put 8 zero bytes at `offset` within `size`.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts_mut(mem.as_mut_ptr() as *mut u8, mem.len() * 16)
+                };
+                bytes[r.offset..r.offset + 8].copy_from_slice(&at.to_le_bytes());
+            }
+        }
         ModuleVars { memory, areas }
     }
 

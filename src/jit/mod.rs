@@ -132,6 +132,10 @@ pub struct Jit {
     shared_layout: SharedLayout,
 }
 
+/// How long a launch runs blocks on the calling thread before it hands the rest to the
+/// thread pool (waking the pool costs about 15 µs: see docs/performance.md).
+const SEQUENTIAL_BUDGET: std::time::Duration = std::time::Duration::from_micros(20);
+
 /// Stack the generated code may use on an ordinary thread (rayon's workers and the main
 /// thread have at least 2 MiB).
 const SMALL_STACK: usize = 1 << 20;
@@ -654,21 +658,37 @@ impl Jit {
             }
             ended.err().map(|f| (b, f))
         };
-        // One block runs on the calling thread (handing it to the pool costs more than a
-        // small block takes).
-        let fault = if grid.count() == 1 && !self.big_stack {
-            run_block(&mut ThreadCtx::new(shared_ref, info), &mut Vec::new(), 0)
+        let pool = |blocks: std::ops::Range<u64>| {
+            blocks
+                .into_par_iter()
+                .map_init(
+                    || (ThreadCtx::new(shared_ref, info), Vec::new()),
+                    |(ctx, states), b| run_block(ctx, states, b),
+                )
+                .flatten()
+                .min_by_key(|(b, _)| *b)
+        };
+        let fault = if self.big_stack {
+            self.on_stack(|| pool(0..grid.count()))
         } else {
-            self.on_stack(|| {
-                (0..grid.count())
-                    .into_par_iter()
-                    .map_init(
-                        || (ThreadCtx::new(shared_ref, info), Vec::new()),
-                        |(ctx, states), b| run_block(ctx, states, b),
-                    )
-                    .flatten()
-                    .min_by_key(|(b, _)| *b)
-            })
+            // Blocks run on the calling thread while they are quick: a launch whose blocks
+            // all end within `SEQUENTIAL_BUDGET` never wakes the pool (whose hand-off costs
+            // more than small launches take); what is left of a longer one goes to the pool.
+            let (mut ctx, mut states) = (ThreadCtx::new(shared_ref, info), Vec::new());
+            let mut first_fault = run_block(&mut ctx, &mut states, 0);
+            let mut next = 1;
+            if next < grid.count() {
+                let start = Instant::now();
+                while next < grid.count() && start.elapsed() < SEQUENTIAL_BUDGET {
+                    let fault = run_block(&mut ctx, &mut states, next);
+                    first_fault = first_fault.or(fault);
+                    next += 1;
+                }
+            }
+            let rest = (next < grid.count())
+                .then(|| pool(next..grid.count()))
+                .flatten();
+            first_fault.or(rest)
         };
         match fault {
             Some((_, f)) => Err(self.run_error(f)),

@@ -706,17 +706,15 @@ impl AtomOp {
     }
 }
 
-/// The memory-consistency qualifier of `ld`/`st` (PTX ISA, Memory Consistency Model):
-/// `.weak` (the default), `.volatile`, `.relaxed`, `.acquire` (loads), `.release` (stores).
-/// The scope that goes with the last three is accepted and ignored: ordering is
-/// system-wide here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MemOrder {
-    Weak,
-    Volatile,
-    Relaxed,
-    Acquire,
-    Release,
+modifier_enum! {
+    /// The memory-consistency qualifier of `ld`/`st` (PTX ISA, Memory Consistency Model):
+    /// `.weak` (the default), `.volatile`, `.relaxed`, `.acquire` (loads), `.release`
+    /// (stores). The scope that goes with the last three is accepted and ignored: ordering
+    /// is system-wide here.
+    MemOrder {
+        Weak = "weak", Volatile = "volatile", Relaxed = "relaxed", Acquire = "acquire",
+        Release = "release",
+    }
 }
 
 impl MemOrder {

@@ -80,16 +80,7 @@ pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     use Type::*;
     // `ldu` (load uniform) is a load from global memory: on a CPU every load is one.
     let is_ld = cx.opcode != "st";
-    let order = cx
-        .pick(|m| match m {
-            "weak" => Some(MemOrder::Weak),
-            "volatile" => Some(MemOrder::Volatile),
-            "relaxed" => Some(MemOrder::Relaxed),
-            "acquire" => Some(MemOrder::Acquire),
-            "release" => Some(MemOrder::Release),
-            _ => None,
-        })?
-        .unwrap_or(MemOrder::Weak);
+    let order = cx.pick(MemOrder::from_ptx)?.unwrap_or(MemOrder::Weak);
     let scoped = ["cta", "cluster", "gpu", "sys"]
         .iter()
         .fold(false, |any, s| cx.flag(s) | any);
@@ -136,10 +127,7 @@ pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     if let Some(s @ (Space::Param | Space::Local | Space::Const)) = space
         && order != MemOrder::Weak
     {
-        return err(
-            cx.head,
-            format!("a {order:?} access cannot be in {s} space (ptxas refuses it)").to_lowercase(),
-        );
+        return err(cx.head, format!("`{order}` cannot be applied to {s} space"));
     }
     match space {
         Some(Space::Reg) => return err(cx.head, "`.reg` is not a memory space"),

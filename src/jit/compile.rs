@@ -91,39 +91,34 @@ pub(super) struct ModuleVars {
 
 impl ModuleVars {
     pub fn of(module: &Module) -> ModuleVars {
-        let mut memory = Vec::new();
+        let mut memory: Vec<Box<[u128]>> = module
+            .vars
+            .iter()
+            .map(|v| vec![0u128; v.size.div_ceil(16).max(1)].into_boxed_slice())
+            .collect();
+        let bases: Vec<u64> = memory.iter().map(|m| m.as_ptr() as u64).collect();
         let mut areas = Vec::new();
-        for v in &module.vars {
-            let mut mem = vec![0u128; v.size.div_ceil(16).max(1)].into_boxed_slice();
-            // SAFETY: the u128 storage holds at least `v.size` bytes and `init` is no longer.
+        for ((v, mem), &base) in module.vars.iter().zip(&mut memory).zip(&bases) {
+            // The initial contents, with the addresses of other variables written in.
+            let mut image = v.init[..v.init.len().min(v.size)].to_vec();
+            for r in &v.relocs {
+                let at = bases[r.target as usize].wrapping_add(r.addend as u64);
+                image[r.offset..r.offset + 8].copy_from_slice(&at.to_le_bytes());
+            }
+            // SAFETY: the u128 storage holds at least `v.size` bytes and `image` is no longer.
             let bytes = unsafe {
                 std::slice::from_raw_parts_mut(mem.as_mut_ptr() as *mut u8, mem.len() * 16)
             };
-            bytes[..v.init.len().min(v.size)].copy_from_slice(&v.init[..v.init.len().min(v.size)]);
+            bytes[..image.len()].copy_from_slice(&image);
             areas.push(JitArea {
                 extent: Extent {
-                    base: mem.as_ptr() as u64,
+                    base,
                     size: v.size,
                     space: v.space,
                     writable: v.space != Space::Const,
                 },
                 name: AreaName::text(memcheck::variable_name(&v.name)),
             });
-            memory.push(mem);
-        }
-        // Addresses in initialisers, now that every variable has one.
-        for (v, mem) in module.vars.iter().zip(&mut memory) {
-            for r in &v.relocs {
-                let at = areas[r.target as usize]
-                    .extent
-                    .base
-                    .wrapping_add(r.addend as u64);
-                // SAFETY: as above; the front end put 8 zero bytes at `offset` within `size`.
-                let bytes = unsafe {
-                    std::slice::from_raw_parts_mut(mem.as_mut_ptr() as *mut u8, mem.len() * 16)
-                };
-                bytes[r.offset..r.offset + 8].copy_from_slice(&at.to_le_bytes());
-            }
         }
         ModuleVars { memory, areas }
     }

@@ -36,8 +36,17 @@ pub fn parse(text: &str, path: &str) -> Result<Module, ParseError> {
             format!("nesting deeper than {MAX_NESTING} levels"),
         ));
     }
-    let (repaired, skipped) = recover(text);
-    let tree = match PtxParser::parse(Rule::module, &repaired) {
+    // A module that parses is parsed once; one with syntax errors once more per error.
+    let repaired: String;
+    let (parsed, skipped) = match PtxParser::parse(Rule::module, text) {
+        Ok(pairs) => (Ok(pairs), Vec::new()),
+        Err(first) => {
+            let skipped;
+            (repaired, skipped) = recover(text, first);
+            (PtxParser::parse(Rule::module, &repaired), skipped)
+        }
+    };
+    let tree = match parsed {
         Ok(mut pairs) => pairs.next().expect("the module rule always yields a pair"),
         Err(_) => {
             // Recovery gave up (no statement end to resume at): every syntax error so far.
@@ -74,15 +83,20 @@ pub fn parse(text: &str, path: &str) -> Result<Module, ParseError> {
 /// How many syntax errors one module may report before parsing stops.
 const MAX_SYNTAX_ERRORS: usize = 100;
 
-/// Parses with error recovery: at each syntax error the statement around it (from the end of
-/// the previous statement or block brace to the next `;`) is blanked out, keeping its
-/// newlines so that every location stays where it was, and parsing starts again. Returns
+/// Error recovery after the `first` syntax error: at each syntax error the statement around
+/// it (from the end of the previous statement or block brace to the next `;`) is blanked
+/// out, keeping its newlines so that every location stays where it was, and parsing starts
+/// again. Returns
 /// the text that parses (or the last attempt, when no statement end follows an error) and
 /// each syntax error with the byte range it blanked.
-fn recover(text: &str) -> (String, Vec<(Diagnostic, std::ops::Range<usize>)>) {
+fn recover(
+    text: &str,
+    first: pest::error::Error<Rule>,
+) -> (String, Vec<(Diagnostic, std::ops::Range<usize>)>) {
     let mut repaired = text.to_string();
     let mut skipped = Vec::new();
-    while let Err(e) = PtxParser::parse(Rule::module, &repaired) {
+    let mut error = Some(first);
+    while let Some(e) = error.take() {
         let (span, message) = syntax_error(&repaired, &e);
         let bytes = repaired.as_bytes();
         let pos = span.start.min(bytes.len());
@@ -102,6 +116,7 @@ fn recover(text: &str) -> (String, Vec<(Diagnostic, std::ops::Range<usize>)>) {
         if skipped.len() >= MAX_SYNTAX_ERRORS {
             break;
         }
+        error = PtxParser::parse(Rule::module, &repaired).err();
     }
     (repaired, skipped)
 }

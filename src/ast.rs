@@ -46,6 +46,7 @@ modifier_enum! {
         U8 = "u8", U16 = "u16", U32 = "u32", U64 = "u64",
         S8 = "s8", S16 = "s16", S32 = "s32", S64 = "s64",
         F16 = "f16", F32 = "f32", F64 = "f64",
+        BF16 = "bf16", F16x2 = "f16x2", BF16x2 = "bf16x2",
     }
 }
 
@@ -62,12 +63,14 @@ pub enum TypeKind {
 impl Type {
     /// Width in bits, by variant (in `Type::ALL` order). Tables, not matches: the
     /// interpreter's semantics functions ask for these on nearly every instruction.
-    const BITS: [u8; 16] = [1, 8, 16, 32, 64, 8, 16, 32, 64, 8, 16, 32, 64, 16, 32, 64];
-    const KINDS: [TypeKind; 16] = {
+    const BITS: [u8; 19] = [
+        1, 8, 16, 32, 64, 8, 16, 32, 64, 8, 16, 32, 64, 16, 32, 64, 16, 32, 32,
+    ];
+    const KINDS: [TypeKind; 19] = {
         use TypeKind::*;
         [
             Pred, Bits, Bits, Bits, Bits, Unsigned, Unsigned, Unsigned, Unsigned, Signed, Signed,
-            Signed, Signed, Float, Float, Float,
+            Signed, Signed, Float, Float, Float, Float, Float, Float,
         ]
     };
 
@@ -89,6 +92,19 @@ impl Type {
     }
     pub fn is_float(self) -> bool {
         self.kind() == TypeKind::Float
+    }
+    /// The half-precision types (PTX ISA 5.2.1, "alternate floating-point data formats"):
+    /// `.f16 .bf16` and their packed pairs `.f16x2 .bf16x2`.
+    pub fn is_half(self) -> bool {
+        matches!(self, Type::F16 | Type::BF16 | Type::F16x2 | Type::BF16x2)
+    }
+    /// A packed pair's element type (`.f16x2` → `.f16`); other types are their own.
+    pub fn element(self) -> Type {
+        match self {
+            Type::F16x2 => Type::F16,
+            Type::BF16x2 => Type::BF16,
+            t => t,
+        }
     }
     /// Integer types: bit-size, unsigned and signed.
     pub fn is_int(self) -> bool {
@@ -834,6 +850,107 @@ modifier_enum! {
     }
 }
 
+modifier_enum! {
+    /// The half-precision arithmetic instructions (PTX ISA 9.7.4; `tanh` also on `.f32`).
+    HalfFn {
+        Add = "add", Sub = "sub", Mul = "mul", Fma = "fma", Neg = "neg", Abs = "abs",
+        Min = "min", Max = "max", Ex2 = "ex2", Tanh = "tanh",
+    }
+}
+
+impl HalfFn {
+    /// How many sources the operation reads.
+    pub fn arity(self) -> usize {
+        match self {
+            HalfFn::Neg | HalfFn::Abs | HalfFn::Ex2 | HalfFn::Tanh => 1,
+            HalfFn::Fma => 3,
+            _ => 2,
+        }
+    }
+}
+
+/// A half-precision computation, [`ComputeOp::Half`]: PTX ISA 9.7.4 (Half Precision
+/// Floating-Point Instructions), 9.7.7 (Half Precision Comparison Instructions) and the
+/// half-precision forms of `cvt` (9.7.9.21). On a packed type (`.f16x2`, `.bf16x2`) the
+/// operation applies to each 16-bit half.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HalfOp {
+    /// `f{.rn}{.ftz}{.sat|.relu}{.NaN}{.xorsign.abs}.ty d, a{, b{, c}}`.
+    Arith {
+        f: HalfFn,
+        ty: Type,
+        ftz: bool,
+        sat: bool,
+        relu: bool,
+        nan: bool,
+        xorsign: bool,
+    },
+    /// `setp.cmp{.bop}{.ftz}.ty p|q, a, b{, c}`: `d` is p and `p` is q. On a pair, p is
+    /// the low halves' comparison and q the high halves'; on one half, q is p's complement.
+    Setp {
+        cmp: CmpOp,
+        combine: Option<BoolOp>,
+        ftz: bool,
+        ty: Type,
+    },
+    /// `set.cmp{.bop}{.ftz}.dty.sty d, a, b{, c}` with a half type on either side: true is
+    /// 1.0 in a half destination and all ones in an integer one, per half of a pair.
+    Set {
+        cmp: CmpOp,
+        combine: Option<BoolOp>,
+        ftz: bool,
+        dty: Type,
+        sty: Type,
+    },
+    /// `cvt{.rnd}{.ftz}{.sat}{.relu}{.satfinite}.dty.aty d, a` with a half type on either
+    /// side.
+    Cvt {
+        dty: Type,
+        aty: Type,
+        rnd: Option<CvtRounding>,
+        ftz: bool,
+        sat: bool,
+        relu: bool,
+        satfinite: bool,
+    },
+    /// `cvt.rnd{.relu}{.satfinite}.dty.f32 d, a, b` (dty `.f16x2` or `.bf16x2`): a converted
+    /// into the upper half, b into the lower.
+    CvtPair {
+        dty: Type,
+        rnd: Rounding,
+        relu: bool,
+        satfinite: bool,
+    },
+}
+
+impl HalfOp {
+    /// The types of the sources, in order.
+    pub fn src_types(self) -> Vec<Type> {
+        let with_c = |ty, combine: Option<BoolOp>| {
+            let mut t = vec![ty, ty];
+            if combine.is_some() {
+                t.push(Type::Pred);
+            }
+            t
+        };
+        match self {
+            HalfOp::Arith { f, ty, .. } => vec![ty; f.arity()],
+            HalfOp::Setp { ty, combine, .. } => with_c(ty, combine),
+            HalfOp::Set { sty, combine, .. } => with_c(sty, combine),
+            HalfOp::Cvt { aty, .. } => vec![aty],
+            HalfOp::CvtPair { .. } => vec![Type::F32, Type::F32],
+        }
+    }
+    /// The type of the `d` result (a predicate for `setp`).
+    pub fn d_type(self) -> Type {
+        match self {
+            HalfOp::Arith { ty, .. } => ty,
+            HalfOp::Setp { .. } => Type::Pred,
+            HalfOp::Set { dty, .. } | HalfOp::Cvt { dty, .. } | HalfOp::CvtPair { dty, .. } => dty,
+        }
+    }
+}
+
 /// An [`Inst::Compute`]: an instruction whose results are a pure function of its sources.
 /// Each names its sections of the PTX ISA (Integer Arithmetic, Logic and Shift, Floating-Point,
 /// Data Movement and Conversion Instructions).
@@ -879,6 +996,8 @@ pub enum ComputeOp {
         signed: bool,
         with_c: bool,
     },
+    /// Half precision (and `tanh.approx.f32`): see [`HalfOp`].
+    Half(HalfOp),
 }
 
 impl ComputeOp {
@@ -918,6 +1037,7 @@ impl ComputeOp {
                 }
                 t
             }
+            ComputeOp::Half(h) => h.src_types(),
         }
     }
     /// The type of the `d` result ([`Inst::Compute`]'s `d` is a sink for `testp`).
@@ -944,6 +1064,7 @@ impl ComputeOp {
             ComputeOp::Sad { ty } | ComputeOp::Copysign { ty } => ty,
             ComputeOp::Testp { .. } => Type::Pred,
             ComputeOp::CvtPack { .. } => Type::U32,
+            ComputeOp::Half(h) => h.d_type(),
         }
     }
 }
@@ -1525,17 +1646,20 @@ mod tests {
     use super::*;
 
     /// The width and kind tables line up with the variants: checked against each type's PTX
-    /// spelling (`u32` is 32 bits and unsigned, `pred` 1 bit).
+    /// spelling (`u32` is 32 bits and unsigned, `pred` 1 bit, `bf16x2` two 16-bit floats).
     #[test]
     fn type_tables_follow_the_spelling() {
         assert_eq!(Type::ALL.len(), Type::BITS.len());
         for (i, t) in Type::ALL.iter().enumerate() {
             assert_eq!(*t as usize, i);
             let name = t.ptx();
-            let bits: u32 = name[1..].parse().unwrap_or(1);
+            let (one, count) = name.split_once('x').unwrap_or((name, "1"));
+            let digits = one.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+            let bits = digits.parse().unwrap_or(1) * count.parse::<u32>().unwrap();
             assert_eq!(t.bits(), bits, "{name}");
             assert_eq!(t.mask().count_ones(), bits, "{name}");
             let kind = match &name[..1] {
+                _ if name.starts_with("bf") => TypeKind::Float,
                 "p" => TypeKind::Pred,
                 "b" => TypeKind::Bits,
                 "u" => TypeKind::Unsigned,

@@ -615,11 +615,23 @@ impl<'s> ModuleBuilder<'s> {
 
     fn type_of(&mut self, p: &Pair<'s, Rule>) -> Option<Type> {
         let t = Type::from_ptx(&p.as_str()[1..]);
-        if t.is_none() {
-            self.err(
+        match t {
+            None => self.err(
                 span_of(p),
                 format!("type `{}` is not supported", p.as_str()),
-            );
+            ),
+            // As ptxas: the bfloat16 types name instruction types only.
+            Some(Type::BF16 | Type::BF16x2) => {
+                self.err(
+                    span_of(p),
+                    format!(
+                        "`{}` is an instruction type only; declare .b16 or .b32",
+                        p.as_str()
+                    ),
+                );
+                return None;
+            }
+            Some(_) => {}
         }
         t
     }

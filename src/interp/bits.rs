@@ -75,6 +75,7 @@ pub fn compute(op: ComputeOp, s: [u64; 4]) -> (u64, bool) {
             );
             (packed as u64, false)
         }
+        ComputeOp::Half(h) => super::half::compute(h, s),
     }
 }
 

@@ -95,24 +95,7 @@ pub fn compare(cmp: CmpOp, ty: Type, ftz: bool, a: u64, b: u64) -> bool {
             ),
             Fmt::F64 => (f64::from_bits(a), f64::from_bits(b)),
         };
-        let unordered = x.is_nan() || y.is_nan();
-        return match cmp {
-            Eq => x == y,
-            Ne => !unordered && x != y,
-            Lt => x < y,
-            Le => x <= y,
-            Gt => x > y,
-            Ge => x >= y,
-            Equ => unordered || x == y,
-            Neu => x != y,
-            Ltu => unordered || x < y,
-            Leu => unordered || x <= y,
-            Gtu => unordered || x > y,
-            Geu => unordered || x >= y,
-            Num => !unordered,
-            Nan => unordered,
-            Lo | Ls | Hi | Hs => unreachable!("validated: integer-only comparison"),
-        };
+        return compare_floats(cmp, x, y);
     }
     let mask = ty.mask();
     let (ua, ub) = (a & mask, b & mask);
@@ -130,6 +113,30 @@ pub fn compare(cmp: CmpOp, ty: Type, ftz: bool, a: u64, b: u64) -> bool {
         Gt | Hi => ua > ub,
         Ge | Hs => ua >= ub,
         _ => unreachable!("validated: float-only comparison"),
+    }
+}
+
+/// The float comparisons (9.7.7.1 table 27) on exact values: the unordered ones (`…u`,
+/// `nan`) are true when either is a NaN, the others false (`ne` too).
+pub fn compare_floats(cmp: CmpOp, x: f64, y: f64) -> bool {
+    use CmpOp::*;
+    let unordered = x.is_nan() || y.is_nan();
+    match cmp {
+        Eq => x == y,
+        Ne => !unordered && x != y,
+        Lt => x < y,
+        Le => x <= y,
+        Gt => x > y,
+        Ge => x >= y,
+        Equ => unordered || x == y,
+        Neu => x != y,
+        Ltu => unordered || x < y,
+        Leu => unordered || x <= y,
+        Gtu => unordered || x > y,
+        Geu => unordered || x >= y,
+        Num => !unordered,
+        Nan => unordered,
+        Lo | Ls | Hi | Hs => unreachable!("validated: integer-only comparison"),
     }
 }
 

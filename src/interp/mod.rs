@@ -16,6 +16,7 @@ pub mod convert;
 mod decode;
 pub use decode::access_space;
 pub mod float;
+pub mod half;
 pub mod int;
 pub mod memory;
 pub mod video;

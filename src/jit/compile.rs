@@ -74,6 +74,7 @@ fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
         ("rt_convert", rt_convert as *const u8),
         ("rt_round_integral", rt_round_integral as *const u8),
         ("rt_fns", rt_fns as *const u8),
+        ("rt_half", rt_half as *const u8),
         ("rt_clock", rt_clock as *const u8),
         ("rt_host_enter", host::rt_host_enter as *const u8),
         ("rt_host_fault", host::rt_host_fault as *const u8),

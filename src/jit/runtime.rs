@@ -552,6 +552,20 @@ pub extern "C" fn rt_clock(kind: u32) -> u64 {
     crate::interp::clock(kind)
 }
 
+/// `rt_half(op, a, b, c) -> d`: a half-precision computation (`op` a [`HalfOp`] as
+/// `interp::half::code` packs it), the interpreter's own; `setp` returns p | q << 1.
+///
+/// [`HalfOp`]: crate::ast::HalfOp
+pub extern "C" fn rt_half(op: u64, a: u64, b: u64, c: u64) -> u64 {
+    let op = crate::interp::half::code::decode(op);
+    let (d, p) = crate::interp::half::compute(op, [a, b, c, 0]);
+    if matches!(op, crate::ast::HalfOp::Setp { .. }) {
+        d | (p as u64) << 1
+    } else {
+        d
+    }
+}
+
 /// `fma`/`fmaf`: the libcalls Cranelift emits for `fma` on hosts without the FMA extension.
 pub extern "C" fn host_fma(a: f64, b: f64, c: f64) -> f64 {
     a.mul_add(b, c)

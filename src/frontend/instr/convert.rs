@@ -125,7 +125,7 @@ pub(super) fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         return err(cx.head, "cvt takes two types: cvt.dtype.atype");
     };
     for (t, s) in [(dty, dspan), (aty, aspan)] {
-        if matches!(t.kind(), TypeKind::Pred | TypeKind::Bits) || t == F16 {
+        if matches!(t.kind(), TypeKind::Pred | TypeKind::Bits) || t.is_half() {
             return err(s, format!("cvt does not support {t} here"));
         }
     }

@@ -16,6 +16,7 @@ mod bits;
 mod control;
 mod convert;
 mod float;
+mod half;
 mod int;
 mod memory;
 mod sync;
@@ -82,7 +83,8 @@ pub(crate) fn check_imm(imm: Imm, ty: Type) -> Result<(), String> {
         (Imm::Int(_), TypeKind::Float) => Err(format!(
             "an integer immediate cannot be a {ty} operand (write 1.0 or 0f3F800000)"
         )),
-        (Imm::F32(_) | Imm::F64(_), TypeKind::Float) if ty != Type::F16 => Ok(()),
+        // No literal has a half type (ptxas): halves come from registers.
+        (Imm::F32(_) | Imm::F64(_), TypeKind::Float) if !ty.is_half() => Ok(()),
         // A hex float literal is a bit pattern; PTX accepts it for bit-size types too.
         (Imm::F32(_), TypeKind::Bits) if ty.bits() == 32 => Ok(()),
         (Imm::F64(_), TypeKind::Bits) if ty.bits() == 64 => Ok(()),
@@ -114,7 +116,9 @@ fn reg_fits(reg: Type, ty: Type, fit: Fit) -> bool {
     let kinds_ok = match ty.kind() {
         TypeKind::Bits => true,
         TypeKind::Unsigned | TypeKind::Signed => reg.kind() != TypeKind::Float,
-        TypeKind::Float => matches!(reg.kind(), TypeKind::Float | TypeKind::Bits),
+        // A float type takes a register of that type or a bit-size one (ptxas refuses an
+        // .f32 register for .f16x2).
+        TypeKind::Float => reg == ty || reg.kind() == TypeKind::Bits,
         TypeKind::Pred => unreachable!(),
     };
     let size_ok = reg.bits() == ty.bits()
@@ -752,6 +756,7 @@ pub(crate) const OPCODES: &[&str] = &[
     "rsqrt",
     "sad",
     "selp",
+    "set",
     "setp",
     "shf",
     "shl",
@@ -764,6 +769,7 @@ pub(crate) const OPCODES: &[&str] = &[
     "sub",
     "subc",
     "szext",
+    "tanh",
     "testp",
     "vabsdiff",
     "vabsdiff2",
@@ -820,6 +826,14 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
         "activemask" => sync::activemask(cx, ops),
         "elect" => sync::elect(cx, ops),
         "isspacep" => sync::isspacep(cx, ops),
+        "add" | "sub" | "mul" | "fma" | "neg" | "abs" | "min" | "max" | "ex2" | "tanh"
+            if half::is_half_form(cx) =>
+        {
+            half::arith(cx, ops)
+        }
+        "setp" if half::is_half_form(cx) => half::setp(cx, ops),
+        "set" => half::set(cx, ops),
+        "cvt" if half::is_half_form(cx) => half::cvt(cx, ops),
         "add" | "sub" | "min" | "max" | "div" if is_float_form(cx) => float::float_bin(cx, ops),
         "mul" if is_float_form(cx) => float::float_bin(cx, ops),
         "add" | "sub" | "addc" | "subc" | "min" | "max" | "div" | "rem" | "and" | "or" | "xor"

@@ -3,7 +3,8 @@
 //! a runtime helper.
 
 use super::Lower;
-use crate::ast::{BoolOp, ComputeOp, Inst, TestpOp, Type};
+use crate::ast::{BoolOp, ComputeOp, HalfOp, Inst, Operand, TestpOp, Type};
+use crate::interp::half::code;
 use cranelift_codegen::ir::{InstBuilder, Value, condcodes::IntCC, types};
 
 impl Lower<'_, '_> {
@@ -85,6 +86,33 @@ impl Lower<'_, '_> {
                 let v = self.cvt_pack(bits as u32, signed, s[0], s[1], c);
                 self.set(d, Type::U32, v);
             }
+            ComputeOp::Half(h) => self.half(h, d, p, &s),
+        }
+    }
+
+    /// Half precision: the interpreter's code, called through `rt_half` (sources widened to
+    /// 64 bits; `setp` answers p | q << 1).
+    fn half(&mut self, h: HalfOp, d: &Operand, p: &Operand, s: &[Value]) {
+        let code = self.b.ins().iconst(types::I64, code::encode(h) as i64);
+        let mut args = vec![code];
+        for (v, ty) in s.iter().zip(h.src_types()) {
+            args.push(self.conv(*v, ty, Type::B64, false));
+        }
+        while args.len() < 4 {
+            args.push(self.b.ins().iconst(types::I64, 0));
+        }
+        let r = self.helper("rt_half", &args).expect("rt_half returns d");
+        if let HalfOp::Setp { .. } = h {
+            let pv = self.b.ins().band_imm_u(r, 1);
+            let pv = self.b.ins().ireduce(types::I8, pv);
+            let qv = self.b.ins().ushr_imm_u(r, 1);
+            let qv = self.b.ins().ireduce(types::I8, qv);
+            self.set(d, Type::Pred, pv);
+            self.set(p, Type::Pred, qv);
+        } else {
+            let dty = h.d_type();
+            let v = self.conv(r, Type::B64, dty, false);
+            self.set(d, dty, v);
         }
     }
 

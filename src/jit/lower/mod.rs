@@ -60,6 +60,7 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
         ("rt_convert", &[I32, I64], &[I64]),
         ("rt_round_integral", &[I32, I64], &[I64]),
         ("rt_fns", &[I32, I32, I32], &[I32]),
+        ("rt_half", &[I64, I64, I64, I64], &[I64]),
         ("rt_clock", &[I32], &[I64]),
     ]
 };

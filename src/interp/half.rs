@@ -388,14 +388,18 @@ fn compare_halves(cmp: CmpOp, ty: Type, ftz: bool, a: u64, b: u64) -> Vec<bool> 
         .collect()
 }
 
-/// `set`'s destination (9.7.7.1): true is 1.0 in a half type and all ones in an integer
-/// type, per half of a pair; false is 0.
+/// `set`'s destination (9.7.6.1, 9.7.7.1): true is 1.0 in a float or half type and all
+/// ones in an integer type, per half of a pair; false is 0.
 fn set_result(dty: Type, t: &[u64]) -> u64 {
     let one = |t: u64, bits: u32| -> u64 {
-        match (t != 0, dty.is_half()) {
-            (false, _) => 0,
-            (true, true) => Format::of(dty).one() as u64,
-            (true, false) => u64::MAX >> (64 - bits),
+        if t == 0 {
+            0
+        } else if dty.is_half() {
+            Format::of(dty).one() as u64
+        } else if dty == Type::F32 {
+            1f32.to_bits() as u64
+        } else {
+            u64::MAX >> (64 - bits)
         }
     };
     if t.len() == 2 {

@@ -8,7 +8,7 @@
 //! `.bf16` forms of `add sub mul setp set ex2 tanh`, and `cvt` between `.bf16` and anything
 //! but `.f32`, need sm_90; `.xorsign.abs` needs sm_86.
 
-use super::{Cx, Opnd, R, Raw, err};
+use super::{Cx, Fit, Opnd, R, Raw, err};
 use crate::ast::*;
 use crate::frontend::Diagnostic;
 
@@ -127,11 +127,16 @@ pub(super) fn arith(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 
 /// An [`Inst::Compute`] of `op` with destination `d` (and `p`) and sources `srcs`.
 fn compute(cx: &Cx, op: HalfOp, d: &Opnd, p: Operand, srcs: &[Opnd]) -> R<Inst> {
-    let d = cx.dst(d, op.d_type())?;
+    // cvt's integer operands may sit in wider registers (PTX ISA 6.4.1's relaxed rule).
+    let fit = match op {
+        HalfOp::Cvt { .. } => Fit::Wider,
+        _ => Fit::Exact,
+    };
+    let d = cx.dst_fit(d, op.d_type(), fit)?;
     let srcs = srcs
         .iter()
         .zip(op.src_types())
-        .map(|(o, ty)| cx.src(o, ty))
+        .map(|(o, ty)| cx.src_fit(o, ty, fit))
         .collect::<R<Vec<_>>>()?;
     Ok(Inst::Compute {
         op: ComputeOp::Half(op),

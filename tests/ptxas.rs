@@ -73,7 +73,7 @@ fn malformed_forms_are_rejected_by_both() {
         format!(
             ".version 8.3\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n  \
              .reg .b32 %a, %b, %c, %d;\n  .reg .b64 %rd;\n  .reg .f32 %f;\n  .reg .pred %p;\n  \
-             .reg .f64 %fd;\n  {line}\n  ret;\n}}\n"
+             .reg .f64 %fd; .reg .b16 %h, %g; .reg .f16x2 %hx;\n  {line}\n  ret;\n}}\n"
         )
     };
     // The wrapper itself, with a valid line, is PTX to both.
@@ -116,6 +116,31 @@ fn malformed_forms_are_rejected_by_both() {
         "setp.eq.f32 %p, %f, 0;",
         "mov.f32 %f, 0;",
         "ld.global.u64 %a, [%rd];",
+        // Half precision: rounding, modifiers, register kinds and types as ptxas has them.
+        "add.rz.f16 %h, %g, %h;",
+        "fma.f16 %h, %g, %h, %g;",
+        "fma.rn.sat.relu.f16 %h, %g, %h, %g;",
+        "fma.rn.ftz.bf16 %h, %g, %h, %g;",
+        "mul.ftz.bf16 %h, %g, %h;",
+        "neg.ftz.bf16 %h, %g;",
+        "add.f16x2 %f, %f, %f;",
+        "add.f16 %a, %h, %g;",
+        "add.f16 %h, %g, 1.0;",
+        "min.relu.f16 %h, %g, %h;",
+        "ex2.approx.ftz.f16 %h, %g;",
+        "ex2.approx.bf16 %h, %g;",
+        "setp.lo.f16 %p, %h, %g;",
+        "set.lt.f32.f16 %f, %h, %g;",
+        "cvt.f16.f32 %h, %f;",
+        "cvt.rn.f32.f16 %f, %h;",
+        "cvt.rn.f16.f16 %h, %g;",
+        "cvt.rni.ftz.f16.f16 %h, %g;",
+        "cvt.rm.f16x2.f32 %a, %f, %f;",
+        "cvt.rn.relu.f16.f64 %h, %fd;",
+        "cvt.f32.bf16 %f, %a;",
+        "ld.global.f16 %h, [%rd];",
+        "mov.f16 %h, %g;",
+        "selp.f16 %h, %g, %h, %p;",
     ] {
         let text = wrap(line);
         assert!(
@@ -167,12 +192,44 @@ fn forms_ptxas_accepts_are_accepted() {
         "ld.u32.global %a, [%rd];",
         "cvt.f32.s32.rn %f, %a;",
         "ld.volatile.shared.u32 %a, [%rd];",
+        // Half precision.
+        "add.f16 %h, %g, %h;",
+        "add.rn.ftz.sat.f16x2 %a, %b, %c;",
+        "add.bf16 %h, %g, %h;",
+        "fma.rn.relu.bf16x2 %a, %b, %c, %d;",
+        "fma.rn.ftz.sat.f16 %h, %g, %h, %g;",
+        "min.NaN.xorsign.abs.f16 %h, %g, %h;",
+        "max.bf16x2 %a, %b, %c;",
+        "neg.bf16 %h, %g;",
+        "abs.ftz.f16x2 %hx, %hx;",
+        "ex2.approx.f16x2 %a, %b;",
+        "ex2.approx.ftz.bf16 %h, %g;",
+        "tanh.approx.f32 %f, %f;",
+        "tanh.approx.bf16x2 %a, %b;",
+        "setp.ltu.and.f16x2 %p|%q, %a, %b, !%q;",
+        "setp.num.bf16 %p, %h, %g;",
+        "set.gt.u32.f16x2 %a, %b, %c;",
+        "set.lt.f16.f32 %h, %f, %f;",
+        "set.eq.or.f32.u32 %f, %a, %b, %p;",
+        "cvt.rn.f16.f32 %h, %f;",
+        "cvt.rn.f16.f32 %a, %f;",
+        "cvt.f32.f16 %f, %a;",
+        "cvt.rz.relu.satfinite.bf16x2.f32 %a, %f, %f;",
+        "cvt.rni.s32.f16 %a, %h;",
+        "cvt.rni.sat.u8.f16 %h, %g;",
+        "cvt.rn.f16.u64 %h, %rd;",
+        "cvt.rni.f16.f16 %h, %g;",
+        "cvt.rn.bf16.f64 %h, %fd;",
+        "cvt.f64.bf16 %fd, %h;",
+        "mov.b32 %hx, {%h, %g};",
+        "ld.global.b16 %h, [%rd];",
     ] {
         let text = format!(
             ".version 8.3\n.target sm_90\n.address_size 64\n.global .u32 tbl[4];\n\
              .global .u64 ptrs[2] = {{tbl, generic(tbl)+4}};\n\
              .visible .entry k()\n{{\n  .reg .b32 %a, %b, %c, %d;\n  .reg .b64 %rd;\n  \
-             .reg .f32 %f;\n  .reg .f64 %fd;\n  {line}\n  ret;\n}}\n"
+             .reg .f32 %f;\n  .reg .f64 %fd;\n  .reg .b16 %h, %g;\n  .reg .f16x2 %hx;\n  \
+             .reg .pred %p, %q;\n  {line}\n  ret;\n}}\n"
         );
         if let Err(e) = assemble(&ptxas, &text, "sm_90", "good") {
             panic!("ptxas rejects `{line}`: {e}");

@@ -337,7 +337,7 @@ pub fn program(rng: &mut Rng, size: usize) -> Program {
     }
 }
 
-const HEADER: &str = ".version 8.3\n.target sm_80\n.address_size 64\n";
+const HEADER: &str = ".version 8.3\n.target sm_90\n.address_size 64\n";
 
 /// The registers every generated function declares.
 fn register_decls() -> String {
@@ -570,8 +570,95 @@ impl Gen<'_> {
             10 => self.memory(),
             11 => self.moves(),
             _ if self.rng.chance(50) => self.compute(),
+            _ if self.rng.chance(50) => self.half(),
             _ => self.int32(),
         }
+    }
+
+    /// Half precision on pairs in `.b32` registers, and conversions between f32 and halves
+    /// (halves have no immediates).
+    fn half(&mut self) {
+        let (d, a, b, c) = (self.r(), self.r(), self.r(), self.r());
+        let ty = *self.rng.pick(&["f16x2", "bf16x2"]);
+        let f16 = ty == "f16x2";
+        let ftz = if f16 && self.rng.chance(30) { ".ftz" } else { "" };
+        let text = match self.rng.below(8) {
+            0 => {
+                let op = self.rng.pick(&["add", "sub", "mul"]);
+                let sat = if f16 && self.rng.chance(30) { ".sat" } else { "" };
+                format!("{op}{ftz}{sat}.{ty} {d}, {a}, {b};")
+            }
+            1 => {
+                let clamp = match self.rng.below(3) {
+                    0 if f16 => ".sat",
+                    1 => ".relu",
+                    _ => "",
+                };
+                format!("fma.rn{ftz}{clamp}.{ty} {d}, {a}, {b}, {c};")
+            }
+            2 => {
+                let op = self.rng.pick(&["min", "max"]);
+                let nan = self.rng.pick(&["", ".NaN"]);
+                let xorsign = self.rng.pick(&["", ".xorsign.abs"]);
+                format!("{op}{ftz}{nan}{xorsign}.{ty} {d}, {a}, {b};")
+            }
+            3 => {
+                let op = self.rng.pick(&["neg", "abs"]);
+                format!("{op}{ftz}.{ty} {d}, {a};")
+            }
+            4 => match self.rng.below(3) {
+                // ex2 on bf16 takes .ftz, on f16 it does not.
+                0 if f16 => format!("ex2.approx.{ty} {d}, {a};"),
+                0 => format!("ex2.approx.ftz.{ty} {d}, {a};"),
+                1 => format!("tanh.approx.{ty} {d}, {a};"),
+                _ => {
+                    let (x, y) = (self.f(), self.f());
+                    format!("tanh.approx.f32 {x}, {y};")
+                }
+            },
+            5 => {
+                let cmp = self.rng.pick(&[
+                    "eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu",
+                    "num", "nan",
+                ]);
+                let (p, q) = (self.p(), self.p());
+                match self.rng.below(3) {
+                    0 => format!("setp.{cmp}{ftz}.{ty} {p}|{q}, {a}, {b};"),
+                    1 => {
+                        let dty = if self.rng.chance(50) { ty } else { "u32" };
+                        format!("set.{cmp}{ftz}.{dty}.{ty} {d}, {a}, {b};")
+                    }
+                    _ => {
+                        let (x, y) = (self.f(), self.f());
+                        format!("set.{cmp}.and.u32.f32 {d}, {x}, {y}, {p};")
+                    }
+                }
+            }
+            6 => {
+                let (x, y) = (self.f(), self.f());
+                let rnd = self.rng.pick(&["rn", "rz"]);
+                let relu = self.rng.pick(&["", ".relu"]);
+                let satfinite = self.rng.pick(&["", ".satfinite"]);
+                format!("cvt.{rnd}{relu}{satfinite}.{ty}.f32 {d}, {x}, {y};")
+            }
+            _ => {
+                // An .f16 operand of cvt may sit in a .b32 register.
+                let x = self.f();
+                match self.rng.below(3) {
+                    0 => format!("cvt.f32.f16 {x}, {a};"),
+                    1 => {
+                        let rnd = self.rng.pick(&["rn", "rz", "rm", "rp"]);
+                        format!("cvt.{rnd}.f16.f32 {d}, {x};")
+                    }
+                    _ => {
+                        let rnd = self.rng.pick(&["rni", "rzi", "rmi", "rpi"]);
+                        let ity = self.rng.pick(&["s32", "u32"]);
+                        format!("cvt.{rnd}.{ity}.f16 {d}, {a};")
+                    }
+                }
+            }
+        };
+        self.emit(text);
     }
 
     /// The pure computations of `bits.rs` in the front end (lop3, bfind, dp4a, ...).

@@ -3,12 +3,14 @@
 //! It runs a function one instruction at a time, one thread after another within a block,
 //! blocks spread over the host's cores. The semantics of each instruction family live in
 //! their own module, written after the PTX ISA's sections: [`int`] (9.7.1, 9.7.2, 9.7.8),
-//! [`float`] (9.7.3), [`convert`] (9.7.7, 9.7.9.21), [`video`] (9.7.18.1); [`memory`] holds
+//! [`float`] (9.7.3), [`half`] (9.7.4, 9.7.7 of half precision), [`convert`] (9.7.7,
+//! 9.7.9.21), [`video`] (9.7.18.1), [`bits`] (the pure computations); [`memory`] holds
 //! the state spaces. Before any thread runs, `decode` turns each function body into a
 //! compact array of instructions with their operands resolved to register-file slots (a
 //! pre-pass over the AST, no semantics).
 //! This file holds what ties them together: registers, operands, control flow, calls and
-//! launches. It shares nothing with the JIT's lowering but the AST and the soft-float module.
+//! launches. It shares nothing with the JIT's lowering but the AST and the soft-float module;
+//! the JIT calls two of its functions out of line (`fns`'s search and [`half`]).
 
 mod atomic;
 pub mod bits;

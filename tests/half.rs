@@ -128,7 +128,9 @@ fn inputs<T: Half16>(rng: &mut Rng, n: usize) -> Vec<[u32; 3]> {
         // c near −(a·b) a third of the time: fma's cancellation.
         let prod = T::of(a).mul_r(T::of(b), RN).value.bits16();
         let c = match rng.next_u64() % 3 {
-            0 => (prod ^ 0x8000).wrapping_add((rng.next_u64() % 5) as u16).wrapping_sub(2),
+            0 => (prod ^ 0x8000)
+                .wrapping_add((rng.next_u64() % 5) as u16)
+                .wrapping_sub(2),
             _ => rng.next_u64() as u16,
         };
         v.push([a as u32, b as u32, c as u32]);
@@ -157,7 +159,15 @@ fn finish<T: Half16>(r: T, ftz: bool, sat: bool, relu: bool) -> u16 {
     bits
 }
 
-fn arith_model<T: Half16>(op: &str, ftz: bool, sat: bool, relu: bool, a: u16, b: u16, c: u16) -> u16 {
+fn arith_model<T: Half16>(
+    op: &str,
+    ftz: bool,
+    sat: bool,
+    relu: bool,
+    a: u16,
+    b: u16,
+    c: u16,
+) -> u16 {
     let flush = |h: u16| {
         if ftz && T::of(h).is_denormal() {
             h & 0x8000
@@ -203,7 +213,11 @@ fn arith_forms<T: Half16>(ty: &str, mods: &[(&str, bool, bool, bool)], rng: &mut
                 continue;
             }
             let rnd = if op == "fma" { ".rn" } else { "" };
-            let srcs = if op == "fma" { "%ha, %hb, %hc" } else { "%ha, %hb" };
+            let srcs = if op == "fma" {
+                "%ha, %hb, %hc"
+            } else {
+                "%ha, %hb"
+            };
             let model = |a: u16, b: u16, c: u16| arith_model::<T>(op, ftz, sat, relu, a, b, c);
             check(
                 DECLS16,
@@ -239,7 +253,11 @@ fn f16_arithmetic_rounds_once_to_nearest() {
 #[test]
 fn bf16_arithmetic_rounds_once_to_nearest() {
     let mut rng = Rng::new(0xbf16);
-    arith_forms::<BFloat>("bf16", &[("", false, false, false), (".relu", false, false, true)], &mut rng);
+    arith_forms::<BFloat>(
+        "bf16",
+        &[("", false, false, false), (".relu", false, false, true)],
+        &mut rng,
+    );
 }
 
 /// neg/abs flip or clear the sign (after `.ftz`); min/max return the other operand of a NaN
@@ -259,19 +277,29 @@ fn sign_and_minmax<T: Half16>(ty: &str, ftz_ok: bool, rng: &mut Rng) {
             continue;
         }
         let m = if ftz { ".ftz" } else { "" };
-        check(DECLS16, &scalar(&format!("neg{m}.{ty} %hd, %ha")), &inputs16, |a, _, _| {
-            flush(ftz, a as u16 ^ 0x8000) as u32
-        });
-        check(DECLS16, &scalar(&format!("abs{m}.{ty} %hd, %ha")), &inputs16, |a, _, _| {
-            flush(ftz, a as u16 & 0x7fff) as u32
-        });
+        check(
+            DECLS16,
+            &scalar(&format!("neg{m}.{ty} %hd, %ha")),
+            &inputs16,
+            |a, _, _| flush(ftz, a as u16 ^ 0x8000) as u32,
+        );
+        check(
+            DECLS16,
+            &scalar(&format!("abs{m}.{ty} %hd, %ha")),
+            &inputs16,
+            |a, _, _| flush(ftz, a as u16 & 0x7fff) as u32,
+        );
         for op in ["min", "max"] {
             for (nm, nan) in [("", false), (".NaN", true)] {
                 for (xm, xorsign) in [("", false), (".xorsign.abs", true)] {
                     let model = |a: u16, b: u16| -> u16 {
                         let (a, b) = (flush(ftz, a), flush(ftz, b));
                         let sign = (a ^ b) & 0x8000;
-                        let (a, b) = if xorsign { (a & 0x7fff, b & 0x7fff) } else { (a, b) };
+                        let (a, b) = if xorsign {
+                            (a & 0x7fff, b & 0x7fff)
+                        } else {
+                            (a, b)
+                        };
                         let (x, y) = (T::of(a), T::of(b));
                         let r = match (x.is_nan(), y.is_nan()) {
                             (true, true) => return NAN,
@@ -398,7 +426,13 @@ fn setp_and_set_compare_halves() {
                 DECLS16,
                 &format!("{UNPACK} set.{cmp}{m}.u32.f16 %d, %ha, %hb;"),
                 &pairs,
-                |a, b, _| if t(cmp, ftz, a as u16, b as u16) { u32::MAX } else { 0 },
+                |a, b, _| {
+                    if t(cmp, ftz, a as u16, b as u16) {
+                        u32::MAX
+                    } else {
+                        0
+                    }
+                },
             );
         }
     }
@@ -406,7 +440,11 @@ fn setp_and_set_compare_halves() {
     check(
         DECLS16,
         "set.lt.f16.f32 %hd, %a, %b; cvt.u32.u16 %d, %hd;",
-        &[[0x3f80_0000, 0x4000_0000, 0], [0x4000_0000, 0x3f80_0000, 0], [0x7fc0_0000, 0, 0]],
+        &[
+            [0x3f80_0000, 0x4000_0000, 0],
+            [0x4000_0000, 0x3f80_0000, 0],
+            [0x7fc0_0000, 0, 0],
+        ],
         |a, b, _| {
             let lt = f32::from_bits(a) < f32::from_bits(b);
             if lt { 0x3c00 } else { 0 }
@@ -416,7 +454,13 @@ fn setp_and_set_compare_halves() {
         "",
         "set.gt.f32.s32 %d, %a, %b;",
         &[[5, 3, 0], [3, 5, 0], [u32::MAX, 1, 0]],
-        |a, b, _| if (a as i32) > (b as i32) { 1f32.to_bits() } else { 0 },
+        |a, b, _| {
+            if (a as i32) > (b as i32) {
+                1f32.to_bits()
+            } else {
+                0
+            }
+        },
     );
 }
 
@@ -459,12 +503,23 @@ fn f32_inputs(rng: &mut Rng) -> Vec<[u32; 3]> {
     for _ in 0..3000 {
         let x = rng.next_u64() as u32;
         // Half of them with an exponent near the halves' range.
-        v.push(if x & 1 == 0 { x } else { (x & 0x87ff_ffff) | 0x3000_0000 });
+        v.push(if x & 1 == 0 {
+            x
+        } else {
+            (x & 0x87ff_ffff) | 0x3000_0000
+        });
     }
     v.into_iter().map(|x| [x, x.rotate_left(7), 0]).collect()
 }
 
-fn half_from_f32<T: Half16>(x: u32, rnd: Round, relu: bool, satfinite: bool, sat: bool, ftz: bool) -> u16
+fn half_from_f32<T: Half16>(
+    x: u32,
+    rnd: Round,
+    relu: bool,
+    satfinite: bool,
+    sat: bool,
+    ftz: bool,
+) -> u16
 where
     Single: FloatConvert<T>,
 {
@@ -511,14 +566,24 @@ fn cvt_to_halves_rounds_once_in_every_mode() {
     for r in ["rn", "rz"] {
         for (m, relu, satfinite) in [("", false, false), (".relu.satfinite", true, true)] {
             let rnd = round_of(r);
-            check("", &format!("cvt.{r}{m}.f16x2.f32 %d, %a, %b;"), &xs, |a, b, _| {
-                (half_from_f32::<Half>(a, rnd, relu, satfinite, false, false) as u32) << 16
-                    | half_from_f32::<Half>(b, rnd, relu, satfinite, false, false) as u32
-            });
-            check("", &format!("cvt.{r}{m}.bf16x2.f32 %d, %a, %b;"), &xs, |a, b, _| {
-                (half_from_f32::<BFloat>(a, rnd, relu, satfinite, false, false) as u32) << 16
-                    | half_from_f32::<BFloat>(b, rnd, relu, satfinite, false, false) as u32
-            });
+            check(
+                "",
+                &format!("cvt.{r}{m}.f16x2.f32 %d, %a, %b;"),
+                &xs,
+                |a, b, _| {
+                    (half_from_f32::<Half>(a, rnd, relu, satfinite, false, false) as u32) << 16
+                        | half_from_f32::<Half>(b, rnd, relu, satfinite, false, false) as u32
+                },
+            );
+            check(
+                "",
+                &format!("cvt.{r}{m}.bf16x2.f32 %d, %a, %b;"),
+                &xs,
+                |a, b, _| {
+                    (half_from_f32::<BFloat>(a, rnd, relu, satfinite, false, false) as u32) << 16
+                        | half_from_f32::<BFloat>(b, rnd, relu, satfinite, false, false) as u32
+                },
+            );
         }
     }
     // From f64 and from integers of every width.
@@ -567,19 +632,33 @@ fn every_half() -> Vec<[u32; 3]> {
 fn cvt_from_halves_is_exact_or_rounds_to_an_integer() {
     let all = every_half();
     // Widening is exact (NaN canonical); .sat clamps to [0, 1].
-    check(DECLS16, &format!("{UNPACK} cvt.f32.f16 %d, %ha;"), &all, |a, _, _| {
-        let x: Single = Half::of(a as u16).convert(&mut false).value;
-        if x.is_nan() { 0x7fff_ffff } else { x.to_bits() as u32 }
-    });
-    check(DECLS16, &format!("{UNPACK} cvt.sat.f32.bf16 %d, %ha;"), &all, |a, _, _| {
-        let x: Single = BFloat::of(a as u16).convert(&mut false).value;
-        let v = f32::from_bits(x.to_bits() as u32);
-        if v.is_nan() || v <= 0.0 {
-            0
-        } else {
-            v.min(1.0).to_bits()
-        }
-    });
+    check(
+        DECLS16,
+        &format!("{UNPACK} cvt.f32.f16 %d, %ha;"),
+        &all,
+        |a, _, _| {
+            let x: Single = Half::of(a as u16).convert(&mut false).value;
+            if x.is_nan() {
+                0x7fff_ffff
+            } else {
+                x.to_bits() as u32
+            }
+        },
+    );
+    check(
+        DECLS16,
+        &format!("{UNPACK} cvt.sat.f32.bf16 %d, %ha;"),
+        &all,
+        |a, _, _| {
+            let x: Single = BFloat::of(a as u16).convert(&mut false).value;
+            let v = f32::from_bits(x.to_bits() as u32);
+            if v.is_nan() || v <= 0.0 {
+                0
+            } else {
+                v.min(1.0).to_bits()
+            }
+        },
+    );
     check(
         "  .reg .f64 %fd;\n  .reg .b16 %ha;\n",
         "cvt.u16.u32 %ha, %a; cvt.f64.f16 %fd, %ha; mov.b64 {%d, %c}, %fd; xor.b32 %d, %d, %c;",
@@ -605,24 +684,40 @@ fn cvt_from_halves_is_exact_or_rounds_to_an_integer() {
             let x: Double = Half::of(a as u16).convert(&mut false).value;
             f(f64::from_bits(x.to_bits() as u64))
         };
-        check(DECLS16, &format!("{UNPACK} cvt.{r}.s32.f16 %d, %ha;"), &all, |a, _, _| {
-            let v = integral(a);
-            if v.is_nan() { 0 } else { v.clamp(i32::MIN as f64, i32::MAX as f64) as i32 as u32 }
-        });
+        check(
+            DECLS16,
+            &format!("{UNPACK} cvt.{r}.s32.f16 %d, %ha;"),
+            &all,
+            |a, _, _| {
+                let v = integral(a);
+                if v.is_nan() {
+                    0
+                } else {
+                    v.clamp(i32::MIN as f64, i32::MAX as f64) as i32 as u32
+                }
+            },
+        );
         check(
             DECLS16,
             &format!("{UNPACK} cvt.{r}.u8.f16 %hd, %ha; cvt.u32.u16 %d, %hd;"),
             &all,
             |a, _, _| {
                 let v = integral(a);
-                if v.is_nan() { 0 } else { v.clamp(0.0, 255.0) as u32 }
+                if v.is_nan() {
+                    0
+                } else {
+                    v.clamp(0.0, 255.0) as u32
+                }
             },
         );
         // A half rounded to an integral half.
         let rnd = round_of(&r[..2]);
-        check(DECLS16, &format!("{UNPACK} cvt.{r}.f16.f16 %hd, %ha; cvt.u32.u16 %d, %hd;"), &all, |a, _, _| {
-            Half::of(a as u16).round_to_integral(rnd).value.bits16() as u32
-        });
+        check(
+            DECLS16,
+            &format!("{UNPACK} cvt.{r}.f16.f16 %hd, %ha; cvt.u32.u16 %d, %hd;"),
+            &all,
+            |a, _, _| Half::of(a as u16).round_to_integral(rnd).value.bits16() as u32,
+        );
     }
 }
 
@@ -645,11 +740,26 @@ fn approximate_functions_on_hand_worked_values() {
         ("ex2.approx.ftz.bf16", 0x4000, 0x4080),
     ];
     for (op, a, want) in cases {
-        check(DECLS16, &scalar(&format!("{op} %hd, %ha")), &[[a, 0, 0]], |_, _, _| want as u32);
+        check(
+            DECLS16,
+            &scalar(&format!("{op} %hd, %ha")),
+            &[[a, 0, 0]],
+            |_, _, _| want as u32,
+        );
     }
-    check("", "ex2.approx.f16x2 %d, %a;", &[[0x3c00_bc00, 0, 0]], |_, _, _| 0x4000_3800);
+    check(
+        "",
+        "ex2.approx.f16x2 %d, %a;",
+        &[[0x3c00_bc00, 0, 0]],
+        |_, _, _| 0x4000_3800,
+    );
     // tanh.approx.f32: tanh(1) = 0.7615941559557649 rounds to 0x3f42f7d6.
-    check("", "tanh.approx.f32 %d, %a;", &[[0x3f80_0000, 0, 0]], |_, _, _| 0x3f42_f7d6);
+    check(
+        "",
+        "tanh.approx.f32 %d, %a;",
+        &[[0x3f80_0000, 0, 0]],
+        |_, _, _| 0x3f42_f7d6,
+    );
 }
 
 #[test]
@@ -657,7 +767,10 @@ fn malformed_half_forms_are_located_errors() {
     let bad = [
         ("add.rz.f16 %h1, %h2, %h3;", "rounds with .rn only"),
         ("fma.f16 %h1, %h2, %h3, %h1;", "needs a rounding"),
-        ("fma.rn.sat.relu.f16 %h1, %h2, %h3, %h1;", "cannot be combined"),
+        (
+            "fma.rn.sat.relu.f16 %h1, %h2, %h3, %h1;",
+            "cannot be combined",
+        ),
         ("mul.ftz.bf16 %rs1, %rs2, %rs3;", "does not apply"),
         ("add.f16x2 %f1, %f2, %f1;", "does not fit"),
         ("add.f16 %h1, %h2, 1.0;", "cannot be used"),
@@ -678,7 +791,10 @@ fn malformed_half_forms_are_located_errors() {
         let e = ptxjit::Module::parse(&ptx).expect_err(line);
         let text = e.to_string();
         assert!(text.contains(want), "{line}: {text}");
-        assert!(text.contains(":11:"), "{line}: not located on line 11: {text}");
+        assert!(
+            text.contains(":11:"),
+            "{line}: not located on line 11: {text}"
+        );
     }
     // bf16 arithmetic needs sm_90, as ptxas says.
     let ptx = ".version 8.3\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\

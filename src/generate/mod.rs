@@ -581,11 +581,19 @@ impl Gen<'_> {
         let (d, a, b, c) = (self.r(), self.r(), self.r(), self.r());
         let ty = *self.rng.pick(&["f16x2", "bf16x2"]);
         let f16 = ty == "f16x2";
-        let ftz = if f16 && self.rng.chance(30) { ".ftz" } else { "" };
+        let ftz = if f16 && self.rng.chance(30) {
+            ".ftz"
+        } else {
+            ""
+        };
         let text = match self.rng.below(8) {
             0 => {
                 let op = self.rng.pick(&["add", "sub", "mul"]);
-                let sat = if f16 && self.rng.chance(30) { ".sat" } else { "" };
+                let sat = if f16 && self.rng.chance(30) {
+                    ".sat"
+                } else {
+                    ""
+                };
                 format!("{op}{ftz}{sat}.{ty} {d}, {a}, {b};")
             }
             1 => {

@@ -291,7 +291,15 @@ pub fn compute(op: HalfOp, s: [u64; 4]) -> (u64, bool) {
                 relu,
                 satfinite,
             };
-            let to = |v: u64| cvt(dty.element(), Type::F32, Some(CvtRounding::Float(rnd)), mods, v);
+            let to = |v: u64| {
+                cvt(
+                    dty.element(),
+                    Type::F32,
+                    Some(CvtRounding::Float(rnd)),
+                    mods,
+                    v,
+                )
+            };
             // a into the upper half, b into the lower.
             ((to(s[0]) << 16) | to(s[1]), false)
         }

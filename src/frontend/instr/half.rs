@@ -68,9 +68,17 @@ pub(super) fn arith(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         None if f != HalfFn::Fma => {}
         None => return err(cx.head, "fma needs a rounding modifier (.rn)"),
         Some(r) if rounded => {
-            return err(cx.head, format!("`{}` on {ty} rounds with .rn only, not {r}", cx.opcode));
+            return err(
+                cx.head,
+                format!("`{}` on {ty} rounds with .rn only, not {r}", cx.opcode),
+            );
         }
-        Some(r) => return err(cx.head, format!("`{}` takes no rounding modifier {r}", cx.opcode)),
+        Some(r) => {
+            return err(
+                cx.head,
+                format!("`{}` takes no rounding modifier {r}", cx.opcode),
+            );
+        }
     }
     let approximate = matches!(f, HalfFn::Ex2 | HalfFn::Tanh);
     if approximate != approx {
@@ -88,12 +96,20 @@ pub(super) fn arith(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         HalfFn::Tanh => false,
         _ => !bf,
     };
-    cx.forbid(ftz && !ftz_ok, "ftz", &format!("does not apply to `{}` on {ty}", cx.opcode))?;
+    cx.forbid(
+        ftz && !ftz_ok,
+        "ftz",
+        &format!("does not apply to `{}` on {ty}", cx.opcode),
+    )?;
     if f == HalfFn::Ex2 && bf && !ftz {
         return err(cx.head, "ex2.approx on .bf16 needs .ftz");
     }
     let sat_ok = matches!(f, HalfFn::Add | HalfFn::Sub | HalfFn::Mul | HalfFn::Fma) && !bf;
-    cx.forbid(sat && !sat_ok, "sat", &format!("does not apply to `{}` on {ty}", cx.opcode))?;
+    cx.forbid(
+        sat && !sat_ok,
+        "sat",
+        &format!("does not apply to `{}` on {ty}", cx.opcode),
+    )?;
     cx.forbid(relu && f != HalfFn::Fma, "relu", "applies to fma only")?;
     cx.forbid(relu && sat, "relu", "cannot be combined with .sat")?;
     let minmax = matches!(f, HalfFn::Min | HalfFn::Max);
@@ -148,9 +164,12 @@ fn compute(cx: &Cx, op: HalfOp, d: &Opnd, p: Operand, srcs: &[Opnd]) -> R<Inst> 
 
 /// The comparison and combination modifiers of `setp`/`set` on type `ty`.
 fn comparison(cx: &mut Cx, ty: Type) -> R<(CmpOp, Option<BoolOp>, bool)> {
-    let cmp = cx
-        .pick(CmpOp::from_ptx)?
-        .ok_or_else(|| Diagnostic::new(cx.head, format!("`{}` needs a comparison (.eq, .lt, ...)", cx.opcode)))?;
+    let cmp = cx.pick(CmpOp::from_ptx)?.ok_or_else(|| {
+        Diagnostic::new(
+            cx.head,
+            format!("`{}` needs a comparison (.eq, .lt, ...)", cx.opcode),
+        )
+    })?;
     let combine = cx.pick(BoolOp::from_ptx)?;
     let ftz = cx.flag("ftz");
     let ok = if ty.is_float() {
@@ -164,7 +183,11 @@ fn comparison(cx: &mut Cx, ty: Type) -> R<(CmpOp, Option<BoolOp>, bool)> {
         return err(cx.head, format!("comparison {cmp} does not apply to {ty}"));
     }
     let ftz_ok = matches!(ty, Type::F16 | Type::F16x2 | Type::F32);
-    cx.forbid(ftz && !ftz_ok, "ftz", &format!("does not apply to a comparison of {ty}"))?;
+    cx.forbid(
+        ftz && !ftz_ok,
+        "ftz",
+        &format!("does not apply to a comparison of {ty}"),
+    )?;
     Ok((cmp, combine, ftz))
 }
 
@@ -222,7 +245,10 @@ pub(super) fn set(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         _ => return err(sspan, format!("set does not take source type {sty}")),
     };
     if !dty_ok {
-        return err(dspan, format!("set.{}.{} is not a form of set", dty.ptx(), sty.ptx()));
+        return err(
+            dspan,
+            format!("set.{}.{} is not a form of set", dty.ptx(), sty.ptx()),
+        );
     }
     if is_bf16(dty) || is_bf16(sty) {
         needs_sm(cx, 90, "`set` on .bf16")?;
@@ -301,7 +327,10 @@ pub(super) fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         } else {
             "no rounding modifier"
         };
-        return err(cx.head, format!("cvt.{}.{} takes {want}", dty.ptx(), aty.ptx()));
+        return err(
+            cx.head,
+            format!("cvt.{}.{} takes {want}", dty.ptx(), aty.ptx()),
+        );
     }
     let from_f32 = dty.is_half() && aty == F32;
     cx.forbid(
@@ -309,8 +338,16 @@ pub(super) fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         "ftz",
         "applies when the source or destination is .f32",
     )?;
-    cx.forbid(relu && !from_f32, "relu", "applies to a half from .f32 only")?;
-    cx.forbid(satfinite && !from_f32, "satfinite", "applies to a half from .f32 only")?;
+    cx.forbid(
+        relu && !from_f32,
+        "relu",
+        "applies to a half from .f32 only",
+    )?;
+    cx.forbid(
+        satfinite && !from_f32,
+        "satfinite",
+        "applies to a half from .f32 only",
+    )?;
     cx.forbid(sat && relu, "sat", "cannot be combined with .relu")?;
     let f32_pair = matches!((dty, aty), (BF16, F32) | (F32, BF16));
     if (is_bf16(dty) || is_bf16(aty)) && !f32_pair {

@@ -123,8 +123,10 @@ fn reg_fits(reg: Type, ty: Type, fit: Fit) -> bool {
     };
     // cvt's relaxed rule: an integer (and, as ptxas has it, an .f16) operand may sit in a
     // wider register, of bit-size type for the .f16.
-    let wider_ok = !reg.is_float() && (!ty.is_float() || (ty == Type::F16 && reg.kind() == TypeKind::Bits));
-    let size_ok = reg.bits() == ty.bits() || (fit == Fit::Wider && reg.bits() > ty.bits() && wider_ok);
+    let wider_ok =
+        !reg.is_float() && (!ty.is_float() || (ty == Type::F16 && reg.kind() == TypeKind::Bits));
+    let size_ok =
+        reg.bits() == ty.bits() || (fit == Fit::Wider && reg.bits() > ty.bits() && wider_ok);
     kinds_ok && size_ok
 }
 

@@ -323,13 +323,13 @@ fn dot_product_kernel_sums_rounded_products_in_order() {
             ],
         );
         let out = u32s(&out);
-        for r in 0..ROWS {
+        for (r, got) in out.iter().enumerate() {
             let mut acc = 0f32;
             for k in r * LEN..(r + 1) * LEN {
                 acc += product(x[k] as u16, y[k] as u16);
                 acc += product((x[k] >> 16) as u16, (y[k] >> 16) as u16);
             }
-            assert_eq!(out[r], acc.to_bits(), "{name}: row {r}");
+            assert_eq!(*got, acc.to_bits(), "{name}: row {r}");
         }
     }
 }

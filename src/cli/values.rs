@@ -28,6 +28,16 @@ pub fn parse_value(ty: Type, text: &str) -> Result<Value, String> {
                 u64::from_str_radix(h, 16).map_err(|_| bad())?
             } else if ty == Type::F16 {
                 half_bits(text).ok_or_else(bad)?
+            } else if ty.bits() == 32 && ty != Type::F32 {
+                // A pair of halves: its bits, 0x and 8 hex digits (element 0 in the low half).
+                match text.strip_prefix("0x").or(text.strip_prefix("0X")) {
+                    Some(h) if h.len() == 8 => u64::from_str_radix(h, 16).map_err(|_| bad())?,
+                    _ => {
+                        return Err(format!(
+                            "`{text}`: a {ty} value is its bits, 0x and 8 hex digits"
+                        ));
+                    }
+                }
             } else if ty == Type::F32 {
                 text.parse::<f32>().map_err(|_| bad())?.to_bits() as u64
             } else {
@@ -186,7 +196,9 @@ pub fn format_value(v: Value, format: Format) -> String {
             match v.ty {
                 Type::F32 => decimal(f32::from_bits(v.bits as u32), negative),
                 Type::F64 => decimal(f64::from_bits(v.bits), negative),
-                _ => half_decimal(v.bits, negative),
+                Type::F16 => half_decimal(v.bits, negative),
+                // Pairs of halves print as their bits in both formats.
+                _ => v.to_string(),
             }
         }
     }
@@ -263,6 +275,15 @@ mod tests {
         assert_eq!(parse_value(Type::F16, "0x3c00").unwrap().bits, 0x3c00);
         assert!(parse_value(Type::F16, "0x3c0").is_err());
         assert!(parse_value(Type::F16, "1.5x").is_err());
+        assert_eq!(
+            parse_value(Type::F16x2, "0x3c004000").unwrap().bits,
+            0x3c00_4000
+        );
+        assert!(parse_value(Type::F16x2, "1.5").is_err());
+        assert_eq!(
+            format_value(Value::new(Type::F16x2, 0x3c00_4000), Format::Dec),
+            "0x3c004000"
+        );
     }
 
     #[test]

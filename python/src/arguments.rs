@@ -79,6 +79,20 @@ pub fn to_value(obj: &Bound<'_, PyAny>, ty: Type, what: &str) -> PyResult<Value>
             type_name()
         )));
     }
+    // A pair of halves (or a bfloat16) travels as its bits, an integer.
+    if ty.is_float() && !matches!(ty, Type::F16 | Type::F32 | Type::F64) {
+        if !is_integer(obj) {
+            return Err(PyTypeError::new_err(format!(
+                "{what} takes the {ty} value's bits as an integer, got {}",
+                type_name()
+            )));
+        }
+        let v: i128 = obj.extract().map_err(|_| out_of_range(what, obj))?;
+        if v < 0 || v > ty.mask() as i128 {
+            return Err(out_of_range(what, obj));
+        }
+        return Ok(Value::new(ty, v as u64));
+    }
     if ty.is_float() {
         if !(obj.is_instance_of::<PyFloat>() || is_integer(obj) || has_float(obj)) {
             return Err(PyTypeError::new_err(format!(
@@ -230,7 +244,10 @@ pub fn elem_fits(elem: Elem, ty: Type) -> bool {
         TypeKind::Unsigned => elem == Elem::Unsigned(n),
         TypeKind::Signed => elem == Elem::Signed(n),
         TypeKind::Bits => elem == Elem::Unsigned(n) || elem == Elem::Signed(n),
-        TypeKind::Float => elem == Elem::Float(n),
+        TypeKind::Float if matches!(ty, Type::F16 | Type::F32 | Type::F64) => {
+            elem == Elem::Float(n)
+        }
+        TypeKind::Float => elem == Elem::Unsigned(n),
         TypeKind::Pred => elem == Elem::Bool || elem == Elem::Unsigned(1),
     }
 }
@@ -250,6 +267,9 @@ pub fn dtype_name(ty: Type) -> &'static str {
         Type::F16 => "float16",
         Type::F32 => "float32",
         Type::F64 => "float64",
+        // Bit patterns: NumPy has no bfloat16 nor pairs of halves.
+        Type::BF16 => "uint16",
+        Type::F16x2 | Type::BF16x2 => "uint32",
     }
 }
 

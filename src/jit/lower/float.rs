@@ -4,7 +4,10 @@
 //! `.ftz` flushes subnormal inputs and results, NaN results become the canonical NaN, `.sat`
 //! clamps to [0.0, 1.0] with NaN → +0.0.
 
+mod directed;
+
 use super::{Lower, clif, int_type};
+use directed::Exact;
 use crate::ast::{FloatBinOp, FloatUnOp, Inst, Precision, Rounding, Type};
 use crate::jit::runtime::{bin_op_code, float_code, un_op_code};
 use crate::softfloat::Fmt;
@@ -34,6 +37,11 @@ impl Lower<'_, '_> {
                     // PTX's bounds (as the interpreter does).
                     (_, Precision::Ieee(Rounding::Rn) | Precision::Approx | Precision::Full) => {
                         (self.host_rn(*op, x, y), *sat)
+                    }
+                    (FloatBinOp::Add | FloatBinOp::Sub | FloatBinOp::Mul, Precision::Ieee(r))
+                        if self.sh.hw_fma =>
+                    {
+                        (self.directed(*ty, *r, Exact::of(*op), &[x, y]), *sat)
                     }
                     (_, Precision::Ieee(r)) => {
                         let code = float_code(Fmt::of(*ty), *r, bin_op_code(*op));
@@ -111,6 +119,8 @@ impl Lower<'_, '_> {
                 }
                 let r = if *rnd == Rounding::Rn {
                     self.b.ins().fma(v[0], v[1], v[2])
+                } else if self.sh.hw_fma {
+                    self.directed(*ty, *rnd, Exact::Fma, &v)
                 } else {
                     let code = float_code(Fmt::of(*ty), *rnd, 0);
                     let helper = if self.sh.hw_fma {

@@ -80,11 +80,7 @@ fn kernels(forms: &[(String, bool, bool, bool, String, String)]) -> String {
             if *ftz { ".ftz" } else { "" },
             if *sat { ".sat" } else { "" }
         );
-        let srcs = if op == "fma" {
-            "%x, %y, %z"
-        } else {
-            "%x, %y"
-        };
+        let srcs = if op == "fma" { "%x, %y, %z" } else { "%x, %y" };
         s += &format!(
             ".visible .entry k{k}(.param .u64 pa, .param .u64 pb, .param .u64 pc, \
              .param .u64 pd, .param .u32 n)\n{{\n\
@@ -250,7 +246,11 @@ fn hard_cases_match_apfloat() {
         (p968, 1.0 + ulp1, 0.0),
         (p968, 1.0 - ulp1 / 2.0, -p968),
         (2f64.powi(-484), 2f64.powi(-484) * (1.0 + ulp1), 0.0),
-        (2f64.powi(-484) * (1.0 + ulp1), -2f64.powi(-484) * (1.0 + ulp1), p968),
+        (
+            2f64.powi(-484) * (1.0 + ulp1),
+            -2f64.powi(-484) * (1.0 + ulp1),
+            p968,
+        ),
         (3.0 * 2f64.powi(-500), 2f64.powi(-470) / 3.0, -p968),
         (1.0 + ulp1, 2f64.powi(-1060), 0.0),
         (1.0 + ulp1, -2f64.powi(-1060), 2f64.powi(-1060)),
@@ -286,7 +286,14 @@ fn hard_cases_match_apfloat() {
         .collect();
     for &a in &f32_edges {
         for &b in &f32_edges {
-            for c in [0u32, 0x8000_0000, a, a ^ 0x8000_0000, 0x3f80_0000, 0x0000_0001] {
+            for c in [
+                0u32,
+                0x8000_0000,
+                a,
+                a ^ 0x8000_0000,
+                0x3f80_0000,
+                0x0000_0001,
+            ] {
                 c32.push([a as u64, b as u64, c as u64]);
                 c32.push([(a ^ 0x8000_0000) as u64, b as u64, c as u64]);
             }
@@ -301,7 +308,7 @@ fn hard_cases_match_apfloat() {
 /// near cancellation.
 #[test]
 fn biased_random_inputs_match_apfloat() {
-    let mut rng = Rng::new(2026_11_23);
+    let mut rng = Rng::new(20_261_123);
     let pick64 = |rng: &mut Rng| -> u64 {
         let sign = rng.below(2) << 63;
         let mant = match rng.below(3) {

@@ -5,7 +5,10 @@
 //! chosen direction, the same bits the soft-float reference computes by other means.
 //!
 //! The JIT calls these when the host has the instructions (`fma` needs the FMA extension;
-//! the others SSE2, which every x86-64 has) and the soft-float reference otherwise.
+//! the others SSE2, which every x86-64 has) and the soft-float reference otherwise: for
+//! directed `div` and `sqrt`, and for the f64 `add`/`sub`/`mul`/`fma` inputs that the inline
+//! computation (`lower/float/directed.rs`) does not prove (infinities, NaNs, overflow, tiny
+//! products).
 
 use crate::ast::{FloatBinOp, Rounding};
 use std::arch::asm;

@@ -1,8 +1,11 @@
 //! Floating-point instructions (PTX ISA 9.7.3) lowered to Cranelift, with the same rules as
 //! `interp::float`: round-to-nearest arithmetic is the host's (exact IEEE-754); directed
-//! rounding and the approximate functions call the soft-float reference through the runtime;
+//! add/sub/mul/fma are computed inline from it and the sign of its exact error
+//! (`directed.rs`); other directed operations and the approximate functions call the runtime;
 //! `.ftz` flushes subnormal inputs and results, NaN results become the canonical NaN, `.sat`
 //! clamps to [0.0, 1.0] with NaN → +0.0.
+
+mod directed;
 
 use super::{Lower, clif, int_type};
 use crate::ast::{FloatBinOp, FloatUnOp, Inst, Precision, Rounding, Type};
@@ -10,6 +13,7 @@ use crate::jit::runtime::{bin_op_code, float_code, un_op_code};
 use crate::softfloat::Fmt;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{InstBuilder, Value, types};
+use directed::Exact;
 
 impl Lower<'_, '_> {
     pub(super) fn float(&mut self, inst: &Inst) {
@@ -34,6 +38,13 @@ impl Lower<'_, '_> {
                     // PTX's bounds (as the interpreter does).
                     (_, Precision::Ieee(Rounding::Rn) | Precision::Approx | Precision::Full) => {
                         (self.host_rn(*op, x, y), *sat)
+                    }
+                    // Inline where the host has FMA (the f64 residuals need it) and
+                    // hardware rounding is on (else everything stays on the soft-float path).
+                    (FloatBinOp::Add | FloatBinOp::Sub | FloatBinOp::Mul, Precision::Ieee(r))
+                        if self.sh.hw_fma =>
+                    {
+                        (self.directed(*ty, *r, Exact::of(*op), &[x, y]), *sat)
                     }
                     (_, Precision::Ieee(r)) => {
                         let code = float_code(Fmt::of(*ty), *r, bin_op_code(*op));
@@ -111,6 +122,8 @@ impl Lower<'_, '_> {
                 }
                 let r = if *rnd == Rounding::Rn {
                     self.b.ins().fma(v[0], v[1], v[2])
+                } else if self.sh.hw_fma {
+                    self.directed(*ty, *rnd, Exact::Fma, &v)
                 } else {
                     let code = float_code(Fmt::of(*ty), *rnd, 0);
                     let helper = if self.sh.hw_fma {

@@ -56,9 +56,11 @@ pub struct JitOptions {
     pub emit: Emit,
     /// Run Cranelift's IR verifier (default: in debug builds).
     pub verify: bool,
-    /// Directed rounding (`.rz .rm .rp`) on the host's hardware (MXCSR rounding control, see
-    /// [`hwfloat`]) where it has the instructions; off, or without them, the soft-float
-    /// reference computes it (the default is on).
+    /// Directed rounding (`.rz .rm .rp`) on the host's hardware: `add sub mul fma` inline,
+    /// from the round-to-nearest result and the sign of its exact error
+    /// (`lower/float/directed.rs`), the rare cases that needs and the other operations under
+    /// MXCSR rounding control (see [`hwfloat`]); off, or without the instructions, the
+    /// soft-float reference computes it (the default is on).
     pub hardware_rounding: bool,
     /// Run Cranelift's e-graph optimizer (`opt_level=speed`; the default is off). The lowering
     /// already emits folded, program-ordered IR; the e-graph pass re-elaborates straight-line

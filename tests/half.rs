@@ -802,3 +802,32 @@ fn malformed_half_forms_are_located_errors() {
     let e = ptxjit::Module::parse(ptx).expect_err("sm_80");
     assert!(e.to_string().contains("sm_90"), "{e}");
 }
+
+#[test]
+fn half_atomics_add_each_half_and_round_to_nearest() {
+    // 128 threads each add 1.0 to both halves of a pair, to an f16 and to a bf16, and swap
+    // a 16-bit word once. Sums of small integers are exact in any order; 2048 + 1 is a tie
+    // in f16, which rounds back to 2048 every time.
+    let ptx = ".version 8.3\n.target sm_90\n.address_size 64\n\
+        .visible .entry k(.param .u64 p)\n{\n  .reg .b32 %r<4>;\n  .reg .b16 %rs<4>;\n\
+        \x20 .reg .b64 %rd<3>;\n  ld.param.u64 %rd1, [p];\n  mov.b32 %r2, 0x3c003c00;\n\
+        \x20 atom.global.add.noftz.f16x2 %r1, [%rd1], %r2;\n  mov.b16 %rs2, 0x3c00;\n\
+        \x20 red.global.add.noftz.f16 [%rd1+4], %rs2;\n  mov.b16 %rs2, 0x3f80;\n\
+        \x20 atom.global.add.noftz.bf16 %rs1, [%rd1+6], %rs2;\n  mov.b16 %rs2, 0x4000;\n\
+        \x20 mov.b16 %rs3, 0x4200;\n  atom.global.cas.b16 %rs1, [%rd1+8], %rs2, %rs3;\n  ret;\n}\n";
+    for (name, e) in engines(ptx) {
+        let mut buf: Vec<u8> = [0x3c00u16, 0x6800, 0x6800, 0x3f80, 0x4000, 0]
+            .iter()
+            .flat_map(|h| h.to_le_bytes())
+            .collect();
+        e.launch("k", Dim3::x(2), Dim3::x(64), &mut [Arg::Buffer(&mut buf)])
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let got: Vec<u16> = buf
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        // 1 + 128 = 129 (0x5808); 2048 + 128 × 1 stays 2048 (0x6800); bf16 1 + 128 = 129
+        // (0x4301); the swap happens once.
+        assert_eq!(got, [0x5808, 0x6800, 0x6800, 0x4301, 0x4200, 0], "{name}");
+    }
+}

@@ -141,6 +141,9 @@ fn malformed_forms_are_rejected_by_both() {
         "ld.global.f16 %h, [%rd];",
         "mov.f16 %h, %g;",
         "selp.f16 %h, %g, %h, %p;",
+        "atom.global.add.f16 %h, [%rd], %g;",
+        "atom.global.add.noftz.f32 %f, [%rd], %f;",
+        "atom.global.exch.b16 %h, [%rd], %g;",
     ] {
         let text = wrap(line);
         assert!(
@@ -223,6 +226,10 @@ fn forms_ptxas_accepts_are_accepted() {
         "cvt.f64.bf16 %fd, %h;",
         "mov.b32 %hx, {%h, %g};",
         "ld.global.b16 %h, [%rd];",
+        "atom.global.add.noftz.f16x2 %a, [%rd], %b;",
+        "red.global.add.noftz.bf16x2 [%rd], %a;",
+        "atom.shared.add.noftz.f16 %h, [%rd], %g;",
+        "atom.global.cas.b16 %h, [%rd], %g, %h;",
     ] {
         let text = format!(
             ".version 8.3\n.target sm_90\n.address_size 64\n.global .u32 tbl[4];\n\

@@ -13,11 +13,11 @@
 //! ```
 //!
 //! `add.f32` rounds to nearest even and flushes subnormal inputs and results to
-//! sign-preserving zero; `add.f64` rounds to nearest even. The caller makes the read and the
-//! write one atomic step.
+//! sign-preserving zero; `add.f64` and `add.noftz` on halves round to nearest even (a pair
+//! half by half). The caller makes the read and the write one atomic step.
 
-use super::{float, int};
-use crate::ast::{AtomOp, FloatBinOp, IntBinOp, Precision, Rounding, Type};
+use super::{float, half, int};
+use crate::ast::{AtomOp, FloatBinOp, HalfFn, HalfOp, IntBinOp, Precision, Rounding, Type};
 use crate::softfloat::Fmt;
 
 /// What `op` stores at an address that held `old` (all values the low bits of their type).
@@ -27,6 +27,7 @@ pub fn new_value(op: AtomOp, ty: Type, old: u64, b: u64, c: u64) -> u64 {
         AtomOp::And => old & b,
         AtomOp::Or => old | b,
         AtomOp::Xor => old ^ b,
+        AtomOp::Add if ty.is_half() => half_add(ty, old, b),
         AtomOp::Add if ty.is_float() => {
             let f = Fmt::of(ty);
             let ftz = ty == Type::F32;
@@ -59,4 +60,21 @@ pub fn new_value(op: AtomOp, ty: Type, old: u64, b: u64, c: u64) -> u64 {
             }
         }
     }
+}
+
+/// The [`HalfOp`] of `atom.add.noftz` on `ty`: `add.rn`, subnormals kept.
+pub fn half_add_op(ty: Type) -> HalfOp {
+    HalfOp::Arith {
+        f: HalfFn::Add,
+        ty,
+        ftz: false,
+        sat: false,
+        relu: false,
+        nan: false,
+        xorsign: false,
+    }
+}
+
+fn half_add(ty: Type, old: u64, b: u64) -> u64 {
+    half::compute(half_add_op(ty), [old, b, 0, 0]).0
 }

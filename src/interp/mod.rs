@@ -12,7 +12,7 @@
 //! launches. It shares nothing with the JIT's lowering but the AST and the soft-float module;
 //! the JIT calls two of its functions out of line (`fns`'s search and [`half`]).
 
-mod atomic;
+pub mod atomic;
 pub mod bits;
 pub mod convert;
 mod decode;

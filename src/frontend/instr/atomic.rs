@@ -33,13 +33,42 @@ pub(super) fn atom(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     if is_red && matches!(op, AtomOp::Exch | AtomOp::Cas) {
         return err(cx.head, "`red` has no .exch or .cas; use `atom`");
     }
+    let noftz = cx.flag("noftz");
     let allowed: &[Type] = match op {
-        AtomOp::And | AtomOp::Or | AtomOp::Xor | AtomOp::Exch | AtomOp::Cas => &[B32, B64],
-        AtomOp::Add => &[U32, S32, U64, F32, F64],
+        AtomOp::Cas => &[B16, B32, B64],
+        AtomOp::And | AtomOp::Or | AtomOp::Xor | AtomOp::Exch => &[B32, B64],
+        AtomOp::Add => &[U32, S32, U64, F32, F64, F16, F16x2, BF16, BF16x2],
         AtomOp::Inc | AtomOp::Dec => &[U32],
         AtomOp::Min | AtomOp::Max => &[U32, S32, U64, S64],
     };
     let ty = cx.one_type(allowed)?;
+    // Half-precision add (sm_70 .f16, sm_60 .f16x2, sm_90 .bf16 .bf16x2) keeps subnormals
+    // and says so (ptxas requires .noftz).
+    if ty.is_half() != noftz {
+        return err(
+            cx.head,
+            if noftz {
+                format!(
+                    "`.noftz` applies to half-precision `{}.add` only",
+                    cx.opcode
+                )
+            } else {
+                format!("`{}.add` on {ty} needs .noftz", cx.opcode)
+            },
+        );
+    }
+    if ty.element() == BF16
+        && let Some(v) = cx.fb.module.sm_version()
+        && v < 90
+    {
+        return err(
+            cx.head,
+            format!(
+                "`{}.add.noftz{ty}` requires .target sm_90 or higher",
+                cx.opcode
+            ),
+        );
+    }
     let with_d = !is_red as usize;
     let with_c = (op == AtomOp::Cas) as usize;
     cx.count(ops, with_d + 2 + with_c)?;

@@ -8,7 +8,7 @@
 use super::{Lower, flags, int_type};
 use crate::ast::{AtomOp, Inst, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{AtomicRmwOp, InstBuilder, Value};
+use cranelift_codegen::ir::{AtomicRmwOp, InstBuilder, Value, types};
 
 impl Lower<'_, '_> {
     pub(super) fn atomic(&mut self, inst: &Inst) {
@@ -51,7 +51,7 @@ impl Lower<'_, '_> {
             }
             (None, _) => self.cas_loop(p, it, |l, old| l.new_value(op, ty, old, b)),
         };
-        let old = if ty.is_float() {
+        let old = if super::clif(ty).is_float() {
             self.bitcast(super::clif(ty), old)
         } else {
             old
@@ -61,7 +61,7 @@ impl Lower<'_, '_> {
 
     /// The bits of a value of type `ty` as an integer of its width.
     fn int_bits(&mut self, ty: Type, v: Value) -> Value {
-        if ty.is_float() {
+        if super::clif(ty).is_float() {
             self.bitcast(int_type(ty.bits()), v)
         } else {
             v
@@ -83,6 +83,18 @@ impl Lower<'_, '_> {
                 let reload = self.b.ins().bor(zero, above);
                 let prev = self.b.ins().iadd_imm_s(old, -1);
                 self.b.ins().select(reload, b, prev)
+            }
+            AtomOp::Add if ty.is_half() => {
+                // The interpreter's half addition, out of line as every half operation is.
+                let op = crate::interp::atomic::half_add_op(ty);
+                let code = crate::interp::half::code::encode(op);
+                let code = self.b.ins().iconst(types::I64, code as i64);
+                let x = self.uextend(types::I64, old);
+                let y = self.uextend(types::I64, b);
+                let zero = self.b.ins().iconst(types::I64, 0);
+                let sum = self.helper("rt_half", &[code, x, y, zero]);
+                let sum = sum.expect("rt_half returns d");
+                self.b.ins().ireduce(int_type(ty.bits()), sum)
             }
             AtomOp::Add => {
                 // f32: round to nearest even, subnormal inputs and result flushed; f64: round

@@ -101,6 +101,24 @@ fn recover(
         let (span, message) = syntax_error(&repaired, &e);
         let bytes = repaired.as_bytes();
         let pos = span.start.min(bytes.len());
+        // In a function's parameter list only the list is blanked: the function keeps its
+        // body (which is then not checked: see `Header::broken`), so that one error in a
+        // header is reported once, not once per statement of the body.
+        if let Some(list) = header_list(bytes, pos)
+            && !bytes[list.clone()].iter().all(|c| c.is_ascii_whitespace())
+        {
+            let blank: String = repaired[list.clone()]
+                .bytes()
+                .map(|c| if c == b'\n' { '\n' } else { ' ' })
+                .collect();
+            repaired.replace_range(list.clone(), &blank);
+            skipped.push((Diagnostic::new(span, message), list));
+            if skipped.len() >= MAX_SYNTAX_ERRORS {
+                break;
+            }
+            error = PtxParser::parse(Rule::module, &repaired).err();
+            continue;
+        }
         let start = statement_start(bytes, pos);
         let Some(end) = bytes[pos..].iter().position(|&c| c == b';') else {
             skipped.push((Diagnostic::new(span, message), pos..pos));
@@ -120,6 +138,42 @@ fn recover(
         error = PtxParser::parse(Rule::module, &repaired).err();
     }
     (repaired, skipped)
+}
+
+/// The inside of the parenthesised parameter list of a function header (`.entry`/`.func`)
+/// that holds byte `pos`, if it lies in one.
+fn header_list(bytes: &[u8], pos: usize) -> Option<std::ops::Range<usize>> {
+    let mut depth = 0usize;
+    let mut open = None;
+    for i in (0..pos.min(bytes.len())).rev() {
+        match bytes[i] {
+            b')' => depth += 1,
+            b'(' if depth == 0 => {
+                open = Some(i);
+                break;
+            }
+            b'(' => depth -= 1,
+            b';' | b'{' | b'}' => return None,
+            _ => {}
+        }
+    }
+    let open = open?;
+    let head = &bytes[statement_start(bytes, open)..open];
+    let is_header = |kw: &[u8]| head.windows(kw.len()).any(|w| w == kw);
+    if !(is_header(b".entry") || is_header(b".func")) {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (j, &c) in bytes.iter().enumerate().skip(pos) {
+        match c {
+            b'(' => depth += 1,
+            b')' if depth == 0 => return Some(open + 1..j),
+            b')' => depth -= 1,
+            b';' | b'{' | b'}' => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A statement's text from its opcode on: without the labels and the guard before it.

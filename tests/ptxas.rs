@@ -73,7 +73,7 @@ fn malformed_forms_are_rejected_by_both() {
         format!(
             ".version 8.3\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n  \
              .reg .b32 %a, %b, %c, %d;\n  .reg .b64 %rd;\n  .reg .f32 %f;\n  .reg .pred %p;\n  \
-             .reg .f64 %fd;\n  {line}\n  ret;\n}}\n"
+             .reg .f64 %fd; .reg .v2 .u32 %v; .reg .v4 .f32 %q;\n  {line}\n  ret;\n}}\n"
         )
     };
     // The wrapper itself, with a valid line, is PTX to both.
@@ -116,6 +116,28 @@ fn malformed_forms_are_rejected_by_both() {
         "setp.eq.f32 %p, %f, 0;",
         "mov.f32 %f, 0;",
         "ld.global.u64 %a, [%rd];",
+        // Vector registers: elements, sizes, whole registers where ptxas takes them.
+        "mov.u32 %v.q, 1;",
+        "mov.u32 %v.xy, 1;",
+        "add.u32 %a, %v, 1;",
+        "mov.u32 %v, %v;",
+        "mov.u32 %a, %v;",
+        "ld.global.v4.f32 %v, [%rd];",
+        "ld.global.u32 %v, [%rd];",
+        "ld.global.u32 %a, [%v];",
+        "mov.v2.u32 %v, %q;",
+        "mov.v4.u32 %q, %q;",
+        "mov.v2.pred {%p, %p}, {%p, %p};",
+        "mov.b64 %rd, {%v.x+1, %v.y};",
+        ".reg .v4 .u64 %x;",
+        ".reg .v2 .pred %x;",
+        ".param .v2 .u32 x;",
+        // A register plus a constant: integer registers, `+` only, not everywhere.
+        "mov.u32 %a, %b-4;",
+        "mov.u32 %a, 4+%b;",
+        "mov.u32 %a, %b+%c;",
+        "mov.u32 %a, %tid.x+1;",
+        "vadd.u32.u32.u32 %a, %b+1, %c;",
     ] {
         let text = wrap(line);
         assert!(
@@ -167,12 +189,32 @@ fn forms_ptxas_accepts_are_accepted() {
         "ld.u32.global %a, [%rd];",
         "cvt.f32.s32.rn %f, %a;",
         "ld.volatile.shared.u32 %a, [%rd];",
+        // Vector registers: elements wherever a scalar goes, whole ones in ld, st and mov.
+        "add.f32 %q.x, %q.y, %q.a;",
+        "ld.global.v4.f32 %q, [%rd];",
+        "st.global.v2.u32 [%rd], %v;",
+        "ld.global.v2.u16 %v, [%rd];",
+        "mov.b64 %rd, %v;",
+        "mov.b64 %v, %rd;",
+        "mov.v2.u32 %v, {%v.y, %v.x};",
+        "mov.v4.f32 %q, {1.0, 2.0, 3.0, 4.0};",
+        "mov.v2.f32 {%a, _}, %v;",
+        "mov.b64 %rd, {%v.x, %v.y};",
+        // A register plus a constant as a source value.
+        "mov.u32 %a, %b+4;",
+        "add.u32 %a, %b+0x100000001, %c + -1;",
+        "st.global.u32 [%rd], %a+4;",
+        "cvt.u64.u32 %rd, %a+1+2;",
+        "shfl.sync.idx.b32 %a, %b+1, 0, 31, -1;",
+        "atom.global.cas.b32 %a, [%rd], %b+1, %c+2;",
+        "lop3.b32 %a, %b+1, %c, %d, 0x96;",
     ] {
         let text = format!(
             ".version 8.3\n.target sm_90\n.address_size 64\n.global .u32 tbl[4];\n\
              .global .u64 ptrs[2] = {{tbl, generic(tbl)+4}};\n\
              .visible .entry k()\n{{\n  .reg .b32 %a, %b, %c, %d;\n  .reg .b64 %rd;\n  \
-             .reg .f32 %f;\n  .reg .f64 %fd;\n  {line}\n  ret;\n}}\n"
+             .reg .f32 %f;\n  .reg .f64 %fd;\n  .reg .v2 .u32 %v;\n  .reg .v4 .f32 %q;\n  \
+             {line}\n  ret;\n}}\n"
         );
         if let Err(e) = assemble(&ptxas, &text, "sm_90", "good") {
             panic!("ptxas rejects `{line}`: {e}");

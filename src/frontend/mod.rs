@@ -326,7 +326,10 @@ pub(crate) enum Name {
     Var(VarId),
     /// A vector register (`.reg .v2 .u32 %v`): its elements are the registers `first`,
     /// `first + 1`, … (`len` of them), named `%v.x`, `%v.y`, … (`.r .g .b .a` alias them).
-    Vector { first: RegId, len: u8 },
+    Vector {
+        first: RegId,
+        len: u8,
+    },
 }
 
 /// The element names of a vector register, by position: `.x .y .z .w` and `.r .g .b .a`.

@@ -89,7 +89,9 @@ pub(super) fn call(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
                     _ => {
                         return err(
                             o.span,
-                            format!("`{name}` is a .v{width} {ty} register: pass a .v{width} vector register"),
+                            format!(
+                                "`{name}` is a .v{width} {ty} register: pass a .v{width} vector register"
+                            ),
                         );
                     }
                 };
@@ -118,6 +120,19 @@ pub(super) fn call(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
                     format!(
                         "`{}` is a .param array of vectors, which ptxas takes no argument for",
                         callee.param_name(p)
+                    ),
+                );
+            }
+            // ptxas reads no `%v.x` in a call (a syntax error): element registers alone
+            // have a `.` in their names.
+            if let Raw::Op(Operand::Reg(r)) = o.raw
+                && cx.func.reg(r).name.contains('.')
+            {
+                return err(
+                    o.span,
+                    format!(
+                        "a vector element (`{}`) cannot be a call operand",
+                        cx.func.reg(r).name
                     ),
                 );
             }

@@ -92,7 +92,8 @@ pub(super) fn mov(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 /// `{…}` of registers and immediates) to the same element of `d` (a vector register, or `{…}`
 /// of registers and sinks), all at once. ptxas's rules, which differ from a scalar `mov`'s:
 /// every element as wide as the type; an integer type takes no float register, a float or
-/// bit-size type any register; the registers of a `{…}` source all floats or all not.
+/// bit-size type any register; a `{…}` source holds no float beside a signed or unsigned
+/// register; a destination is not all sinks.
 ///
 /// The AST has scalar moves only: this becomes one `mov` per element, in order, after
 /// copies of the sources that an earlier move would overwrite (`{%a, %b}, {%b, %a}`).
@@ -141,17 +142,30 @@ fn mov_vector(cx: &mut Cx, n: usize, ty: Type, d: &Opnd, a: &Opnd) -> R<Inst> {
             }
         }
     }
-    let floats: Vec<bool> = ap
+    // ptxas: "Vector with elements of different types are not allowed in mov instruction"
+    // for floats beside unsigned or signed integers (bit-size registers go with either).
+    let kinds: Vec<TypeKind> = ap
         .iter()
         .filter_map(|p| match p {
-            Operand::Reg(r) => Some(cx.reg_ty(*r).is_float()),
+            Operand::Reg(r) => Some(cx.reg_ty(*r).kind()),
             _ => None,
         })
         .collect();
-    if floats.iter().any(|f| *f != floats[0]) {
+    if kinds.contains(&TypeKind::Float)
+        && kinds
+            .iter()
+            .any(|k| matches!(k, TypeKind::Unsigned | TypeKind::Signed))
+    {
         return err(
             a.span,
-            "the elements of a `mov` vector must be all float or all integer registers",
+            "a `mov` vector cannot hold both float and signed or unsigned registers",
+        );
+    }
+    // ptxas: "Unable to infer type of vector elements".
+    if dp.iter().all(|p| matches!(p, Operand::Sink)) {
+        return err(
+            d.span,
+            "a `mov` vector needs a register among its destinations",
         );
     }
     // Element moves as bit-size moves of the element's width: the bits go unchanged.
@@ -182,17 +196,16 @@ fn mov_vector(cx: &mut Cx, n: usize, ty: Type, d: &Opnd, a: &Opnd) -> R<Inst> {
         .filter(|(d, _)| !matches!(d, Operand::Sink))
         .map(|(d, a)| Inst::Mov {
             // An immediate as the instruction types it (`1.0` in `mov.v2.f32` is an f32).
-            ty: if matches!(a, Operand::Imm(_)) { ty } else { bty },
+            ty: if matches!(a, Operand::Imm(_)) {
+                ty
+            } else {
+                bty
+            },
             d: d.clone(),
             a,
         })
         .collect();
-    // Every destination a sink: nothing to do but what ptxas checked.
-    let last = moves.pop().unwrap_or(Inst::Mov {
-        ty: bty,
-        d: Operand::Sink,
-        a: Operand::Imm(Imm::Int(0)),
-    });
+    let last = moves.pop().expect("a destination that is not a sink");
     cx.pre.borrow_mut().extend(moves);
     Ok(last)
 }

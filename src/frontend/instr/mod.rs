@@ -46,7 +46,10 @@ pub(crate) enum Raw {
     },
     /// A whole vector register (`%v` of `.reg .v4 .f32 %v`): its element registers `first`,
     /// `first + 1`, …, as `ld`, `st`, `mov` and `call` take it.
-    VecReg { first: RegId, len: u8 },
+    VecReg {
+        first: RegId,
+        len: u8,
+    },
     /// `%r+4`: a register plus a constant (already truncated to 64 bits), as a source value.
     RegPlus(RegId, i64),
 }
@@ -729,9 +732,7 @@ fn operand_reg_sel(fb: &FnBuilder, p: Pair<Rule>) -> R<Operand> {
             ),
             None => err(
                 span,
-                format!(
-                    "unknown vector element `.{c}` (elements are .x .y .z .w or .r .g .b .a)"
-                ),
+                format!("unknown vector element `.{c}` (elements are .x .y .z .w or .r .g .b .a)"),
             ),
         };
     }
@@ -861,10 +862,16 @@ fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<Built> {
         temps: RefCell::new(Vec::new()),
         pre: RefCell::new(Vec::new()),
     };
-    // ptxas reads `%r+4` as a value in arithmetic, moves, conversions, comparisons, stores
-    // and atomics, and refuses it (a syntax error) in these.
+    // ptxas reads `%r+4` as a value wherever a source register goes, but in a call's
+    // operand lists and in the video instructions (a syntax error on every target).
+    let listed = ops.iter().flat_map(|o| match &o.raw {
+        Raw::List(l) => l.iter().collect(),
+        _ => vec![o],
+    });
     if REG_PLUS_REFUSED.contains(&cx.opcode)
-        && let Some(o) = ops.iter().find(|o| matches!(o.raw, Raw::RegPlus(..)))
+        && let Some(o) = listed
+            .into_iter()
+            .find(|o| matches!(o.raw, Raw::RegPlus(..)))
     {
         return err(
             o.span,
@@ -880,10 +887,30 @@ fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<Built> {
 
 /// Instructions whose operands cannot be `%r+4` (ptxas: a syntax error).
 const REG_PLUS_REFUSED: &[&str] = &[
-    "call", "shfl", "vote", "match", "redux", "bar", "barrier", "elect", "activemask",
-    "vadd", "vsub", "vabsdiff", "vmin", "vmax", "vshl", "vshr", "vset", "vmad", "vadd2",
-    "vsub2", "vavrg2", "vabsdiff2", "vmin2", "vmax2", "vset2", "vadd4", "vsub4", "vavrg4",
-    "vabsdiff4", "vmin4", "vmax4", "vset4",
+    "call",
+    "vadd",
+    "vsub",
+    "vabsdiff",
+    "vmin",
+    "vmax",
+    "vshl",
+    "vshr",
+    "vset",
+    "vmad",
+    "vadd2",
+    "vsub2",
+    "vavrg2",
+    "vabsdiff2",
+    "vmin2",
+    "vmax2",
+    "vset2",
+    "vadd4",
+    "vsub4",
+    "vavrg4",
+    "vabsdiff4",
+    "vmin4",
+    "vmax4",
+    "vset4",
 ];
 
 /// Every opcode [`opcode`] dispatches; any other is an unsupported instruction (and the

@@ -302,7 +302,7 @@ fn forms_ptxas_refuses_are_refused_where_they_are() {
 }
 
 #[test]
-fn calls_check_vector_and_several_return_parameters() {
+fn calls_check_vector_parameters() {
     let callee = ".visible .func (.reg .v2 .u32 %o) f(.reg .v2 .u32 %q, .reg .b32 s)\n{\n  \
                   mov.v2.u32 %o, %q;\n  ret;\n}\n\
                   .visible .func g(.param .v2 .u32 arr[1])\n{\n  ret;\n}\n";
@@ -333,12 +333,6 @@ fn calls_check_vector_and_several_return_parameters() {
         let e = error_of(&ptx);
         assert!(e.contains(msg), "`{line}`: {e}");
     }
-    // Several return parameters must all be .reg (ptxas: "Multiple return parameters
-    // require .register state space").
-    let ptx =
-        format!("{HEAD}.visible .func (.param .b32 a, .param .b32 b) two()\n{{\n  ret;\n}}\n");
-    assert_ne!(ptxas_accepts(&ptx, "vector_regs"), Some(true));
-    assert!(error_of(&ptx).contains("must all be .reg"));
 }
 
 #[test]

@@ -73,7 +73,7 @@ fn malformed_forms_are_rejected_by_both() {
         format!(
             ".version 8.3\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n  \
              .reg .b32 %a, %b, %c, %d;\n  .reg .b64 %rd;\n  .reg .f32 %f;\n  .reg .pred %p;\n  \
-             .reg .f64 %fd; .reg .b16 %h, %g; .reg .f16x2 %hx;\n  {line}\n  ret;\n}}\n"
+             .reg .f64 %fd; .reg .b16 %h, %g; .reg .f16x2 %hx; .reg .v2 .u32 %v; .reg .v4 .f32 %q;\n  {line}\n  ret;\n}}\n"
         )
     };
     // The wrapper itself, with a valid line, is PTX to both.
@@ -144,6 +144,28 @@ fn malformed_forms_are_rejected_by_both() {
         "atom.global.add.f16 %h, [%rd], %g;",
         "atom.global.add.noftz.f32 %f, [%rd], %f;",
         "atom.global.exch.b16 %h, [%rd], %g;",
+        // Vector registers: elements, sizes, whole registers where ptxas takes them.
+        "mov.u32 %v.q, 1;",
+        "mov.u32 %v.xy, 1;",
+        "add.u32 %a, %v, 1;",
+        "mov.u32 %v, %v;",
+        "mov.u32 %a, %v;",
+        "ld.global.v4.f32 %v, [%rd];",
+        "ld.global.u32 %v, [%rd];",
+        "ld.global.u32 %a, [%v];",
+        "mov.v2.u32 %v, %q;",
+        "mov.v4.u32 %q, %q;",
+        "mov.v2.pred {%p, %p}, {%p, %p};",
+        "mov.b64 %rd, {%v.x+1, %v.y};",
+        ".reg .v4 .u64 %x;",
+        ".reg .v2 .pred %x;",
+        ".param .v2 .u32 x;",
+        // A register plus a constant: integer registers, `+` only, not everywhere.
+        "mov.u32 %a, %b-4;",
+        "mov.u32 %a, 4+%b;",
+        "mov.u32 %a, %b+%c;",
+        "mov.u32 %a, %tid.x+1;",
+        "vadd.u32.u32.u32 %a, %b+1, %c;",
     ] {
         let text = wrap(line);
         assert!(
@@ -209,7 +231,7 @@ fn forms_ptxas_accepts_are_accepted() {
         "ex2.approx.ftz.bf16 %h, %g;",
         "tanh.approx.f32 %f, %f;",
         "tanh.approx.bf16x2 %a, %b;",
-        "setp.ltu.and.f16x2 %p|%q, %a, %b, !%q;",
+        "setp.ltu.and.f16x2 %p|%pq, %a, %b, !%pq;",
         "setp.num.bf16 %p, %h, %g;",
         "set.gt.u32.f16x2 %a, %b, %c;",
         "set.lt.f16.f32 %h, %f, %f;",
@@ -230,13 +252,32 @@ fn forms_ptxas_accepts_are_accepted() {
         "red.global.add.noftz.bf16x2 [%rd], %a;",
         "atom.shared.add.noftz.f16 %h, [%rd], %g;",
         "atom.global.cas.b16 %h, [%rd], %g, %h;",
+        // Vector registers: elements wherever a scalar goes, whole ones in ld, st and mov.
+        "add.f32 %q.x, %q.y, %q.a;",
+        "ld.global.v4.f32 %q, [%rd];",
+        "st.global.v2.u32 [%rd], %v;",
+        "ld.global.v2.u16 %v, [%rd];",
+        "mov.b64 %rd, %v;",
+        "mov.b64 %v, %rd;",
+        "mov.v2.u32 %v, {%v.y, %v.x};",
+        "mov.v4.f32 %q, {1.0, 2.0, 3.0, 4.0};",
+        "mov.v2.f32 {%a, _}, %v;",
+        "mov.b64 %rd, {%v.x, %v.y};",
+        // A register plus a constant as a source value.
+        "mov.u32 %a, %b+4;",
+        "add.u32 %a, %b+0x100000001, %c + -1;",
+        "st.global.u32 [%rd], %a+4;",
+        "cvt.u64.u32 %rd, %a+1+2;",
+        "shfl.sync.idx.b32 %a, %b+1, 0, 31, -1;",
+        "atom.global.cas.b32 %a, [%rd], %b+1, %c+2;",
+        "lop3.b32 %a, %b+1, %c, %d, 0x96;",
     ] {
         let text = format!(
             ".version 8.3\n.target sm_90\n.address_size 64\n.global .u32 tbl[4];\n\
              .global .u64 ptrs[2] = {{tbl, generic(tbl)+4}};\n\
              .visible .entry k()\n{{\n  .reg .b32 %a, %b, %c, %d;\n  .reg .b64 %rd;\n  \
              .reg .f32 %f;\n  .reg .f64 %fd;\n  .reg .b16 %h, %g;\n  .reg .f16x2 %hx;\n  \
-             .reg .pred %p, %q;\n  {line}\n  ret;\n}}\n"
+             .reg .v2 .u32 %v;\n  .reg .v4 .f32 %q;\n  .reg .pred %p, %pq;\n  {line}\n  ret;\n}}\n"
         );
         if let Err(e) = assemble(&ptxas, &text, "sm_90", "good") {
             panic!("ptxas rejects `{line}`: {e}");

@@ -66,6 +66,7 @@ pub fn parse(text: &str, path: &str) -> Result<Module, ParseError> {
         module_vars: HashMap::new(),
         module_var_spaces: Vec::new(),
         funcs: HashMap::new(),
+        headers: Vec::new(),
         skipped,
     };
     let module = b.build(tree);
@@ -100,6 +101,24 @@ fn recover(
         let (span, message) = syntax_error(&repaired, &e);
         let bytes = repaired.as_bytes();
         let pos = span.start.min(bytes.len());
+        // In a function's parameter list only the list is blanked: the function keeps its
+        // body (which is then not checked: see `Header::broken`), so that one error in a
+        // header is reported once, not once per statement of the body.
+        if let Some(list) = header_list(bytes, pos)
+            && !bytes[list.clone()].iter().all(|c| c.is_ascii_whitespace())
+        {
+            let blank: String = repaired[list.clone()]
+                .bytes()
+                .map(|c| if c == b'\n' { '\n' } else { ' ' })
+                .collect();
+            repaired.replace_range(list.clone(), &blank);
+            skipped.push((Diagnostic::new(span, message), list));
+            if skipped.len() >= MAX_SYNTAX_ERRORS {
+                break;
+            }
+            error = PtxParser::parse(Rule::module, &repaired).err();
+            continue;
+        }
         let start = statement_start(bytes, pos);
         let Some(end) = bytes[pos..].iter().position(|&c| c == b';') else {
             skipped.push((Diagnostic::new(span, message), pos..pos));
@@ -119,6 +138,42 @@ fn recover(
         error = PtxParser::parse(Rule::module, &repaired).err();
     }
     (repaired, skipped)
+}
+
+/// The inside of the parenthesised parameter list of a function header (`.entry`/`.func`)
+/// that holds byte `pos`, if it lies in one.
+fn header_list(bytes: &[u8], pos: usize) -> Option<std::ops::Range<usize>> {
+    let mut depth = 0usize;
+    let mut open = None;
+    for i in (0..pos.min(bytes.len())).rev() {
+        match bytes[i] {
+            b')' => depth += 1,
+            b'(' if depth == 0 => {
+                open = Some(i);
+                break;
+            }
+            b'(' => depth -= 1,
+            b';' | b'{' | b'}' => return None,
+            _ => {}
+        }
+    }
+    let open = open?;
+    let head = &bytes[statement_start(bytes, open)..open];
+    let is_header = |kw: &[u8]| head.windows(kw.len()).any(|w| w == kw);
+    if !(is_header(b".entry") || is_header(b".func")) {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (j, &c) in bytes.iter().enumerate().skip(pos) {
+        match c {
+            b'(' => depth += 1,
+            b')' if depth == 0 => return Some(open + 1..j),
+            b')' => depth -= 1,
+            b';' | b'{' | b'}' => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A statement's text from its opcode on: without the labels and the guard before it.
@@ -269,6 +324,34 @@ pub(crate) fn span_of(p: &Pair<Rule>) -> Span {
 pub(crate) enum Name {
     Reg(RegId),
     Var(VarId),
+    /// A vector register (`.reg .v2 .u32 %v`): its elements are the registers `first`,
+    /// `first + 1`, … (`len` of them), named `%v.x`, `%v.y`, … (`.r .g .b .a` alias them).
+    Vector {
+        first: RegId,
+        len: u8,
+    },
+}
+
+/// The element names of a vector register, by position: `.x .y .z .w` and `.r .g .b .a`.
+pub(crate) const VECTOR_ELEMENTS: [[&str; 2]; 4] = [["x", "r"], ["y", "g"], ["z", "b"], ["w", "a"]];
+
+/// What the AST does not keep of a function's header: which parameters were vector
+/// registers (each became one scalar register per element in `Function::params`/`rets`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Header {
+    /// Per declared parameter, in order: how many entries of `Function::params` it holds (1
+    /// for a scalar, 2 or 4 for a `.reg .v2`/`.v4` parameter).
+    pub(crate) params: Vec<u8>,
+    /// The same for the return parameters.
+    pub(crate) rets: Vec<u8>,
+    /// A `.param` array of vectors (`.param .v2 .u32 q[1]`), by parameter index: ptxas takes
+    /// no call argument for one.
+    pub(crate) vector_arrays: Vec<bool>,
+    /// The vector registers among the parameters: name, first element register, length.
+    pub(crate) vectors: Vec<(String, RegId, u8)>,
+    /// The header had a syntax error: its body is not checked, and calls of it are not
+    /// checked against its parameters (each would repeat that one error).
+    pub(crate) broken: bool,
 }
 
 struct ModuleBuilder<'s> {
@@ -280,6 +363,8 @@ struct ModuleBuilder<'s> {
     /// The space of each module variable, by index.
     module_var_spaces: Vec<Space>,
     funcs: HashMap<String, FuncId>,
+    /// What the AST does not keep of each function's header, by function id.
+    headers: Vec<Header>,
     /// Statements recovery skipped (syntax errors, with the bytes they covered): inside a
     /// function body one refuses that function, elsewhere it is an error of the module.
     skipped: Vec<(Diagnostic, std::ops::Range<usize>)>,
@@ -354,7 +439,14 @@ impl<'s> ModuleBuilder<'s> {
                     }
                 }
                 Rule::function => {
-                    let (func, body) = self.signature(item.clone());
+                    let (func, body, mut header) = self.signature(item.clone());
+                    // A syntax error that recovery blanked inside the header (between the
+                    // function's start and its body).
+                    let head_end = body.as_ref().map_or(func.span.end, |b| b.as_span().start());
+                    header.broken = self
+                        .skipped
+                        .iter()
+                        .any(|(_, r)| r.start >= func.span.start && r.end <= head_end);
                     match self.funcs.get(&func.name).copied() {
                         Some(id) => {
                             let prev = &mut module.functions[id.0 as usize];
@@ -365,6 +457,7 @@ impl<'s> ModuleBuilder<'s> {
                                 );
                             } else if body.is_some() {
                                 *prev = func;
+                                self.headers[id.0 as usize] = header;
                                 bodies.push((id, body.unwrap()));
                             }
                         }
@@ -372,6 +465,7 @@ impl<'s> ModuleBuilder<'s> {
                             let id = FuncId(module.functions.len() as u32);
                             self.funcs.insert(func.name.clone(), id);
                             module.functions.push(func);
+                            self.headers.push(header);
                             if let Some(body) = body {
                                 bodies.push((id, body));
                             }
@@ -410,7 +504,13 @@ impl<'s> ModuleBuilder<'s> {
                     ));
                 }
             }
-            self.function_body(&module, &mut func, body);
+            // A header with a syntax error: that error is the one to see, not what follows
+            // from the parameters it lost.
+            if self.headers[id.0 as usize].broken {
+                module.functions[id.0 as usize] = func;
+                continue;
+            }
+            self.function_body(&module, id, &mut func, body);
             // A body whose first problem is something not supported yet refuses its function
             // alone (what follows may be its consequence: uses of a refused declaration).
             if self.diags.get(before).is_some_and(|d| d.unsupported) {
@@ -476,6 +576,28 @@ impl<'s> ModuleBuilder<'s> {
             }
         }
         let ty = ty?;
+        if vec > 1 && ty == Type::Pred {
+            self.err(span, "a predicate cannot be a vector");
+            return None;
+        }
+        // ptxas: "Vector type too large, exceeds 128 bit limit".
+        if ty.bits() * vec as u32 > 128 {
+            self.err(
+                span,
+                format!(".v{vec} of {ty} is wider than the 128 bits a vector may hold"),
+            );
+            return None;
+        }
+        // ptxas: "Variable cannot be allocated in .param state space", on every target; an
+        // array of vectors is a .param variable.
+        if space == Space::Param && vec > 1 && dims.is_empty() {
+            self.err(
+                span,
+                format!(
+                    "a vector .param variable must be an array (`{name}[1]`): ptxas cannot allocate `.param .v{vec}` alone"
+                ),
+            );
+        }
         if ty == Type::Pred {
             self.err(span, "predicates cannot be stored in memory");
             return None;
@@ -636,11 +758,13 @@ impl<'s> ModuleBuilder<'s> {
         t
     }
 
-    /// A function's header: kind, name, parameters. Returns the body pair when there is one.
-    fn signature(&mut self, pair: Pair<'s, Rule>) -> (Function, Option<Pair<'s, Rule>>) {
+    /// A function's header: kind, name, parameters. Returns the body pair when there is one,
+    /// and what the AST does not keep of the header.
+    fn signature(&mut self, pair: Pair<'s, Rule>) -> (Function, Option<Pair<'s, Rule>>, Header) {
         let mut f = placeholder_function();
         f.span = span_of(&pair);
         let mut body = None;
+        let mut header = Header::default();
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::linkage => f.linkage = Linkage::from_ptx(&p.as_str()[1..]),
@@ -657,26 +781,55 @@ impl<'s> ModuleBuilder<'s> {
                         };
                         let dspan = span_of(&decl);
                         let is_reg = decl.clone().into_inner().next().unwrap().as_str() == ".reg";
+                        let vec = decl
+                            .clone()
+                            .into_inner()
+                            .find(|p| p.as_rule() == Rule::vec_mod)
+                            .map_or(1, |p| if p.as_str() == ".v2" { 2u8 } else { 4 });
+                        let is_array = decl
+                            .clone()
+                            .into_inner()
+                            .any(|p| p.as_rule() == Rule::array_dim);
+                        if is_reg && is_array {
+                            self.err(dspan, "a .reg parameter cannot be an array");
+                        }
                         let Some(var) = self.var_decl(decl, role, false) else {
                             continue;
-                        };
-                        let param = if is_reg {
-                            f.regs.push(RegDecl {
-                                name: var.name,
-                                ty: var.ty,
-                            });
-                            Param::Reg(RegId(f.regs.len() as u32 - 1))
-                        } else {
-                            f.vars.push(var);
-                            Param::Mem(VarId::Function(f.vars.len() as u32 - 1))
                         };
                         if is_reg && f.kind == FuncKind::Entry {
                             self.err(dspan, "kernel parameters must be in .param space");
                         }
-                        if is_ret {
-                            f.rets.push(param)
+                        let list = if is_ret { &mut f.rets } else { &mut f.params };
+                        let mut width = 1;
+                        if is_reg {
+                            // A vector register parameter: one scalar register per element.
+                            let first = RegId(f.regs.len() as u32);
+                            if vec > 1 {
+                                for names in &VECTOR_ELEMENTS[..vec as usize] {
+                                    f.regs.push(RegDecl {
+                                        name: format!("{}.{}", var.name, names[0]),
+                                        ty: var.ty,
+                                    });
+                                    list.push(Param::Reg(RegId(f.regs.len() as u32 - 1)));
+                                }
+                                header.vectors.push((var.name, first, vec));
+                                width = vec;
+                            } else {
+                                f.regs.push(RegDecl {
+                                    name: var.name,
+                                    ty: var.ty,
+                                });
+                                list.push(Param::Reg(first));
+                            }
                         } else {
-                            f.params.push(param)
+                            f.vars.push(var);
+                            list.push(Param::Mem(VarId::Function(f.vars.len() as u32 - 1)));
+                        }
+                        if is_ret {
+                            header.rets.push(width);
+                        } else {
+                            header.params.push(width);
+                            header.vector_arrays.push(!is_reg && vec > 1);
                         }
                     }
                 }
@@ -687,10 +840,19 @@ impl<'s> ModuleBuilder<'s> {
         if f.kind == FuncKind::Entry && !f.rets.is_empty() {
             self.err(f.span, "a kernel (.entry) cannot return values");
         }
-        (f, body)
+        // ptxas wants several return parameters in .reg space ("Multiple return parameters
+        // require .register state space"); ptxjit still runs them in .param space, which
+        // its own tests and host interfaces use.
+        (f, body, header)
     }
 
-    fn function_body(&mut self, module: &Module, func: &mut Function, body: Pair<'s, Rule>) {
+    fn function_body(
+        &mut self,
+        module: &Module,
+        id: FuncId,
+        func: &mut Function,
+        body: Pair<'s, Rule>,
+    ) {
         let mut labels = HashMap::new();
         self.collect_labels(body.clone(), &mut labels);
         let mut fb = FnBuilder {
@@ -708,6 +870,16 @@ impl<'s> ModuleBuilder<'s> {
         }
         for (i, r) in func.regs.iter().enumerate() {
             fb.scopes[0].insert(r.name.clone(), Name::Reg(RegId(i as u32)));
+        }
+        // Vector register parameters: the whole vector, and the `.r .g .b .a` spellings of
+        // its elements (`.x .y .z .w` are the registers' own names).
+        for (name, first, len) in &fb.mb.headers[id.0 as usize].vectors.clone() {
+            let (first, len) = (*first, *len);
+            fb.scopes[0].insert(name.clone(), Name::Vector { first, len });
+            for (k, names) in VECTOR_ELEMENTS[..len as usize].iter().enumerate() {
+                let element = Name::Reg(RegId(first.0 + k as u32));
+                fb.scopes[0].insert(format!("{name}.{}", names[1]), element);
+            }
         }
         fb.block(func, body);
         let FnBuilder {
@@ -891,9 +1063,9 @@ impl<'a, 's> FnBuilder<'a, 's> {
                     self.scopes.pop();
                 }
                 Rule::instruction => {
-                    if let Some(inst) = instr::build(self, func, st) {
-                        self.body.push(inst);
-                    }
+                    let (insts, temps) = instr::build(self, func, st);
+                    func.regs.extend(temps);
+                    self.body.extend(insts);
                 }
                 _ => {}
             }
@@ -902,15 +1074,24 @@ impl<'a, 's> FnBuilder<'a, 's> {
 
     fn reg_decl(&mut self, func: &mut Function, st: Pair<'s, Rule>) {
         let mut ty = None;
+        let mut vec = 1u8;
         for p in st.into_inner() {
             match p.as_rule() {
-                Rule::vec_mod => {
-                    self.unsupported(span_of(&p), "vector registers are not supported");
-                    return;
-                }
+                Rule::vec_mod => vec = if p.as_str() == ".v2" { 2 } else { 4 },
                 Rule::type_mod => {
                     ty = self.mb.type_of(&p);
-                    if ty.is_none() {
+                    let Some(t) = ty else { return };
+                    // ptxas: "Predicate type can only be used to define scalar register
+                    // variables", "Vector type too large, exceeds 128 bit limit".
+                    if vec > 1 && t == Type::Pred {
+                        self.err(span_of(&p), "a predicate register cannot be a vector");
+                        return;
+                    }
+                    if t.bits() * vec as u32 > 128 {
+                        self.err(
+                            span_of(&p),
+                            format!(".v{vec} of {t} is wider than the 128 bits a vector may hold"),
+                        );
                         return;
                     }
                 }
@@ -920,26 +1101,11 @@ impl<'a, 's> FnBuilder<'a, 's> {
                     let name = inner.next().unwrap().as_str().to_string();
                     let ty = ty.unwrap();
                     match inner.next() {
-                        None => {
-                            func.regs.push(RegDecl {
-                                name: name.clone(),
-                                ty,
-                            });
-                            self.declare(name, Name::Reg(RegId(func.regs.len() as u32 - 1)), span);
-                        }
+                        None => self.declare_reg(func, name, ty, vec, span),
                         Some(n) => match literal::parse_int(n.as_str()) {
                             Some(n) if (0..=65536).contains(&n) => {
                                 for i in 0..n {
-                                    let full = format!("{name}{i}");
-                                    func.regs.push(RegDecl {
-                                        name: full.clone(),
-                                        ty,
-                                    });
-                                    self.declare(
-                                        full,
-                                        Name::Reg(RegId(func.regs.len() as u32 - 1)),
-                                        span,
-                                    );
+                                    self.declare_reg(func, format!("{name}{i}"), ty, vec, span);
                                 }
                             }
                             _ => {
@@ -951,5 +1117,30 @@ impl<'a, 's> FnBuilder<'a, 's> {
                 _ => {}
             }
         }
+    }
+
+    /// Declares register `name`; a vector register (`vec` 2 or 4) is one register per
+    /// element, named `name.x`, `name.y`, … and also reachable as `name.r`, `name.g`, ….
+    fn declare_reg(&mut self, func: &mut Function, name: String, ty: Type, vec: u8, span: Span) {
+        let first = RegId(func.regs.len() as u32);
+        if vec == 1 {
+            func.regs.push(RegDecl {
+                name: name.clone(),
+                ty,
+            });
+            self.declare(name, Name::Reg(first), span);
+            return;
+        }
+        for (k, names) in VECTOR_ELEMENTS[..vec as usize].iter().enumerate() {
+            let element = RegId(first.0 + k as u32);
+            func.regs.push(RegDecl {
+                name: format!("{name}.{}", names[0]),
+                ty,
+            });
+            for n in names {
+                self.declare(format!("{name}.{n}"), Name::Reg(element), span);
+            }
+        }
+        self.declare(name, Name::Vector { first, len: vec }, span);
     }
 }

@@ -49,20 +49,93 @@ pub(super) fn call(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     if callee.kind == FuncKind::Entry {
         return err(fop.span, "a kernel (.entry) cannot be called");
     }
-    let check = |list: &[Opnd], params: &[Param], what: &str| -> R<Vec<Operand>> {
-        if list.len() != params.len() {
+    let header = &cx.fb.mb.headers[func.0 as usize];
+    // The callee's header did not parse: that error is reported; its parameters are unknown.
+    if header.broken {
+        return Ok(Inst::Call {
+            uni,
+            func,
+            rets: Vec::new(),
+            args: Vec::new(),
+        });
+    }
+    // One operand per declared parameter; a vector register parameter (`.reg .v2 .u32 q`)
+    // is `widths[i]` entries of `params`, and takes a whole vector register.
+    let check = |list: &[Opnd], params: &[Param], widths: &[u8], what: &str| -> R<Vec<Operand>> {
+        if list.len() != widths.len() {
             return err(
                 fop.span,
                 format!(
                     "`{}` takes {} {what}, the call passes {}",
                     callee.name,
-                    params.len(),
+                    widths.len(),
                     list.len()
                 ),
             );
         }
         let mut out = Vec::new();
-        for (o, p) in list.iter().zip(params) {
+        let mut at = 0;
+        for (i, (o, &width)) in list.iter().zip(widths).enumerate() {
+            let p = &params[at];
+            at += width as usize;
+            if width > 1 {
+                let ty = callee.param_type(p);
+                let name = callee.param_name(p);
+                let name = name.strip_suffix(".x").unwrap_or(name);
+                // ptxas: a vector register of as many elements, each as wide as the
+                // parameter's (of any kind).
+                let parts = match o.raw {
+                    Raw::VecReg { len, .. } if len == width => cx.vector_parts(o).unwrap(),
+                    _ => {
+                        return err(
+                            o.span,
+                            format!(
+                                "`{name}` is a .v{width} {ty} register: pass a .v{width} vector register"
+                            ),
+                        );
+                    }
+                };
+                for part in parts {
+                    if let Operand::Reg(r) = part
+                        && cx.reg_ty(r).bits() != ty.bits()
+                    {
+                        return err(
+                            o.span,
+                            format!(
+                                "`{}` has type {}, which does not fit the {ty} elements of `{name}`",
+                                cx.func.reg(r).name,
+                                cx.reg_ty(r)
+                            ),
+                        );
+                    }
+                    out.push(part);
+                }
+                continue;
+            }
+            if what == "arguments" && cx.fb.mb.headers[func.0 as usize].vector_arrays[i] {
+                // ptxas: "Type of argument does not match formal parameter", whatever the
+                // argument.
+                return err(
+                    o.span,
+                    format!(
+                        "`{}` is a .param array of vectors, which ptxas takes no argument for",
+                        callee.param_name(p)
+                    ),
+                );
+            }
+            // ptxas reads no `%v.x` in a call (a syntax error): element registers alone
+            // have a `.` in their names.
+            if let Raw::Op(Operand::Reg(r)) = o.raw
+                && cx.func.reg(r).name.contains('.')
+            {
+                return err(
+                    o.span,
+                    format!(
+                        "a vector element (`{}`) cannot be a call operand",
+                        cx.func.reg(r).name
+                    ),
+                );
+            }
             let size = callee.param_size(p);
             match &o.raw {
                 Raw::Op(Operand::Var(v @ VarId::Function(i))) => {
@@ -100,8 +173,8 @@ pub(super) fn call(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         }
         Ok(out)
     };
-    let rets = check(&rets, &callee.rets, "return values")?;
-    let args = check(&args, &callee.params, "arguments")?;
+    let rets = check(&rets, &callee.rets, &header.rets, "return values")?;
+    let args = check(&args, &callee.params, &header.params, "arguments")?;
     Ok(Inst::Call {
         uni,
         func,

@@ -7,14 +7,26 @@ use crate::ast::*;
 
 pub(super) fn mov(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     use Type::*;
+    let vec = cx.pick(|m| match m {
+        "v2" => Some(2usize),
+        "v4" => Some(4),
+        _ => None,
+    })?;
     let ty = cx.one_type(&[Pred, B16, B32, B64, U16, U32, U64, S16, S32, S64, F32, F64])?;
     cx.count(ops, 2)?;
     let (d, a) = (&ops[0], &ops[1]);
-    // Packing and unpacking: mov.b64 {lo, hi}, %rd  /  mov.b64 %rd, {lo, hi}.
-    let vec_len = |o: &Opnd| match &o.raw {
-        Raw::Op(Operand::Vector(v)) => Some(v.len()),
-        _ => None,
-    };
+    if let Some(n) = vec {
+        return mov_vector(cx, n, ty, d, a);
+    }
+    // Packing and unpacking: mov.b64 {lo, hi}, %rd  /  mov.b64 %rd, {lo, hi} (or a whole
+    // vector register in place of the braces).
+    let vec_len = |o: &Opnd| cx.vector_parts(o).map(|v| v.len());
+    if let (Some(_), Some(_)) = (vec_len(d), vec_len(a)) {
+        return err(
+            cx.head,
+            "a move from vector to vector needs .v2 or .v4 (`mov.v2.u32`)",
+        );
+    }
     if let Some(n) = vec_len(d).or(vec_len(a)) {
         if ty.kind() != TypeKind::Bits || !(n == 2 || (n == 4 && ty.bits() >= 32)) {
             return err(
@@ -74,6 +86,128 @@ pub(super) fn mov(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         _ => cx.src(a, ty)?,
     };
     Ok(Inst::Mov { ty, d, a })
+}
+
+/// `mov.v2.u32 d, a` / `mov.v4.f32 d, a`: each element of vector `a` (a vector register, or
+/// `{…}` of registers and immediates) to the same element of `d` (a vector register, or `{…}`
+/// of registers and sinks), all at once. ptxas's rules, which differ from a scalar `mov`'s:
+/// every element as wide as the type; an integer type takes no float register, a float or
+/// bit-size type any register; a `{…}` source holds no float beside a signed or unsigned
+/// register; a destination is not all sinks.
+///
+/// The AST has scalar moves only: this becomes one `mov` per element, in order, after
+/// copies of the sources that an earlier move would overwrite (`{%a, %b}, {%b, %a}`).
+fn mov_vector(cx: &mut Cx, n: usize, ty: Type, d: &Opnd, a: &Opnd) -> R<Inst> {
+    if ty == Type::Pred {
+        return err(cx.head, "`mov.v2`/`.v4` does not take .pred");
+    }
+    if ty.bits() as usize * n > 128 {
+        return err(cx.head, format!(".v{n} of {ty} is wider than 128 bits"));
+    }
+    let (Some(dp), Some(ap)) = (cx.vector_parts(d), cx.vector_parts(a)) else {
+        let o = if cx.vector_parts(d).is_none() { d } else { a };
+        return err(o.span, format!("`mov.v{n}` moves a vector to a vector"));
+    };
+    let fits = |r: RegId| {
+        let rt = cx.reg_ty(r);
+        rt.bits() == ty.bits()
+            && rt != Type::Pred
+            && !(matches!(ty.kind(), TypeKind::Unsigned | TypeKind::Signed) && rt.is_float())
+    };
+    for (o, parts, is_dst) in [(d, &dp, true), (a, &ap, false)] {
+        if parts.len() != n {
+            return err(
+                o.span,
+                format!("expected a vector of {n} elements, found {}", parts.len()),
+            );
+        }
+        for p in parts.iter() {
+            match p {
+                Operand::Reg(r) if !fits(*r) => {
+                    return err(
+                        o.span,
+                        format!(
+                            "vector element `{}` has type {}, which does not fit {ty}",
+                            cx.func.reg(*r).name,
+                            cx.reg_ty(*r)
+                        ),
+                    );
+                }
+                Operand::Imm(_) if is_dst => {
+                    return err(o.span, "an immediate cannot be a destination");
+                }
+                Operand::Imm(imm) => super::check_imm(*imm, ty).or_else(|m| err(o.span, m))?,
+                Operand::Sink if !is_dst => return err(o.span, "`_` cannot be a source"),
+                _ => {}
+            }
+        }
+    }
+    // ptxas: "Vector with elements of different types are not allowed in mov instruction"
+    // for floats beside unsigned or signed integers (bit-size registers go with either).
+    let kinds: Vec<TypeKind> = ap
+        .iter()
+        .filter_map(|p| match p {
+            Operand::Reg(r) => Some(cx.reg_ty(*r).kind()),
+            _ => None,
+        })
+        .collect();
+    if kinds.contains(&TypeKind::Float)
+        && kinds
+            .iter()
+            .any(|k| matches!(k, TypeKind::Unsigned | TypeKind::Signed))
+    {
+        return err(
+            a.span,
+            "a `mov` vector cannot hold both float and signed or unsigned registers",
+        );
+    }
+    // ptxas: "Unable to infer type of vector elements".
+    if dp.iter().all(|p| matches!(p, Operand::Sink)) {
+        return err(
+            d.span,
+            "a `mov` vector needs a register among its destinations",
+        );
+    }
+    // Element moves as bit-size moves of the element's width: the bits go unchanged.
+    let bty = match ty.bits() {
+        16 => Type::B16,
+        32 => Type::B32,
+        _ => Type::B64,
+    };
+    let writes = |p: &Operand, r: RegId| matches!(p, Operand::Reg(w) if *w == r);
+    // A source that an earlier element's move overwrites is copied first.
+    let mut src = ap.clone();
+    for (j, s) in ap.iter().enumerate() {
+        if let Operand::Reg(r) = s
+            && dp[..j].iter().any(|p| writes(p, *r))
+        {
+            let tmp = cx.temp(bty, format!("{}.copy", cx.func.reg(*r).name));
+            cx.pre.borrow_mut().push(Inst::Mov {
+                ty: bty,
+                d: Operand::Reg(tmp),
+                a: Operand::Reg(*r),
+            });
+            src[j] = Operand::Reg(tmp);
+        }
+    }
+    let mut moves: Vec<Inst> = dp
+        .iter()
+        .zip(src)
+        .filter(|(d, _)| !matches!(d, Operand::Sink))
+        .map(|(d, a)| Inst::Mov {
+            // An immediate as the instruction types it (`1.0` in `mov.v2.f32` is an f32).
+            ty: if matches!(a, Operand::Imm(_)) {
+                ty
+            } else {
+                bty
+            },
+            d: d.clone(),
+            a,
+        })
+        .collect();
+    let last = moves.pop().expect("a destination that is not a sink");
+    cx.pre.borrow_mut().extend(moves);
+    Ok(last)
 }
 
 pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {

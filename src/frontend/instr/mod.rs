@@ -22,10 +22,11 @@ mod memory;
 mod sync;
 mod video;
 
-use super::{FnBuilder, Name, Rule, literal, span_of};
+use super::{FnBuilder, Name, Rule, VECTOR_ELEMENTS, literal, span_of};
 use crate::ast::*;
 use crate::frontend::Diagnostic;
 use pest::iterators::Pair;
+use std::cell::RefCell;
 
 /// An operand as written, resolved, with its span.
 #[derive(Clone, Debug)]
@@ -44,6 +45,14 @@ pub(crate) enum Raw {
         by: i64,
         index: bool,
     },
+    /// A whole vector register (`%v` of `.reg .v4 .f32 %v`): its element registers `first`,
+    /// `first + 1`, …, as `ld`, `st`, `mov` and `call` take it.
+    VecReg {
+        first: RegId,
+        len: u8,
+    },
+    /// `%r+4`: a register plus a constant (already truncated to 64 bits), as a source value.
+    RegPlus(RegId, i64),
 }
 
 #[derive(Clone, Debug)]
@@ -138,11 +147,46 @@ struct Cx<'c, 'a, 's> {
     head: Span,
     mods: Vec<(&'c str, Span)>,
     used: Vec<bool>,
+    /// Registers this statement needs beyond the function's (a `%r+4` operand's sum, the
+    /// copies a `mov.v2` makes of sources it overwrites): their ids follow the function's.
+    temps: RefCell<Vec<RegDecl>>,
+    /// Instructions that run before the statement's own (the sums of `%r+4` operands, all
+    /// but the last move of a `mov.v2`), under the same guard.
+    pre: RefCell<Vec<Inst>>,
 }
 
 impl Cx<'_, '_, '_> {
     fn reg_ty(&self, r: RegId) -> Type {
-        self.func.reg(r).ty
+        match r.0.checked_sub(self.func.regs.len() as u32) {
+            Some(t) => self.temps.borrow()[t as usize].ty,
+            None => self.func.reg(r).ty,
+        }
+    }
+
+    /// A register of type `ty` for this statement alone; `name` says what it holds.
+    fn temp(&self, ty: Type, name: String) -> RegId {
+        let mut temps = self.temps.borrow_mut();
+        temps.push(RegDecl { name, ty });
+        RegId((self.func.regs.len() + temps.len() - 1) as u32)
+    }
+
+    /// The name of a vector register whose first element is `first`.
+    fn vector_name(&self, first: RegId) -> String {
+        let element = &self.func.reg(first).name;
+        element.strip_suffix(".x").unwrap_or(element).to_string()
+    }
+
+    /// The elements of a vector operand: a `{a, b, ...}` list or a whole vector register.
+    fn vector_parts(&self, o: &Opnd) -> Option<Vec<Operand>> {
+        match &o.raw {
+            Raw::Op(Operand::Vector(parts)) => Some(parts.clone()),
+            Raw::VecReg { first, len } => Some(
+                (0..*len as u32)
+                    .map(|k| Operand::Reg(RegId(first.0 + k)))
+                    .collect(),
+            ),
+            _ => None,
+        }
     }
 
     /// The declaration of a variable an address names.
@@ -296,6 +340,16 @@ impl Cx<'_, '_, '_> {
                     )
                 }
             }
+            Raw::VecReg { first, len } => err(
+                o.span,
+                format!(
+                    "`{}` is a .v{len} vector register; `{}` takes one element (`{}.x`) here",
+                    self.vector_name(*first),
+                    self.opcode,
+                    self.vector_name(*first)
+                ),
+            ),
+            Raw::RegPlus(..) => err(o.span, format!("expected a {ty} register, not a sum")),
             _ => err(o.span, format!("expected a {ty} register")),
         }
     }
@@ -350,6 +404,36 @@ impl Cx<'_, '_, '_> {
                     fit,
                 )?;
                 Ok(Operand::NotPred(*r))
+            }
+            Raw::RegPlus(r, k) => {
+                let as_reg = Opnd {
+                    raw: Raw::Op(Operand::Reg(*r)),
+                    span: o.span,
+                };
+                self.reg_of(&as_reg, ty, fit)?;
+                let rt = self.reg_ty(*r);
+                // ptxas wants an integer constant, and crashes on `%f+1` and `%p+1`.
+                if !(rt.is_int() && rt.bits() >= 16) {
+                    return err(
+                        o.span,
+                        format!(
+                            "`+ constant` needs a 16-, 32- or 64-bit integer register; `{}` is {rt}",
+                            self.func.reg(*r).name
+                        ),
+                    );
+                }
+                // The sum wraps at the register's width (ptxas's `IADD3 R, R, imm`).
+                let tmp = self.temp(rt, format!("{}+{k}", self.func.reg(*r).name));
+                self.pre.borrow_mut().push(Inst::IntBin {
+                    op: IntBinOp::Add,
+                    ty: rt.unsigned(),
+                    sat: false,
+                    carry: Carry::default(),
+                    d: Operand::Reg(tmp),
+                    a: Operand::Reg(*r),
+                    b: Operand::Imm(Imm::Int((*k as u64 & rt.mask()) as i128)),
+                });
+                Ok(Operand::Reg(tmp))
             }
             _ => Ok(Operand::Reg(self.reg_of(o, ty, fit)?)),
         }
@@ -409,12 +493,15 @@ impl Cx<'_, '_, '_> {
     /// `{a, b, ...}` with `n` elements of type `ty`: registers, and immediates in a source
     /// (`is_dst` false) or sinks in a destination.
     fn vector(&self, o: &Opnd, n: usize, ty: Type, fit: Fit, is_dst: bool) -> R<Operand> {
-        match &o.raw {
-            Raw::Op(Operand::Vector(parts)) => {
+        match self.vector_parts(o) {
+            Some(parts) => {
                 if parts.len() != n {
-                    return err(o.span, format!("expected a vector of {n} elements"));
+                    return err(
+                        o.span,
+                        format!("expected a vector of {n} elements, found {}", parts.len()),
+                    );
                 }
-                for p in parts {
+                for p in &parts {
                     match p {
                         Operand::Reg(r) => {
                             let rt = self.reg_ty(*r);
@@ -436,9 +523,9 @@ impl Cx<'_, '_, '_> {
                         _ => {}
                     }
                 }
-                Ok(Operand::Vector(parts.clone()))
+                Ok(Operand::Vector(parts))
             }
-            _ => err(o.span, format!("expected a vector of {n} elements")),
+            None => err(o.span, format!("expected a vector of {n} elements")),
         }
     }
 }
@@ -450,6 +537,14 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
     let reg = |p: &Pair<Rule>| -> R<RegId> {
         match fb.lookup(p.as_str()) {
             Some(Name::Reg(r)) => Ok(r),
+            Some(Name::Vector { .. }) => err(
+                span_of(p),
+                format!(
+                    "`{}` is a vector register; name one element (`{}.x`)",
+                    p.as_str(),
+                    p.as_str()
+                ),
+            ),
             _ => err(span_of(p), format!("undefined register `{}`", p.as_str())),
         }
     };
@@ -465,6 +560,14 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
                             return err(span_of(&e), format!("invalid literal `{}`", e.as_str()));
                         }
                     },
+                    // `%r`, or a vector register's element `%v.x`.
+                    Rule::reg_sel => {
+                        let es = span_of(&e);
+                        match operand_reg_sel(fb, e)? {
+                            Operand::Reg(r) => Operand::Reg(r),
+                            _ => return err(es, "a vector element must be a register"),
+                        }
+                    }
                     _ => Operand::Reg(reg(&e)?),
                 });
             }
@@ -480,6 +583,15 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
                         base = match fb.lookup(b.as_str()) {
                             Some(Name::Reg(r)) => AddrBase::Reg(r),
                             Some(Name::Var(v)) => AddrBase::Var(v),
+                            Some(Name::Vector { .. }) => {
+                                return err(
+                                    span_of(&b),
+                                    format!(
+                                        "`{}` is a vector register; an address needs a scalar one",
+                                        b.as_str()
+                                    ),
+                                );
+                            }
                             None => {
                                 return err(
                                     span_of(&b),
@@ -530,7 +642,26 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
             Some(imm) => Raw::Op(Operand::Imm(imm)),
             None => return err(span, format!("invalid literal `{}`", inner.as_str())),
         },
-        Rule::reg_sel => Raw::Op(operand_reg_sel(fb, inner)?),
+        Rule::reg_plus => {
+            let mut it = inner.into_inner();
+            let name = it.next().unwrap();
+            let r = reg(&name)?;
+            let mut sum = 0i128;
+            for lit in it {
+                let v = literal::parse_int(lit.as_str())
+                    .filter(|v| (i64::MIN as i128..=u64::MAX as i128).contains(v))
+                    .ok_or_else(|| Diagnostic::new(span_of(&lit), "constant out of range"))?;
+                sum = sum.wrapping_add(v);
+            }
+            Raw::RegPlus(r, sum as i64)
+        }
+        Rule::reg_sel => {
+            let name = inner.clone().into_inner().next().unwrap();
+            match (fb.lookup(name.as_str()), name.as_str() == inner.as_str()) {
+                (Some(Name::Vector { first, len }), true) => Raw::VecReg { first, len },
+                _ => Raw::Op(operand_reg_sel(fb, inner)?),
+            }
+        }
         Rule::sink => Raw::Op(Operand::Sink),
         Rule::var_plus => {
             let mut it = inner.into_inner();
@@ -545,6 +676,8 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
                 .ok_or_else(|| Diagnostic::new(span_of(&lit), "offset out of range"))?;
             match fb.lookup(name.as_str()) {
                 Some(Name::Var(var)) => Raw::VarPlus { var, by, index },
+                // `r+4` for a register declared without `%`.
+                Some(Name::Reg(r)) if !index => Raw::RegPlus(r, by),
                 _ => {
                     return err(
                         span_of(&name),
@@ -558,6 +691,7 @@ fn operand(fb: &FnBuilder, pair: Pair<Rule>) -> R<Opnd> {
             match fb.lookup(name) {
                 Some(Name::Reg(r)) => Raw::Op(Operand::Reg(r)),
                 Some(Name::Var(v)) => Raw::Op(Operand::Var(v)),
+                Some(Name::Vector { first, len }) => Raw::VecReg { first, len },
                 // PTX's one predefined identifier: the warp size.
                 None if name == "WARP_SZ" => Raw::Op(Operand::Imm(Imm::Int(32))),
                 None => {
@@ -582,6 +716,34 @@ fn operand_reg_sel(fb: &FnBuilder, p: Pair<Rule>) -> R<Operand> {
     let mut it = p.into_inner();
     let name = it.next().unwrap();
     let comp = it.next().map(|c| c.as_str());
+    if let Some(Name::Vector { first, len }) = fb.lookup(name.as_str()) {
+        let Some(c) = comp else {
+            return err(
+                span,
+                format!(
+                    "`{}` is a vector register; name one element (`{}.x`)",
+                    name.as_str(),
+                    name.as_str()
+                ),
+            );
+        };
+        return match VECTOR_ELEMENTS.iter().position(|names| names.contains(&c)) {
+            Some(k) if k < len as usize => Ok(Operand::Reg(RegId(first.0 + k as u32))),
+            // ptxas takes `.z` and `.w` of a .v2 register without complaint, but as no
+            // register of its own (a write to `.w` may change `.z`): refused here.
+            Some(_) => err(
+                span,
+                format!(
+                    "`{}` is a .v{len} register: it has no element `.{c}`",
+                    name.as_str()
+                ),
+            ),
+            None => err(
+                span,
+                format!("unknown vector element `.{c}` (elements are .x .y .z .w or .r .g .b .a)"),
+            ),
+        };
+    }
     if let Some(Name::Reg(r)) = fb.lookup(name.as_str()) {
         return match comp {
             None => Ok(Operand::Reg(r)),
@@ -623,25 +785,40 @@ fn operand_reg_sel(fb: &FnBuilder, p: Pair<Rule>) -> R<Operand> {
     )
 }
 
-/// Builds one instruction; reports problems and returns `None` on error.
-pub(crate) fn build(fb: &mut FnBuilder, func: &Function, pair: Pair<Rule>) -> Option<Instruction> {
+/// Builds one statement: usually one instruction, more where the statement needs steps
+/// before its own (the sum of a `%r+4` operand, the element moves of a `mov.v2`), all under
+/// its guard and at its location. Returns them and the registers they add to the function
+/// (ids from `func.regs.len()` on); reports problems and returns nothing on error.
+pub(crate) fn build(
+    fb: &mut FnBuilder,
+    func: &Function,
+    pair: Pair<Rule>,
+) -> (Vec<Instruction>, Vec<RegDecl>) {
     let span = span_of(&pair);
     let line = fb.line_of(span.start);
     match build_inner(fb, func, pair) {
-        Ok((guard, inst)) => Some(Instruction {
-            guard,
-            inst,
-            span,
-            line,
-        }),
+        Ok((guard, insts, temps)) => {
+            let insts = insts
+                .into_iter()
+                .map(|inst| Instruction {
+                    guard,
+                    inst,
+                    span,
+                    line,
+                })
+                .collect();
+            (insts, temps)
+        }
         Err(d) => {
             fb.report(d);
-            None
+            (Vec::new(), Vec::new())
         }
     }
 }
 
-fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<(Option<Guard>, Inst)> {
+type Built = (Option<Guard>, Vec<Inst>, Vec<RegDecl>);
+
+fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<Built> {
     let mut guard = None;
     let mut head = None;
     let mut ops = Vec::new();
@@ -690,11 +867,59 @@ fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<(Option<G
         head: head_span,
         mods,
         used,
+        temps: RefCell::new(Vec::new()),
+        pre: RefCell::new(Vec::new()),
     };
+    // ptxas reads `%r+4` as a value wherever a source register goes, but in a call's
+    // operand lists and in the video instructions (a syntax error on every target).
+    let listed = ops.iter().flat_map(|o| match &o.raw {
+        Raw::List(l) => l.iter().collect(),
+        _ => vec![o],
+    });
+    if REG_PLUS_REFUSED.contains(&cx.opcode)
+        && let Some(o) = listed
+            .into_iter()
+            .find(|o| matches!(o.raw, Raw::RegPlus(..)))
+    {
+        return err(
+            o.span,
+            format!("`{}` does not take a register plus a constant", cx.opcode),
+        );
+    }
     let inst = opcode(&mut cx, &ops, span_of(&opcode_pair))?;
     cx.finish()?;
-    Ok((guard, inst))
+    let mut insts = cx.pre.into_inner();
+    insts.push(inst);
+    Ok((guard, insts, cx.temps.into_inner()))
 }
+
+/// Instructions whose operands cannot be `%r+4` (ptxas: a syntax error).
+const REG_PLUS_REFUSED: &[&str] = &[
+    "call",
+    "vadd",
+    "vsub",
+    "vabsdiff",
+    "vmin",
+    "vmax",
+    "vshl",
+    "vshr",
+    "vset",
+    "vmad",
+    "vadd2",
+    "vsub2",
+    "vavrg2",
+    "vabsdiff2",
+    "vmin2",
+    "vmax2",
+    "vset2",
+    "vadd4",
+    "vsub4",
+    "vavrg4",
+    "vabsdiff4",
+    "vmin4",
+    "vmax4",
+    "vset4",
+];
 
 /// Every opcode [`opcode`] dispatches; any other is an unsupported instruction (and the
 /// statement-level recovery in `frontend::parse` reads this list too).

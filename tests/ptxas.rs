@@ -142,6 +142,12 @@ fn malformed_forms_are_rejected_by_both() {
         "mov.f16 %h, %g;",
         "selp.f16 %h, %g, %h, %p;",
         "atom.global.add.f16 %h, [%rd], %g;",
+        // ld/st register kinds: an integer type refuses a float register, a float type
+        // another float type's.
+        "ld.global.u32 %f, [%rd];",
+        "st.global.s32 [%rd], %f;",
+        "ld.global.f32 %fd, [%rd];",
+        "st.global.f32 [%rd], %fd;",
         "atom.global.add.noftz.f32 %f, [%rd], %f;",
         "atom.global.exch.b16 %h, [%rd], %g;",
         // Vector registers: elements, sizes, whole registers where ptxas takes them.

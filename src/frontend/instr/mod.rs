@@ -109,9 +109,9 @@ enum Fit {
     Exact,
     /// As `Exact`, but an integer operand may sit in a wider register (cvt).
     Wider,
-    /// A register at least as wide as the type, of any kind: ptxas's rule for the value of
-    /// `ld` and `st` (`ld.global.f32 %rd` loads into the low bits, `st.b32 [a], %fd` stores
-    /// the register's low bits).
+    /// A register at least as wide as the type, of a kind ptxas takes: its rule for the
+    /// value of `ld` and `st` (`ld.global.f32 %rd` loads into the low bits, `st.b32 [a], %fd`
+    /// stores the register's low bits; `ld.u32 %f` and `st.f32 [a], %fd` are refused).
     Memory,
 }
 
@@ -120,7 +120,16 @@ fn reg_fits(reg: Type, ty: Type, fit: Fit) -> bool {
         return reg == ty;
     }
     if fit == Fit::Memory {
-        return reg.bits() >= ty.bits();
+        // As ptxas 12.9 has it: a bit-size type moves any register's bits; an integer type
+        // refuses float registers (but an .f16x2 one); a float type takes a bit-size
+        // register or one of its own type.
+        let kinds_ok = match ty.kind() {
+            TypeKind::Bits => true,
+            TypeKind::Unsigned | TypeKind::Signed => !reg.is_float() || reg == Type::F16x2,
+            TypeKind::Float => reg == ty || reg.kind() == TypeKind::Bits,
+            TypeKind::Pred => unreachable!("handled above"),
+        };
+        return reg.bits() >= ty.bits() && kinds_ok;
     }
     let kinds_ok = match ty.kind() {
         TypeKind::Bits => true,

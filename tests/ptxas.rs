@@ -293,3 +293,29 @@ fn forms_ptxas_accepts_are_accepted() {
         }
     }
 }
+
+#[test]
+fn a_call_before_the_declaration_is_rejected_by_both() {
+    let Some(ptxas) = ptxas::require("a_call_before_the_declaration_is_rejected_by_both") else {
+        return;
+    };
+    let callee = ".func (.param .b32 r) g(.param .b32 a)\n{\n  .reg .b32 %x;\n  \
+                  ld.param.b32 %x, [a];\n  st.param.b32 [r], %x;\n  ret;\n}\n";
+    let kernel = ".visible .entry k()\n{\n  .reg .b32 %r;\n  call (%r), g, (5);\n  ret;\n}\n";
+    let header = ".version 8.3\n.target sm_80\n.address_size 64\n";
+    let prototype = ".func (.param .b32 r) g(.param .b32 a);\n";
+    let late = format!("{header}{kernel}{callee}");
+    assert!(
+        assemble(&ptxas, &late, "sm_80", "late").is_err(),
+        "ptxas takes a late callee"
+    );
+    let e = Module::parse(&late).expect_err("late callee").to_string();
+    assert!(
+        e.contains("before it is declared") && e.contains("<input>:7:"),
+        "{e}"
+    );
+    // A prototype above the caller is enough for both.
+    let declared = format!("{header}{prototype}{kernel}{callee}");
+    assemble(&ptxas, &declared, "sm_80", "declared").unwrap();
+    Module::parse(&declared).unwrap();
+}

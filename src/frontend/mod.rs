@@ -352,6 +352,9 @@ pub(crate) struct Header {
     /// The header had a syntax error: its body is not checked, and calls of it are not
     /// checked against its parameters (each would repeat that one error).
     pub(crate) broken: bool,
+    /// Where the function is first declared (a prototype's start, else its definition's):
+    /// calls before that point are errors, as in ptxas.
+    pub(crate) declared_at: usize,
 }
 
 struct ModuleBuilder<'s> {
@@ -447,6 +450,7 @@ impl<'s> ModuleBuilder<'s> {
                         .skipped
                         .iter()
                         .any(|(_, r)| r.start >= func.span.start && r.end <= head_end);
+                    header.declared_at = func.span.start;
                     match self.funcs.get(&func.name).copied() {
                         Some(id) => {
                             let prev = &mut module.functions[id.0 as usize];
@@ -457,6 +461,7 @@ impl<'s> ModuleBuilder<'s> {
                                 );
                             } else if body.is_some() {
                                 *prev = func;
+                                header.declared_at = self.headers[id.0 as usize].declared_at;
                                 self.headers[id.0 as usize] = header;
                                 bodies.push((id, body.unwrap()));
                             }

@@ -49,6 +49,16 @@ pub(super) fn call(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     if callee.kind == FuncKind::Entry {
         return err(fop.span, "a kernel (.entry) cannot be called");
     }
+    // As ptxas: a function is called after its declaration (a prototype will do).
+    if cx.fb.mb.headers[func.0 as usize].declared_at > fop.span.start {
+        return err(
+            fop.span,
+            format!(
+                "`{}` is called before it is declared; declare it (a prototype will do) above",
+                callee.name
+            ),
+        );
+    }
     let header = &cx.fb.mb.headers[func.0 as usize];
     // The callee's header did not parse: that error is reported; its parameters are unknown.
     if header.broken {

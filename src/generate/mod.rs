@@ -344,7 +344,7 @@ fn register_decls() -> String {
     format!(
         "  .reg .b32 %r<{R}>;\n  .reg .b64 %rd<{RD}>;\n  .reg .f32 %f<{F}>;\n  .reg .f64 %fd<{FD}>;\n  \
          .reg .pred %p<{P}>;\n  .reg .u64 %in, %out, %t64;\n  .reg .u32 %t, %n, %lc;\n  .reg .pred %lp;\n  \
-         .local .align 8 .b8 loc[{LOCAL}];\n"
+         .reg .v2 .b32 %v<2>;\n  .local .align 8 .b8 loc[{LOCAL}];\n"
     )
 }
 
@@ -1307,12 +1307,46 @@ impl Gen<'_> {
     }
 
     fn moves(&mut self) {
-        let text = match self.rng.below(4) {
+        let text = match self.rng.below(6) {
             0 => format!("mov.b64 {{{}, {}}}, {};", self.r(), self.r(), self.rd()),
             1 => format!("mov.b64 {}, {{{}, {}}};", self.rd(), self.r(), self.r()),
             2 => format!("mov.u32 {}, %tid.x;", self.r()),
-            _ => format!("mov.b32 {}, {};", self.f(), self.r()),
+            3 => format!("mov.b32 {}, {};", self.f(), self.r()),
+            4 => self.vector(),
+            _ => {
+                // A register plus a constant as a source (the constant truncated to 32 bits,
+                // the sum wrapping).
+                let k = self.rng.below(1 << 33);
+                format!("add.u32 {}, {}+{k}, {};", self.r(), self.r(), self.r())
+            }
         };
         self.emit(text);
+    }
+
+    /// Vector registers (`%v0 %v1`, `.v2 .b32`): elements as scalars, whole registers in
+    /// packing, unpacking and `mov.v2`.
+    fn vector(&mut self) -> String {
+        let v = format!("%v{}", self.rng.below(2));
+        let e = |rng: &mut Rng| *rng.pick(&[".x", ".y", ".r", ".g"]);
+        match self.rng.below(5) {
+            0 => {
+                let (a, b) = (self.r(), self.r());
+                format!("add.u32 {v}{}, {a}, {b};", e(self.rng))
+            }
+            1 => {
+                let (d, a) = (self.r(), self.r());
+                format!("xor.b32 {d}, {v}{}, {a};", e(self.rng))
+            }
+            2 => format!("mov.b64 {}, {v};", self.rd()),
+            3 => format!("mov.b64 {v}, {};", self.rd()),
+            _ => {
+                let (a, b) = (self.r(), self.r());
+                if self.rng.chance(50) {
+                    format!("mov.v2.b32 {v}, {{{a}, {b}}};")
+                } else {
+                    format!("mov.v2.b32 {v}, %v{};", self.rng.below(2))
+                }
+            }
+        }
     }
 }

@@ -153,8 +153,9 @@ impl Format {
     }
 }
 
+/// 2^e, exactly (e within f64's normal exponents, as every use here is).
 fn pow2(e: i32) -> f64 {
-    2f64.powi(e)
+    f64::from_bits(((e + 1023) as u64) << 52)
 }
 
 /// `a + b` as the rounded sum and its exact error (Knuth's TwoSum): s + e = a + b exactly
@@ -180,20 +181,14 @@ fn round_to_odd(s: f64, e: f64) -> f64 {
     f64::from_bits(if away_from_zero { bits + 1 } else { bits - 1 })
 }
 
-/// Splits a value of `ty` into its elements (one, or the low and high halves of a pair).
-fn elements(ty: Type, v: u64) -> Vec<u16> {
-    if ty.bits() == 32 {
-        vec![v as u16, (v >> 16) as u16]
-    } else {
-        vec![v as u16]
-    }
+/// How many 16-bit elements a value of `ty` holds: two for a pair, else one.
+fn lanes(ty: Type) -> usize {
+    if ty.bits() == 32 { 2 } else { 1 }
 }
 
-fn pack(parts: &[u16]) -> u64 {
-    parts
-        .iter()
-        .enumerate()
-        .fold(0, |acc, (i, &p)| acc | (p as u64) << (16 * i))
+/// Element `i` of a value (element 0 in the low bits).
+fn element(v: u64, i: usize) -> u16 {
+    (v >> (16 * i)) as u16
 }
 
 /// Runs `op` on its sources (the low bits of u64s at [`HalfOp::src_types`]): (d, p).
@@ -214,21 +209,19 @@ pub fn compute(op: HalfOp, s: [u64; 4]) -> (u64, bool) {
             xorsign,
         } => {
             let fmt = Format::of(ty);
-            let (a, b, c) = (elements(ty, s[0]), elements(ty, s[1]), elements(ty, s[2]));
-            let parts: Vec<u16> = (0..a.len())
-                .map(|i| {
-                    let mods = Mods {
-                        ftz,
-                        sat,
-                        relu,
-                        nan,
-                        xorsign,
-                    };
-                    let pick = |v: &[u16]| v.get(i).copied().unwrap_or(0);
-                    arith(f, fmt, mods, a[i], pick(&b), pick(&c))
-                })
-                .collect();
-            (pack(&parts), false)
+            let mods = Mods {
+                ftz,
+                sat,
+                relu,
+                nan,
+                xorsign,
+            };
+            let d = (0..lanes(ty)).fold(0, |d, i| {
+                let e = |v: u64| element(v, i);
+                let r = arith(f, fmt, mods, e(s[0]), e(s[1]), e(s[2]));
+                d | (r as u64) << (16 * i)
+            });
+            (d, false)
         }
         HalfOp::Setp {
             cmp,
@@ -238,7 +231,7 @@ pub fn compute(op: HalfOp, s: [u64; 4]) -> (u64, bool) {
         } => {
             let t = compare_halves(cmp, ty, ftz, s[0], s[1]);
             let c = s[2] != 0;
-            if t.len() == 2 {
+            if lanes(ty) == 2 {
                 // p from the low halves, q from the high halves.
                 (combine(op, t[0], c).0 as u64, combine(op, t[1], c).0)
             } else {
@@ -253,14 +246,14 @@ pub fn compute(op: HalfOp, s: [u64; 4]) -> (u64, bool) {
             dty,
             sty,
         } => {
-            let t = if sty.is_half() {
-                compare_halves(cmp, sty, ftz, s[0], s[1])
+            let (t, n) = if sty.is_half() {
+                (compare_halves(cmp, sty, ftz, s[0], s[1]), lanes(sty))
             } else {
-                vec![compare(cmp, sty, ftz, s[0], s[1])]
+                ([compare(cmp, sty, ftz, s[0], s[1]), false], 1)
             };
             let c = s[2] != 0;
-            let parts: Vec<u64> = t.iter().map(|&t| combine(op, t, c).0 as u64).collect();
-            (set_result(dty, &parts), false)
+            let parts = t.map(|t| combine(op, t, c).0 as u64);
+            (set_result(dty, &parts[..n]), false)
         }
         HalfOp::Cvt {
             dty,
@@ -385,15 +378,15 @@ fn total_order(h: u16) -> i32 {
     }
 }
 
-/// The comparisons of one or two pairs of halves (`.ftz` flushes subnormals first).
-fn compare_halves(cmp: CmpOp, ty: Type, ftz: bool, a: u64, b: u64) -> Vec<bool> {
+/// The comparisons of one or two pairs of halves (`.ftz` flushes subnormals first); a
+/// single half's is element 0.
+fn compare_halves(cmp: CmpOp, ty: Type, ftz: bool, a: u64, b: u64) -> [bool; 2] {
     let fmt = Format::of(ty);
-    let flush = |h: u16| if ftz { fmt.flush(h) } else { h };
-    elements(ty, a)
-        .into_iter()
-        .zip(elements(ty, b))
-        .map(|(x, y)| compare_floats(cmp, fmt.to_f64(flush(x)), fmt.to_f64(flush(y))))
-        .collect()
+    let value = |v: u64, i: usize| {
+        let h = element(v, i);
+        fmt.to_f64(if ftz { fmt.flush(h) } else { h })
+    };
+    [0, 1].map(|i| i < lanes(ty) && compare_floats(cmp, value(a, i), value(b, i)))
 }
 
 /// `set`'s destination (9.7.6.1, 9.7.7.1): true is 1.0 in a float or half type and all
@@ -558,10 +551,19 @@ pub mod code {
         }
     }
 
-    fn rounding_all() -> Vec<CvtRounding> {
-        let f = Rounding::ALL.iter().map(|r| CvtRounding::Float(*r));
-        let i = IntRounding::ALL.iter().map(|r| CvtRounding::Int(*r));
-        f.chain(i).collect()
+    /// Every `cvt` rounding, float ones first.
+    fn rounding_all() -> [CvtRounding; 8] {
+        use CvtRounding::{Float, Int};
+        [
+            Float(Rounding::Rn),
+            Float(Rounding::Rz),
+            Float(Rounding::Rm),
+            Float(Rounding::Rp),
+            Int(IntRounding::Rni),
+            Int(IntRounding::Rzi),
+            Int(IntRounding::Rmi),
+            Int(IntRounding::Rpi),
+        ]
     }
 
     pub fn encode(op: HalfOp) -> u64 {

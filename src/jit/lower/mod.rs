@@ -9,6 +9,7 @@ mod atomic;
 mod bits;
 mod convert;
 mod float;
+mod fold;
 mod int;
 mod lanes;
 mod memory;
@@ -647,7 +648,14 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// An instruction under its guard: a branch around it.
     fn guarded(&mut self, ins: &ast::Instruction, labels: &[Block]) {
+        let known = ins.guard.and_then(|g| {
+            let p = self.b.use_var(self.regs[g.reg.0 as usize]);
+            self.known(p).map(|v| (v != 0) != g.negated)
+        });
         match ins.guard {
+            // A guard known when compiled (a predicate set from constants) needs no branch.
+            Some(_) if known == Some(true) => self.inst(&ins.inst, labels),
+            Some(_) if known == Some(false) && self.step.is_none() => {}
             Some(g) => {
                 let (run, skip) = (self.b.create_block(), self.b.create_block());
                 let p = self.b.use_var(self.regs[g.reg.0 as usize]);
@@ -776,7 +784,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         };
         if ti.bits() > fi.bits() {
             x = if signed {
-                self.b.ins().sextend(ti, x)
+                self.sextend(ti, x)
             } else {
                 self.uextend(ti, x)
             };
@@ -795,7 +803,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let from = self.b.func.dfg.value_type(v);
         if to.bits() > from.bits() {
             if signed {
-                self.b.ins().sextend(to, v)
+                self.sextend(to, v)
             } else {
                 self.uextend(to, v)
             }

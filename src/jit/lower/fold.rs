@@ -258,7 +258,8 @@ impl Lower<'_, '_> {
         let (v, k) = self.shifted_by_const(hi, ir::Opcode::Ishl)?;
         let (w, m) = self.shifted_by_const(lo, ir::Opcode::Ushr)?;
         let bits = self.b.func.dfg.value_type(v).bits() as u64;
-        (v == w && bits >= 16 && k > 0 && k < bits && k + m == bits).then(|| self.b.ins().rotl_imm_s(v, k as i64))
+        (v == w && bits >= 16 && k > 0 && k < bits && k + m == bits)
+            .then(|| self.b.ins().rotl_imm_s(v, k as i64))
     }
 
     /// `umin x, y`, folded when both are known.

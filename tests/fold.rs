@@ -337,3 +337,72 @@ fn constant_comparisons_and_guards_are_decided() {
         "{m:?}"
     );
 }
+
+#[test]
+fn kernel_parameters_are_loaded_once_per_block() {
+    let ptx = format!(
+        "{HEADER}.visible .entry k(.param .u64 out, .param .u32 add)\n{{\n  .reg .b32 %r<4>;\n  \
+         .reg .b64 %rd<4>;\n  ld.param.u64 %rd1, [out];\n  ld.param.u32 %r1, [add];\n  \
+         mov.u32 %r2, %tid.x;\n  add.u32 %r3, %r2, %r1;\n  mul.wide.u32 %rd2, %r2, 4;\n  \
+         add.u64 %rd3, %rd1, %rd2;\n  st.global.u32 [%rd3], %r3;\n  ret;\n}}\n"
+    );
+    for checked in [false, true] {
+        let options = JitOptions {
+            emit: Emit::Clif,
+            checked,
+            lanes: false,
+            ..JitOptions::default()
+        };
+        let jit = jit_with(&ptx, options);
+        let clif = code_of(&jit.listing, "k");
+        // The entry block (block0) loads the parameters through the parameter block's
+        // address; no later block (the thread loop) loads through that address again.
+        let (_, from_entry) = clif
+            .split_once("block0")
+            .unwrap_or_else(|| panic!("{clif}"));
+        let (entry, rest) = from_entry
+            .split_once("\n\nblock")
+            .unwrap_or_else(|| panic!("{clif}"));
+        let address = |line: &str| -> Option<String> {
+            let (_, operands) = line.split_once("load")?;
+            let last = operands.split_whitespace().last()?;
+            Some(last.split('+').next()?.to_string())
+        };
+        let bases: Vec<String> = entry
+            .lines()
+            .filter_map(address)
+            .filter(|a| a != "v0")
+            .collect();
+        assert!(
+            !bases.is_empty(),
+            "checked={checked}: no parameter load in the entry\n{clif}"
+        );
+        for line in rest.lines() {
+            if let Some(a) = address(line) {
+                assert!(
+                    !bases.contains(&a),
+                    "checked={checked}: a per-thread parameter load `{line}`\n{clif}"
+                );
+            }
+        }
+    }
+    // And the kernel still computes tid + add for every thread, on every engine.
+    for (name, e) in engines(&ptx) {
+        let mut out = vec![0u8; 4 * 8];
+        e.launch(
+            "k",
+            ptxjit::Dim3::x(1),
+            ptxjit::Dim3::x(8),
+            &mut [
+                ptxjit::Arg::Buffer(&mut out),
+                ptxjit::Arg::Scalar(ptxjit::Value::u32(100)),
+            ],
+        )
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let got: Vec<u32> = out
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, (100..108).collect::<Vec<u32>>(), "{name}");
+    }
+}

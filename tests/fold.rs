@@ -104,7 +104,7 @@ fn cases() -> Vec<(String, Model)> {
         Box::new(|a, _| shl(a, 8) | shr_s(a, 24)),
     ));
     // Multiplications by constants.
-    for c in [0u32, 1, 2, 4, 3, 0x8000_0000, 0xffff_fffc, 12345] {
+    for c in [0u32, 1, 2, 4, 3, 5, 9, 0x8000_0000, 0xffff_fffc, 12345] {
         v.push((
             format!("mul.lo.u32 %d, %a, {c};"),
             Box::new(move |a, _| a.wrapping_mul(c)),
@@ -315,6 +315,10 @@ fn multiplies_by_constants_need_no_memory() {
     ));
     let code = code_of(&listing, "f0");
     assert!(!code.contains("imul") && !code.contains("(%rip)"), "{code}");
+    // By 3, 5 or 9: one lea.
+    let listing = asm(&one_func("mad.lo.u32 %d, %a, 5, 1000;"));
+    let code = code_of(&listing, "f0");
+    assert!(!code.contains("imul") && code.contains("lea"), "{code}");
     // By a small constant: imul with an immediate, not one loaded from memory.
     let listing = asm(&one_func("mul.lo.u32 %d, %a, 12345;"));
     let code = code_of(&listing, "f0");

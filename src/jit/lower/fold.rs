@@ -189,6 +189,11 @@ impl Lower<'_, '_> {
             0 => self.iconst(ty, 0),
             1 => v,
             k if k.is_power_of_two() => self.shift_imm(Shift::Left, v, k.trailing_zeros()),
+            // x + (x << s), which x86 does in one `lea` (1 cycle, where `imul` takes 3).
+            3 | 5 | 9 if ty.bits() >= 32 => {
+                let s = self.shift_imm(Shift::Left, v, (k - 1).trailing_zeros());
+                self.b.ins().iadd(v, s)
+            }
             k => {
                 let c = self.iconst(ty, k);
                 self.b.ins().imul(v, c)

@@ -1,7 +1,7 @@
 //! The benchmark summary: every workload on the JIT (memory checks on and off), the
 //! interpreter and native baselines, measured in one run, in under a minute. Prints a table
 //! of ns per operation with ratios, and one machine-readable line per measurement:
-//! `RESULT workload=<name> impl=<jit|jit-unchecked|interp|rust|num-bigint|gmp|rayon> ns=<float>`
+//! `RESULT workload=<name> impl=<jit|jit-unchecked|interp|rust|num-bigint|gmp|rayon|g++> ns=<float>`
 //! (names like `mul256_u32_kernel`; `interp_mandel` and the other corpus kernels give the
 //! interpreter's ns per PTX instruction, counted by `Interpreter::executed`).
 //!
@@ -540,6 +540,134 @@ fn interpreter_rate(t: &mut Table) {
     }
 }
 
+/// A buffer or scalar argument of a same-source kernel.
+enum SameArg {
+    Buf(Vec<u8>),
+    U32(u32),
+}
+
+/// Same-source rows: corpus kernels (their C source compiled by clang-16 into the PTX the JIT
+/// runs) against the same source compiled for the host by g++ -O2
+/// (benches/same_source_host.cpp), ns per thread. The host program runs the grid on one
+/// thread, so compare at one core (`RAYON_NUM_THREADS=1`). Skipped, with a note, when g++
+/// cannot build it.
+fn same_source(t: &mut Table, rng: &mut Rng) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("ptxjit-same-source-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let (grid, block) = (64u32, 256u32);
+    let threads = (grid * block) as usize;
+    let table: Vec<u8> = random_bytes(rng, 4 * 256);
+    let cases: Vec<(&str, &str, Vec<SameArg>)> = vec![
+        (
+            "hash32",
+            include_str!("../tests/corpus/hash32.ptx"),
+            vec![
+                SameArg::Buf(table.clone()),
+                SameArg::Buf(vec![0; 4 * threads]),
+                SameArg::U32(256),
+                SameArg::U32(0x9747_b28c),
+            ],
+        ),
+        (
+            "hash",
+            include_str!("../tests/corpus/hash.ptx"),
+            vec![
+                SameArg::Buf(table[..256].to_vec()),
+                SameArg::Buf(vec![0; 8 * threads]),
+                SameArg::U32(64),
+            ],
+        ),
+    ];
+    for (kernel, ptx, args) in cases {
+        let name = format!("{kernel} same-source");
+        let exe = dir.join(kernel);
+        let built = std::process::Command::new("g++")
+            .current_dir(root)
+            .args(["-std=c++17", "-O2", "-I", "tests/corpus"])
+            .arg(format!("-DKERNEL_FILE=\"{kernel}.cu\""))
+            .arg(format!("-DKERNEL_NAME={kernel}"))
+            .arg("benches/same_source_host.cpp")
+            .arg("-o")
+            .arg(&exe)
+            .output();
+        match built {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => {
+                println!(
+                    "  {name}: skipped, g++ failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                continue;
+            }
+            Err(e) => {
+                println!("  {name}: skipped, no g++ ({e})");
+                continue;
+            }
+        }
+        // The host program: inputs from files, outputs back into files.
+        let mut host = std::process::Command::new(&exe);
+        host.arg(grid.to_string()).arg(block.to_string()).arg("7");
+        for (k, a) in args.iter().enumerate() {
+            match a {
+                SameArg::Buf(b) => {
+                    let (inp, out) = (dir.join(format!("in{k}")), dir.join(format!("out{k}")));
+                    std::fs::write(&inp, b).expect("writes the input");
+                    host.arg(format!("{}:{}", inp.display(), out.display()));
+                }
+                SameArg::U32(v) => {
+                    host.arg(v.to_string());
+                }
+            }
+        }
+        let out = host.output().expect("the host program runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let ns: f64 = text
+            .trim()
+            .strip_prefix("ns_per_thread=")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: host program said {text:?}"));
+        let host_out: Vec<Option<Vec<u8>>> = (0..args.len())
+            .map(|k| std::fs::read(dir.join(format!("out{k}"))).ok())
+            .collect();
+        for (imp, checked) in [("jit", true), ("jit-unchecked", false)] {
+            let e = jit(ptx, checked);
+            let mut bufs: Vec<Vec<u8>> = args
+                .iter()
+                .filter_map(|a| match a {
+                    SameArg::Buf(b) => Some(b.clone()),
+                    SameArg::U32(_) => None,
+                })
+                .collect();
+            let run = |bufs: &mut Vec<Vec<u8>>| {
+                let mut it = bufs.iter_mut();
+                let mut launch_args: Vec<Arg> = args
+                    .iter()
+                    .map(|a| match a {
+                        SameArg::Buf(_) => Arg::Buffer(it.next().expect("a buffer")),
+                        SameArg::U32(v) => Arg::Scalar(Value::u32(*v)),
+                    })
+                    .collect();
+                e.launch(kernel, Dim3::x(grid), Dim3::x(block), &mut launch_args)
+                    .expect("corpus kernel runs")
+            };
+            run(&mut bufs);
+            // The JIT's buffers against the host's, bit for bit.
+            let mut b = bufs.iter();
+            for (k, a) in args.iter().enumerate() {
+                if let SameArg::Buf(_) = a {
+                    let got = b.next().expect("a buffer");
+                    assert_eq!(Some(got), host_out[k].as_ref(), "{name}: {imp} buffer {k}");
+                }
+            }
+            let ns = time(threads as u64, || run(&mut bufs));
+            t.add(&name, imp, ns);
+        }
+        t.add(&name, "g++", ns);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn main() {
     let started = Instant::now();
     let mut t = Table { rows: Vec::new() };
@@ -550,6 +678,7 @@ fn main() {
     streaming(&mut t);
     cooperative(&mut t, &mut rng);
     interpreter_rate(&mut t);
+    same_source(&mut t, &mut rng);
     let mut names: Vec<String> = t
         .rows
         .iter()
@@ -563,7 +692,7 @@ fn main() {
     );
     for name in names {
         let get = |i: &str| t.get(&name, i);
-        let native = get("rust").or(get("rayon"));
+        let native = get("rust").or(get("rayon")).or(get("g++"));
         let jit = get("jit-unchecked");
         let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
         let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {

@@ -282,6 +282,17 @@ corpus_test!(
     ]
 );
 corpus_test!(
+    hash32,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(4, 256, any),
+        Gen::Zeros(4, 64),
+        Gen::Scalar(Value::u32(40)),
+        Gen::Scalar(Value::u32(0x9747_b28c)),
+    ]
+);
+corpus_test!(
     reduce_local,
     Dim3::x(2),
     Dim3::x(32),

@@ -1,6 +1,7 @@
 //! `cvt` (PTX ISA 9.7.9.21) and the comparison and selection instructions `setp selp slct`
 //! (9.7.7.1–4), lowered with the rules of `interp::convert`.
 
+use super::fold::Combine;
 use super::{Lower, clif};
 use crate::ast::{BoolOp, CmpOp, CvtRounding, Inst, Rounding, Type};
 use crate::jit::runtime::float_code;
@@ -25,7 +26,8 @@ impl Lower<'_, '_> {
                 let x = self.get(a, *ty);
                 let y = self.get(b, *ty);
                 let t = self.compare(*cmp, *ty, *ftz, x, y);
-                let not_t = self.b.ins().bxor_imm_s(t, 1);
+                let one = self.iconst(types::I8, 1);
+                let not_t = self.combine(Combine::Xor, t, one);
                 let (pv, qv) = match (combine, c) {
                     (Some(op), Some(c)) => {
                         let c = self.get(c, Type::Pred);
@@ -40,7 +42,7 @@ impl Lower<'_, '_> {
                 let x = self.get(a, *ty);
                 let y = self.get(b, *ty);
                 let c = self.get(c, Type::Pred);
-                let v = self.b.ins().select(c, x, y);
+                let v = self.select_k(c, x, y);
                 self.set(d, *ty, v);
             }
             Inst::Slct {
@@ -230,16 +232,17 @@ impl Lower<'_, '_> {
             let y = self.flush_if(ftz, ty, y);
             return self.b.ins().fcmp(float_cc(cmp), x, y);
         }
-        // Predicates compare as their 0/1 values.
-        self.b.ins().icmp(int_cc(cmp, ty.is_signed()), x, y)
+        // Predicates compare as their 0/1 values; known operands give a known result.
+        self.icmp_k(int_cc(cmp, ty.is_signed()), x, y)
     }
 
     fn bool_op(&mut self, op: BoolOp, a: Value, b: Value) -> Value {
-        match op {
-            BoolOp::And => self.b.ins().band(a, b),
-            BoolOp::Or => self.b.ins().bor(a, b),
-            BoolOp::Xor => self.b.ins().bxor(a, b),
-        }
+        let op = match op {
+            BoolOp::And => Combine::And,
+            BoolOp::Or => Combine::Or,
+            BoolOp::Xor => Combine::Xor,
+        };
+        self.combine(op, a, b)
     }
 }
 

@@ -2,6 +2,7 @@
 //! (9.7.8) and bit manipulation, lowered to Cranelift. Results equal `interp::int` bit for
 //! bit; the comments say how each PTX rule is met.
 
+use super::fold::{Combine, Shift};
 use super::{Lower, clif};
 use crate::ast::{Carry, Inst, IntBinOp, IntUnOp, MulMode, PrmtMode, ShfDir, ShfMode, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -38,9 +39,9 @@ impl Lower<'_, '_> {
                         }
                     }
                     IntBinOp::Div | IntBinOp::Rem => self.div_rem(*op, *ty, x, y),
-                    IntBinOp::And => self.b.ins().band(x, y),
-                    IntBinOp::Or => self.b.ins().bor(x, y),
-                    IntBinOp::Xor => self.b.ins().bxor(x, y),
+                    IntBinOp::And => self.combine(Combine::And, x, y),
+                    IntBinOp::Or => self.combine(Combine::Or, x, y),
+                    IntBinOp::Xor => self.combine(Combine::Xor, x, y),
                     IntBinOp::Shl | IntBinOp::Shr => self.shift(*op, *ty, x, y),
                 };
                 self.set(d, *ty, v);
@@ -99,7 +100,7 @@ impl Lower<'_, '_> {
                     }
                     v
                 } else {
-                    self.b.ins().iadd(half, z)
+                    self.combine(Combine::Add, half, z)
                 };
                 self.set(d, dty, v);
             }
@@ -125,11 +126,8 @@ impl Lower<'_, '_> {
             return self.sat_s32(op, x, y);
         }
         if !carry.carry_in && !carry.carry_out {
-            return if sub {
-                self.b.ins().isub(x, y)
-            } else {
-                self.b.ins().iadd(x, y)
-            };
+            let op = if sub { Combine::Sub } else { Combine::Add };
+            return self.combine(op, x, y);
         }
         let y = if sub { self.b.ins().bnot(y) } else { y };
         let cin = self.carry_in(carry, sub);
@@ -220,22 +218,35 @@ impl Lower<'_, '_> {
     /// MININT / -1 = MININT (the negation wraps), MININT % -1 = 0.
     fn div_rem(&mut self, op: IntBinOp, ty: Type, x: Value, y: Value) -> Value {
         let ct = clif(ty);
-        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
-        let one = self.iconst(ct, 1);
         let div = op == IntBinOp::Div;
+        // Unsigned by a known power of two: a shift or a mask.
+        if !ty.is_signed()
+            && let Some(k) = self.known(y)
+            && k.is_power_of_two()
+        {
+            return if div {
+                let n = self.iconst(types::I32, k.trailing_zeros() as u64);
+                self.shift_by(Shift::Right, x, n).expect("a known amount")
+            } else {
+                let m = self.iconst(ct, k - 1);
+                self.combine(Combine::And, x, m)
+            };
+        }
+        let zero = self.icmp_imm_k(IntCC::Equal, y, 0);
+        let one = self.iconst(ct, 1);
         if !ty.is_signed() {
-            let safe = self.b.ins().select(zero, one, y);
+            let safe = self.select_k(zero, one, y);
             let (q, at_zero) = if div {
                 (self.b.ins().udiv(x, safe), self.iconst(ct, u64::MAX))
             } else {
                 (self.b.ins().urem(x, safe), x)
             };
-            return self.b.ins().select(zero, at_zero, q);
+            return self.select_k(zero, at_zero, q);
         }
         let all = self.iconst(ct, u64::MAX);
-        let minus1 = self.b.ins().icmp(IntCC::Equal, y, all);
-        let odd = self.b.ins().bor(zero, minus1);
-        let safe = self.b.ins().select(odd, one, y);
+        let minus1 = self.icmp_k(IntCC::Equal, y, all);
+        let odd = self.combine(Combine::Or, zero, minus1);
+        let safe = self.select_k(odd, one, y);
         let (q, at_minus1, at_zero) = if div {
             let q = self.b.ins().sdiv(x, safe);
             let neg = self.b.ins().ineg(x);
@@ -247,15 +258,26 @@ impl Lower<'_, '_> {
             let z = self.iconst(ct, 0);
             (q, z, x)
         };
-        let r = self.b.ins().select(minus1, at_minus1, q);
-        self.b.ins().select(zero, at_zero, r)
+        let r = self.select_k(minus1, at_minus1, q);
+        self.select_k(zero, at_zero, r)
     }
 
     /// `shl`/`shr` (9.7.8.8–9): amounts of the width or more give 0 (or the sign fill for
     /// signed `shr`); Cranelift's shifts take the amount modulo the width, hence the selects.
+    /// A known amount gives a plain shift by an immediate, or the known result.
     fn shift(&mut self, op: IntBinOp, ty: Type, x: Value, amount: Value) -> Value {
         let bits = ty.bits() as i64;
         let ct = clif(ty);
+        let kind = match op {
+            IntBinOp::Shl => Shift::Left,
+            _ if ty.is_signed() => Shift::RightSigned,
+            _ => Shift::Right,
+        };
+        if ty != Type::Pred
+            && let Some(v) = self.shift_by(kind, x, amount)
+        {
+            return v;
+        }
         if op == IntBinOp::Shr && ty.is_signed() {
             let max = self.b.ins().iconst(types::I32, bits - 1);
             let n = self.b.ins().umin(amount, max);
@@ -281,14 +303,14 @@ impl Lower<'_, '_> {
     fn mul(&mut self, mode: MulMode, ty: Type, x: Value, y: Value) -> Value {
         let signed = ty.is_signed();
         match mode {
-            MulMode::Lo => self.b.ins().imul(x, y),
+            MulMode::Lo => self.mul_lo(x, y),
             MulMode::Hi if signed => self.b.ins().smulhi(x, y),
             MulMode::Hi => self.b.ins().umulhi(x, y),
             MulMode::Wide => {
                 let wide = clif(ty.widened());
                 let xw = self.resize(x, wide, signed);
                 let yw = self.resize(y, wide, signed);
-                self.b.ins().imul(xw, yw)
+                self.mul_lo(xw, yw)
             }
         }
     }
@@ -343,7 +365,47 @@ impl Lower<'_, '_> {
     }
 
     /// `shf` (9.7.8.6): the 64-bit value b:a shifted, upper (`.l`) or lower (`.r`) half kept.
+    /// With equal sources that is a rotate of a by n (n = 32 under `.clamp` keeps a, as a
+    /// rotate by 32 does); with a known n (below 32, or a wrapped one), two shifts by
+    /// immediates and an `or`.
     fn shf(&mut self, dir: ShfDir, mode: ShfMode, a: Value, b: Value, c: Value) -> Value {
+        let n = match (mode, self.known(c)) {
+            (ShfMode::Wrap, Some(k)) => Some(k & 31),
+            (ShfMode::Clamp, Some(k)) => Some(k.min(32)),
+            (_, None) => None,
+        };
+        if a == b {
+            let n = match (mode, n) {
+                (_, Some(k)) => self.iconst(types::I32, k & 31),
+                (ShfMode::Wrap, None) => c,
+                (ShfMode::Clamp, None) => {
+                    let max = self.iconst(types::I32, 32);
+                    self.b.ins().umin(c, max)
+                }
+            };
+            return match (dir, self.known(n)) {
+                (_, Some(0)) => a,
+                (ShfDir::L, _) => self.b.ins().rotl(a, n),
+                (ShfDir::R, _) => self.b.ins().rotr(a, n),
+            };
+        }
+        if let Some(n) = n {
+            // .l: (b << n) | (a >> (32 − n)); .r: (a >> n) | (b << (32 − n)); n = 32 keeps
+            // the other half whole.
+            let (keep, spill) = match dir {
+                ShfDir::L => (b, a),
+                ShfDir::R => (a, b),
+            };
+            let (toward, away) = match dir {
+                ShfDir::L => (Shift::Left, Shift::Right),
+                ShfDir::R => (Shift::Right, Shift::Left),
+            };
+            let n1 = self.iconst(types::I32, n);
+            let n2 = self.iconst(types::I32, 32 - n);
+            let x = self.shift_by(toward, keep, n1).expect("a known amount");
+            let y = self.shift_by(away, spill, n2).expect("a known amount");
+            return self.combine(Combine::Or, x, y);
+        }
         let n = match mode {
             ShfMode::Wrap => self.b.ins().band_imm_s(c, 31),
             ShfMode::Clamp => {
@@ -373,15 +435,21 @@ impl Lower<'_, '_> {
 
     /// The field of `bfe`/`bfi` (9.7.1.18–19): pos and len (each & 0xff) as i64, the number
     /// k of field bits inside the type (min(len, bits − min(pos, bits))) and a mask of k ones.
+    /// Known positions and lengths fold to constants.
     fn field(&mut self, ty: Type, pos: Value, len: Value) -> (Value, Value, Value) {
-        let p = self.b.ins().uextend(types::I64, pos);
-        let p = self.b.ins().band_imm_s(p, 0xff);
-        let l = self.b.ins().uextend(types::I64, len);
-        let l = self.b.ins().band_imm_s(l, 0xff);
-        let bits = self.b.ins().iconst(types::I64, ty.bits() as i64);
-        let pc = self.b.ins().umin(p, bits);
-        let avail = self.b.ins().isub(bits, pc);
-        let k = self.b.ins().umin(l, avail);
+        let byte = self.iconst(types::I64, 0xff);
+        let p = self.uextend(types::I64, pos);
+        let p = self.combine(Combine::And, p, byte);
+        let l = self.uextend(types::I64, len);
+        let l = self.combine(Combine::And, l, byte);
+        let bits = self.iconst(types::I64, ty.bits() as u64);
+        let pc = self.umin_k(p, bits);
+        let avail = self.combine(Combine::Sub, bits, pc);
+        let k = self.umin_k(l, avail);
+        if let Some(k) = self.known(k) {
+            let mask = if k >= 64 { u64::MAX } else { (1 << k) - 1 };
+            return (p, l, self.iconst(types::I64, mask));
+        }
         let one = self.b.ins().iconst(types::I64, 1);
         let pow = self.b.ins().ishl(one, k);
         let mask = self.b.ins().isub(pow, one);
@@ -400,27 +468,26 @@ impl Lower<'_, '_> {
         let (p, l, mask) = self.field(ty, pos, len);
         let a = self.resize(a, types::I64, false);
         let p63 = self.umin_const(p, 63);
-        let shifted = self.b.ins().ushr(a, p63);
-        let over = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, p, ty.bits() as i64);
-        let zero = self.b.ins().iconst(types::I64, 0);
-        let shifted = self.b.ins().select(over, zero, shifted);
-        let mut d = self.b.ins().band(shifted, mask);
+        let shifted = self.shift_mod(Shift::Right, a, p63);
+        let over = self.icmp_imm_k(IntCC::UnsignedGreaterThanOrEqual, p, ty.bits() as i64);
+        let zero = self.iconst(types::I64, 0);
+        let shifted = self.select_k(over, zero, shifted);
+        let mut d = self.combine(Combine::And, shifted, mask);
         if ty.is_signed() {
-            let end = self.b.ins().iadd(p, l);
-            let end = self.b.ins().iadd_imm_s(end, -1);
-            let msb = self.b.ins().iconst(types::I64, ty.bits() as i64 - 1);
-            let idx = self.b.ins().umin(end, msb);
-            let bit = self.b.ins().ushr(a, idx);
-            let bit = self.b.ins().band_imm_s(bit, 1);
-            let has_len = self.b.ins().icmp_imm_s(IntCC::NotEqual, l, 0);
-            let has_len = self.b.ins().uextend(types::I64, has_len);
-            let sign = self.b.ins().band(bit, has_len);
-            let fill = self.b.ins().bnot(mask);
-            let fill = self.b.ins().select(sign, fill, zero);
-            d = self.b.ins().bor(d, fill);
+            let end = self.combine(Combine::Add, p, l);
+            let minus1 = self.iconst(types::I64, u64::MAX);
+            let end = self.combine(Combine::Add, end, minus1);
+            let msb = self.iconst(types::I64, ty.bits() as u64 - 1);
+            let idx = self.umin_k(end, msb);
+            let bit = self.shift_mod(Shift::Right, a, idx);
+            let one = self.iconst(types::I64, 1);
+            let bit = self.combine(Combine::And, bit, one);
+            let has_len = self.icmp_imm_k(IntCC::NotEqual, l, 0);
+            let has_len = self.uextend(types::I64, has_len);
+            let sign = self.combine(Combine::And, bit, has_len);
+            let fill = self.bnot_k(mask);
+            let fill = self.select_k(sign, fill, zero);
+            d = self.combine(Combine::Or, d, fill);
         }
         self.resize(d, clif(ty), false)
     }
@@ -431,12 +498,12 @@ impl Lower<'_, '_> {
         let a = self.resize(a, types::I64, false);
         let b = self.resize(b, types::I64, false);
         let p63 = self.umin_const(p, 63);
-        let m = self.b.ins().ishl(mask, p63);
-        let ins = self.b.ins().ishl(a, p63);
-        let ins = self.b.ins().band(ins, m);
-        let keep = self.b.ins().bnot(m);
-        let kept = self.b.ins().band(b, keep);
-        let r = self.b.ins().bor(kept, ins);
+        let m = self.shift_mod(Shift::Left, mask, p63);
+        let ins = self.shift_mod(Shift::Left, a, p63);
+        let ins = self.combine(Combine::And, ins, m);
+        let keep = self.bnot_k(m);
+        let kept = self.combine(Combine::And, b, keep);
+        let r = self.combine(Combine::Or, kept, ins);
         self.resize(r, clif(ty), false)
     }
 
@@ -503,7 +570,7 @@ impl Lower<'_, '_> {
     /// min(v, c), unsigned, for an i64 v.
     fn umin_const(&mut self, v: Value, c: i64) -> Value {
         let c = self.b.ins().iconst(types::I64, c);
-        self.b.ins().umin(v, c)
+        self.umin_k(v, c)
     }
 
     /// Byte `i & 7` of `bytes`.

@@ -194,6 +194,18 @@ impl Lower<'_, '_> {
                 addr,
                 order,
             } => {
+                if let Some(values) = self.hoisted.get(&self.at).cloned() {
+                    // A kernel parameter loaded once per block (`Lower::hoist_param_loads`).
+                    match d {
+                        Operand::Vector(parts) => {
+                            for (part, v) in parts.iter().zip(values) {
+                                self.set(part, *ty, v);
+                            }
+                        }
+                        _ => self.set(d, *ty, values[0]),
+                    }
+                    return;
+                }
                 let n = ty.bytes();
                 let (at, off) = self.access(addr, n * *vec as usize, *space, false);
                 match d {

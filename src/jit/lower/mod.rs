@@ -9,6 +9,7 @@ mod atomic;
 mod bits;
 mod convert;
 mod float;
+mod fold;
 mod int;
 mod lanes;
 mod memory;
@@ -205,6 +206,9 @@ pub struct Lower<'a, 'f> {
     /// and asking for the extension again would cost a `movl` each time (see
     /// [`Lower::uextend`]).
     zext: HashMap<Value, Value>,
+    /// A kernel's loads of its own parameters, made once per block before the thread loop
+    /// (parameters are read-only): the value of each part, by instruction index.
+    hoisted: HashMap<usize, Vec<Value>>,
 }
 
 /// Memory flags of ordinary accesses (may trap only in unchecked mode).
@@ -304,6 +308,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             refs: HashMap::new(),
             callees: HashMap::new(),
             zext: HashMap::new(),
+            hoisted: HashMap::new(),
             step: None,
         };
         (l, entry)
@@ -409,6 +414,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     fn kernel_body(&mut self) {
         let ctx = self.ctx;
         self.kernel_dims();
+        self.hoist_param_loads();
         let (tid, ntid) = {
             let d = self.dims.as_ref().expect("kernel_dims sets them");
             (d.tid, d.ntid)
@@ -512,6 +518,68 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.switch_to_block(fail);
         let st = self.b.ins().iconst(types::I32, STATUS_FAULT as i64);
         self.b.ins().return_(&[st]);
+    }
+
+    /// Loads, in the block's entry (before the thread loop), every kernel parameter the body
+    /// reads with a plain `ld` at a constant offset inside it; [`Lower::memory`] then uses
+    /// the loaded value instead of loading again for every thread. Kernel parameters are
+    /// read-only (the front end refuses stores to them, checked mode refuses writes), so the
+    /// value is the same for every thread of the launch; an access that checked mode would
+    /// have to check is left where it is.
+    fn hoist_param_loads(&mut self) {
+        /// At most this many loads (each keeps a register, or a stack slot, for the block).
+        const MAX_HOISTED: usize = 16;
+        let Some(params) = self.kernel_params else {
+            return;
+        };
+        let body = self
+            .f
+            .body
+            .as_ref()
+            .expect("compiled functions have bodies");
+        let mut seen: HashMap<(i64, Type, u8, u32), Vec<Value>> = HashMap::new();
+        for (i, ins) in body.iter().enumerate() {
+            let Inst::Ld {
+                space,
+                order: ast::MemOrder::Weak,
+                vec,
+                ty,
+                addr,
+                ..
+            } = &ins.inst
+            else {
+                continue;
+            };
+            let ast::AddrBase::Var(v @ ast::VarId::Function(fv)) = addr.base else {
+                continue;
+            };
+            if !matches!(self.f.var(fv).role, ast::VarRole::Param(_))
+                || !matches!(space, None | Some(ast::Space::Param))
+            {
+                continue;
+            }
+            let n = ty.bytes();
+            if !self.known_safe(addr, n * *vec as usize, *space, false) {
+                continue;
+            }
+            let (_, base_off) = self.var_base(v);
+            let off = base_off + addr.offset;
+            let key = (off, *ty, *vec, fv);
+            if let Some(values) = seen.get(&key) {
+                self.hoisted.insert(i, values.clone());
+                continue;
+            }
+            if seen.len() == MAX_HOISTED {
+                break;
+            }
+            let values: Vec<Value> = (0..*vec as usize)
+                .map(|k| {
+                    self.load_value(clif(*ty), trusted(), params, (off + (k * n) as i64) as i32)
+                })
+                .collect();
+            seen.insert(key, values.clone());
+            self.hoisted.insert(i, values);
+        }
     }
 
     /// Registers and CC.CF start at 0, the frame zeroed (PTX leaves them undefined; both
@@ -647,7 +715,14 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// An instruction under its guard: a branch around it.
     fn guarded(&mut self, ins: &ast::Instruction, labels: &[Block]) {
+        let known = ins.guard.and_then(|g| {
+            let p = self.b.use_var(self.regs[g.reg.0 as usize]);
+            self.known(p).map(|v| (v != 0) != g.negated)
+        });
         match ins.guard {
+            // A guard known when compiled (a predicate set from constants) needs no branch.
+            Some(_) if known == Some(true) => self.inst(&ins.inst, labels),
+            Some(_) if known == Some(false) && self.step.is_none() => {}
             Some(g) => {
                 let (run, skip) = (self.b.create_block(), self.b.create_block());
                 let p = self.b.use_var(self.regs[g.reg.0 as usize]);
@@ -776,7 +851,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         };
         if ti.bits() > fi.bits() {
             x = if signed {
-                self.b.ins().sextend(ti, x)
+                self.sextend(ti, x)
             } else {
                 self.uextend(ti, x)
             };
@@ -795,7 +870,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let from = self.b.func.dfg.value_type(v);
         if to.bits() > from.bits() {
             if signed {
-                self.b.ins().sextend(to, v)
+                self.sextend(to, v)
             } else {
                 self.uextend(to, v)
             }

@@ -525,17 +525,11 @@ fn take_kept_fault(jit: &Jit) -> Option<RunError> {
     Some(jit.locate(f.1, [0; 3], [0; 3]))
 }
 
-/// Forgets the fault a host call on this thread left untaken.
+/// Forgets the fault a host call of `jit` on this thread left untaken.
 #[inline]
-fn forget_fault() {
-    #[cold]
-    #[inline(never)]
-    fn forget() {
-        let _ = HOST_FAULT.try_with(|h| h.try_borrow_mut().map(|mut h| h.take()));
-        FAULTED.set(false);
-    }
+fn forget_fault(jit: &Jit) {
     if FAULTED.get() {
-        forget();
+        drop(take_kept_fault(jit));
     }
 }
 
@@ -702,7 +696,7 @@ pub struct Func<'j, A, R> {
 impl<A: HostArgs, R: HostRet> Func<'_, A, R> {
     /// Calls the function; a fault inside it becomes an error.
     pub fn call(&self, args: A) -> Result<R, RunError> {
-        forget_fault();
+        forget_fault(self.jit);
         // SAFETY: `Jit::func` checked that the wrapper's C signature is (A...) -> R, and the
         // borrow of the Jit keeps the code alive.
         let r = unsafe { R::call(self.ptr, args, &self.ret_types) };

@@ -306,14 +306,13 @@ impl Jit {
         }
     }
 
-    /// Runs the call `f` on this thread if its stack has room for this module's deepest call
-    /// chain, else on a big-stack thread (handing a call to another thread costs ~15 µs, and
-    /// every module with calls needs more than 1 MiB in the worst case, which the main
-    /// thread's 8 MiB holds).
+    /// Runs the call `f` on this thread if its stack has twice the room this module's
+    /// deepest call chain needs (the margin `SMALL_STACK` keeps on the 2 MiB threads), else
+    /// on a big-stack thread: handing a call to another thread costs ~15 µs, and every
+    /// module with calls needs more than 1 MiB in the worst case, which the main thread's
+    /// 8 MiB holds twice over when frames are small.
     fn call_on_stack<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        /// Room for the Rust frames between here and the generated code.
-        const MARGIN: usize = 64 << 10;
-        let room = stacker::remaining_stack().is_some_and(|r| r >= self.stack_needed + MARGIN);
+        let room = stacker::remaining_stack().is_some_and(|r| r / 2 >= self.stack_needed);
         if room { f() } else { self.on_stack(f) }
     }
 

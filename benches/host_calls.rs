@@ -67,6 +67,14 @@ fn trivial(c: &mut Criterion) {
             bench.iter(|| j.call("add", black_box(&args)).unwrap())
         });
     }
+    // A module with calls (hash.ptx's kernel calls `mix`): its deepest possible call chain
+    // needs more than 1 MiB of stack, so `Engine::call` may hand the call to a big-stack
+    // thread.
+    let j = jit(include_str!("../tests/corpus/hash.ptx"), true);
+    let args = [Value::u64(1), Value::u64(2)];
+    group.bench_function("Engine::call, module with calls", |bench| {
+        bench.iter(|| j.call("_Z3mixmm", black_box(&args)).unwrap())
+    });
     group.finish();
 }
 

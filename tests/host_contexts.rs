@@ -114,11 +114,21 @@ fn forms(j: &Jit) -> Forms {
     // use of the pointers in these tests.
     unsafe {
         Forms {
-            fresh: std::mem::transmute(j.raw_func("fresh").unwrap()),
-            fresh_slots: std::mem::transmute(j.slot_func("fresh").unwrap()),
-            peek: std::mem::transmute(j.raw_func("peek").unwrap()),
-            stop: std::mem::transmute(j.raw_func("stop").unwrap()),
-            swap: std::mem::transmute(j.raw_func("swap").unwrap()),
+            fresh: std::mem::transmute::<*const u8, extern "C" fn(*mut Fresh, u32)>(
+                j.raw_func("fresh").unwrap(),
+            ),
+            fresh_slots: std::mem::transmute::<*const u8, extern "C" fn(*const u64, *mut u64)>(
+                j.slot_func("fresh").unwrap(),
+            ),
+            peek: std::mem::transmute::<*const u8, extern "C" fn(u64) -> u32>(
+                j.raw_func("peek").unwrap(),
+            ),
+            stop: std::mem::transmute::<*const u8, extern "C" fn(*mut [u32; 2], u32)>(
+                j.raw_func("stop").unwrap(),
+            ),
+            swap: std::mem::transmute::<*const u8, extern "C" fn(*mut [u8; 16], *const [u8; 16])>(
+                j.raw_func("swap").unwrap(),
+            ),
         }
     }
 }

@@ -304,6 +304,13 @@ pub trait Engine {
 /// Checks a scalar argument against a parameter and gives its bytes (what every engine
 /// copies into the parameter).
 pub fn arg_bytes(func: &Function, p: &Param, v: Value) -> Result<Vec<u8>, RunError> {
+    check_arg(func, p, v)?;
+    Ok(v.to_le_bytes())
+}
+
+/// Checks that a scalar argument fits its parameter: a scalar parameter of the value's width,
+/// and a float only for a float or bits parameter (and the other way round).
+pub fn check_arg(func: &Function, p: &Param, v: Value) -> Result<(), RunError> {
     let ty = func.param_type(p);
     let size = func.param_size(p);
     if size != ty.bytes() {
@@ -320,7 +327,7 @@ pub fn arg_bytes(func: &Function, p: &Param, v: Value) -> Result<Vec<u8>, RunErr
             v.ty
         )));
     }
-    Ok(v.to_le_bytes())
+    Ok(())
 }
 
 /// The kernel a launch names, once its grid, block, dynamic shared memory (against the

@@ -134,6 +134,8 @@ impl ModuleVars {
 pub(super) struct Frames {
     pub layouts: Vec<FrameLayout>,
     pub big_stack: bool,
+    /// Bytes of stack the module's deepest possible call chain needs.
+    pub stack_needed: usize,
 }
 
 impl Frames {
@@ -176,6 +178,7 @@ impl Frames {
         Ok(Frames {
             layouts,
             big_stack: stack_needed > SMALL_STACK,
+            stack_needed,
         })
     }
 

@@ -35,8 +35,9 @@ use cranelift_codegen::ir::{self, InstBuilder, MemFlagsData, StackSlotData, Stac
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module as _};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 fn is_array(f: &Function, p: &crate::ast::Param) -> bool {
     f.param_size(p) != f.param_type(p).bytes()
@@ -111,15 +112,54 @@ pub(super) struct Wrappers {
     pub slots: Vec<Option<FuncId>>,
 }
 
+/// A fresh id for a Jit: what host-call contexts are kept by (never reused, unlike an
+/// address).
+pub(super) fn new_jit_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Stores zeros over `n` bytes at `ptr + off`, in 8-, 4-, 2- and 1-byte pieces.
+fn zero_bytes(b: &mut FunctionBuilder, ptr: ir::Value, off: i32, n: usize) {
+    let mut k = 0;
+    while k < n {
+        let piece = match n - k {
+            8.. => types::I64,
+            4..=7 => types::I32,
+            2..=3 => types::I16,
+            _ => types::I8,
+        };
+        let z = b.ins().iconst(piece, 0);
+        b.ins()
+            .store(MemFlagsData::trusted(), z, ptr, off + k as i32);
+        k += piece.bytes() as usize;
+    }
+}
+
+/// What the module's wrappers are compiled with: the Jit's id and the addresses of its module
+/// areas and module info, which live as long as it.
+pub(super) struct WrapperModule {
+    pub jit_id: u64,
+    pub call_areas: u64,
+    pub info: u64,
+}
+
 /// Defines the wrappers of every `.func` with a body.
-#[allow(clippy::too_many_arguments)]
+///
+/// A wrapper asks [`rt_host_enter`] for this thread's context (a thread-local load when the
+/// thread's last host call was of the same Jit) and calls the internal function with its
+/// argument and return buffers, which are the caller's own memory where their layouts agree:
+/// a slot wrapper's argument and return slots are the internal function's buffers (8-byte
+/// slots both), and an out struct whose fields lie where the return buffer has them (a single
+/// array return, say) is the return buffer, as is a single array parameter's bytes the
+/// argument buffer. The internal function zeroes its own frame and registers; the wrapper
+/// zeroes nothing unless the call faults (then the results).
 pub(super) fn define_wrappers(
     jm: &mut JITModule,
     module: &Module,
     layouts: &[FrameLayout],
     internal: &[Option<FuncId>],
-    call_areas: u64,
-    info: u64,
+    wm: &WrapperModule,
     emit: Emit,
     listing: &mut Listing,
 ) -> Result<Wrappers, RunError> {
@@ -128,14 +168,14 @@ pub(super) fn define_wrappers(
         .declare_function(
             "rt_host_enter",
             Linkage::Import,
-            &signature(cc, &[types::I64, types::I64], &[types::I64]),
+            &signature(cc, &[types::I64, types::I64, types::I64], &[types::I64]),
         )
         .map_err(compile_error)?;
     let fault = jm
         .declare_function(
             "rt_host_fault",
             Linkage::Import,
-            &signature(cc, &[types::I64], &[]),
+            &signature(cc, &[types::I64, types::I64, types::I64], &[]),
         )
         .map_err(compile_error)?;
     let mut fctx = FunctionBuilderContext::new();
@@ -171,80 +211,132 @@ pub(super) fn define_wrappers(
                 .map_err(compile_error)?;
             ctx.func.signature = sig;
             let layout = &layouts[i];
+            let out = form == Form::Slots || returns_through_pointer(f);
+            // Where the caller's out struct (or return slots) has each return value.
+            let fields = match form {
+                Form::Typed => c_struct_offsets(out_fields(f)),
+                Form::Slots => (0..f.rets.len()).map(|k| 8 * k).collect(),
+            };
+            let slot_offsets: Vec<u32> = (0..f.params.len() as u32).map(|k| 8 * k).collect();
+            let direct_args = match form {
+                Form::Slots => layout.args == slot_offsets,
+                Form::Typed => f.params.len() == 1 && is_array(f, &f.params[0]),
+            };
+            let direct_rets = out
+                && fields.len() == layout.rets.len()
+                && fields
+                    .iter()
+                    .zip(&layout.rets)
+                    .all(|(a, b)| *a == *b as usize);
             {
                 let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
                 let flags = MemFlagsData::trusted();
                 let entry = b.create_block();
                 b.append_block_params_for_function_params(entry);
                 b.switch_to_block(entry);
-                let size = layout.args_size + layout.rets_size;
-                let slot = b.create_sized_stack_slot(StackSlotData::new(
-                    StackSlotKind::ExplicitSlot,
-                    size.max(8).div_ceil(8) * 8,
-                    4,
-                ));
-                let buf = b.ins().stack_addr(types::I64, slot, 0);
-                // Not zeroed: the arguments below fill the argument part, and the callee
-                // writes every return parameter unless it faults, when the results are
-                // zeroed below.
-                let zero = b.ins().iconst(types::I64, 0);
                 let values = b.block_params(entry).to_vec();
-                let out = form == Form::Slots || returns_through_pointer(f);
-                let args: Vec<ir::Value> = match form {
-                    Form::Typed => values[out as usize..].to_vec(),
-                    // Each argument from the low bytes of its slot (little-endian).
-                    Form::Slots => f
-                        .params
-                        .iter()
-                        .enumerate()
-                        .map(|(k, p)| {
-                            b.ins()
-                                .load(clif(f.param_type(p)), flags, values[0], 8 * k as i32)
-                        })
-                        .collect(),
+                // The caller's out struct or return slots, if the wrapper has them.
+                let out_ptr = out.then(|| match form {
+                    Form::Typed => values[0],
+                    Form::Slots => values[1],
+                });
+                // The wrapper's own buffer: the arguments, then the return values, each part
+                // only where the caller's memory cannot serve. Not zeroed: the arguments
+                // fill the argument part, and the callee writes every return parameter
+                // unless it faults, when the results are zeroed below.
+                let own_args = if direct_args { 0 } else { layout.args_size };
+                let own_rets = if direct_rets { 0 } else { layout.rets_size };
+                let slot = (own_args + own_rets > 0).then(|| {
+                    b.create_sized_stack_slot(StackSlotData::new(
+                        StackSlotKind::ExplicitSlot,
+                        (own_args + own_rets).div_ceil(8) * 8,
+                        4,
+                    ))
+                });
+                // The buffer's address, taken afresh where it is needed (an `lea`), so that
+                // no register has to keep it across a call.
+                // (Without a buffer, both parts are empty: the callee reads and writes
+                // nothing through them.)
+                let buf_at = |b: &mut FunctionBuilder, off: u32| match slot {
+                    Some(slot) => b.ins().stack_addr(types::I64, slot, off as i32),
+                    None => b.ins().iconst(types::I64, 0),
                 };
-                for ((p, v), off) in f.params.iter().zip(&args).zip(&layout.args) {
-                    if is_array(f, p) {
-                        copy_bytes(&mut b, buf, *off as i32, *v, 0, f.param_size(p));
+                // Where the callee writes the return values.
+                let rets_at = |b: &mut FunctionBuilder| {
+                    if direct_rets {
+                        out_ptr.expect("direct returns go through the out pointer")
                     } else {
-                        b.ins().store(flags, *v, buf, *off as i32);
+                        buf_at(b, own_args)
+                    }
+                };
+                let direct_args_buf = direct_args.then(|| match form {
+                    Form::Slots => values[0],
+                    Form::Typed => values[out as usize],
+                });
+                if !direct_args {
+                    let buf = buf_at(&mut b, 0);
+                    let args: Vec<ir::Value> = match form {
+                        Form::Typed => values[out as usize..].to_vec(),
+                        // Each argument from the low bytes of its slot (little-endian).
+                        Form::Slots => f
+                            .params
+                            .iter()
+                            .enumerate()
+                            .map(|(k, p)| {
+                                b.ins()
+                                    .load(clif(f.param_type(p)), flags, values[0], 8 * k as i32)
+                            })
+                            .collect(),
+                    };
+                    for ((p, v), off) in f.params.iter().zip(&args).zip(&layout.args) {
+                        if is_array(f, p) {
+                            copy_bytes(&mut b, buf, *off as i32, *v, 0, f.param_size(p));
+                        } else {
+                            b.ins().store(flags, *v, buf, *off as i32);
+                        }
                     }
                 }
-                let rets_buf = b.ins().iadd_imm_s(buf, layout.args_size as i64);
                 let enter_ref = jm.declare_func_in_func(enter, b.func);
                 let fault_ref = jm.declare_func_in_func(fault, b.func);
                 let target_ref = jm.declare_func_in_func(target, b.func);
-                let areas = b.ins().iconst(types::I64, call_areas as i64);
-                let info = b.ins().iconst(types::I64, info as i64);
-                let call = b.ins().call(enter_ref, &[areas, info]);
+                let jit_id = b.ins().iconst(types::I64, wm.jit_id as i64);
+                let areas = b.ins().iconst(types::I64, wm.call_areas as i64);
+                let info = b.ins().iconst(types::I64, wm.info as i64);
+                let call = b.ins().call(enter_ref, &[jit_id, areas, info]);
                 let tctx = b.inst_results(call)[0];
-                let call = b.ins().call(target_ref, &[tctx, buf, rets_buf]);
+                let args_buf = match direct_args_buf {
+                    Some(v) => v,
+                    None => buf_at(&mut b, 0),
+                };
+                let rets_buf = rets_at(&mut b);
+                let call = b.ins().call(target_ref, &[tctx, args_buf, rets_buf]);
                 let status = b.inst_results(call)[0];
                 let failed = b
                     .ins()
                     .icmp_imm_s(IntCC::Equal, status, STATUS_FAULT as i64);
                 let (bad, done) = (b.create_block(), b.create_block());
                 b.ins().brif(failed, bad, &[], done, &[]);
+                b.set_cold_block(bad);
                 b.switch_to_block(bad);
-                b.ins().call(fault_ref, &[tctx]);
+                let jit_id = b.ins().iconst(types::I64, wm.jit_id as i64);
+                let areas = b.ins().iconst(types::I64, wm.call_areas as i64);
+                let info = b.ins().iconst(types::I64, wm.info as i64);
+                b.ins().call(fault_ref, &[jit_id, areas, info]);
                 // Zeroed results after a fault.
-                for k in (0..layout.rets_size).step_by(8) {
-                    b.ins().store(flags, zero, rets_buf, k as i32);
+                let rets_buf = rets_at(&mut b);
+                for (p, off) in f.rets.iter().zip(&layout.rets) {
+                    zero_bytes(&mut b, rets_buf, *off as i32, f.param_size(p));
                 }
                 b.ins().jump(done, &[]);
                 b.switch_to_block(done);
+                let rets_buf = rets_at(&mut b);
                 if out {
-                    let fields = match form {
-                        Form::Typed => c_struct_offsets(out_fields(f)),
-                        Form::Slots => (0..f.rets.len()).map(|k| 8 * k).collect(),
-                    };
-                    let out_ptr = match form {
-                        Form::Typed => values[0],
-                        Form::Slots => values[1],
-                    };
-                    for ((p, off), o) in f.rets.iter().zip(&layout.rets).zip(fields) {
-                        let n = f.param_size(p);
-                        copy_bytes(&mut b, out_ptr, o as i32, rets_buf, *off as i32, n);
+                    if !direct_rets {
+                        for ((p, off), o) in f.rets.iter().zip(&layout.rets).zip(fields) {
+                            let n = f.param_size(p);
+                            let out_ptr = out_ptr.expect("an out pointer");
+                            copy_bytes(&mut b, out_ptr, o as i32, rets_buf, *off as i32, n);
+                        }
                     }
                     b.ins().return_(&[]);
                 } else {
@@ -281,15 +373,62 @@ pub(super) fn define_wrappers(
     Ok(wrappers)
 }
 
-thread_local! {
-    /// The context of host calls made on this thread.
-    static HOST_CTX: RefCell<Option<Box<ThreadCtx>>> = const { RefCell::new(None) };
-    /// The fault of the last host call on this thread that faulted, until taken.
-    static HOST_FAULT: RefCell<Option<PendingFault>> = const { RefCell::new(None) };
+/// How many Jits' host-call contexts a thread keeps (the least recently used goes first).
+const KEPT_CONTEXTS: usize = 8;
+
+/// The host-call contexts of one thread: one per Jit it called into lately, by the Jit's
+/// [`Jit::id`], most recently used first.
+struct HostContexts(Vec<(u64, Box<ThreadCtx>)>);
+
+impl Drop for HostContexts {
+    fn drop(&mut self) {
+        // The contexts go with the thread: the fast path must not find one any more.
+        LAST.set((0, std::ptr::null_mut()));
+    }
 }
 
-/// `rt_host_enter(areas, info) -> ctx`: a fresh context for a host call on this thread.
-pub extern "C" fn rt_host_enter(areas: u64, info: u64) -> u64 {
+thread_local! {
+    /// The Jit id and context of the last host call on this thread: what a call finds
+    /// without a search (a `const`, drop-free thread-local is one `%fs`-relative load).
+    /// Points into `CONTEXTS` (or, on a thread that is ending, to a leaked context).
+    static LAST: Cell<(u64, *mut ThreadCtx)> = const { Cell::new((0, std::ptr::null_mut())) };
+    /// The contexts `LAST` is taken from.
+    static CONTEXTS: RefCell<HostContexts> = const { RefCell::new(HostContexts(Vec::new())) };
+    /// The fault of the last host call on this thread that faulted, with its Jit's id, until
+    /// taken.
+    static HOST_FAULT: RefCell<Option<(u64, PendingFault)>> = const { RefCell::new(None) };
+    /// Whether `HOST_FAULT` holds a fault (read on every typed call: no borrow, no drop).
+    static FAULTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `rt_host_enter(jit, areas, info) -> ctx`: this thread's context for host calls of the Jit
+/// whose id is `jit` (module areas `areas`, module info `info`), made on the thread's first
+/// call of that Jit and reused by the next ones.
+///
+/// Between calls a context is as new (no frame registered, depth 0, no fault, the launch
+/// fields at their host-call values), so a call uses it as it finds it: every return of a
+/// function, a fault or `exit` included, unregisters its frame and restores the depth, and
+/// [`rt_host_fault`] clears what a fault leaves. Its recent-area slots stay filled between
+/// calls: they only ever hold module variables of that one Jit, which live as long as it
+/// (ids are never reused, so a context is never used for another Jit). What PTX requires to
+/// start at zero on every call (registers, `.local` and `.param` variables) is the callee's
+/// own frame, which it zeroes itself.
+///
+/// Nothing can use a context twice at once: PTX code cannot call back into the host, so a
+/// host call never starts while another host call of the same thread runs.
+pub extern "C" fn rt_host_enter(jit: u64, areas: u64, info: u64) -> *mut ThreadCtx {
+    let (last, ctx) = LAST.get();
+    if last == jit {
+        return ctx;
+    }
+    host_ctx_slow(jit, areas, info)
+}
+
+/// The context of a Jit other than the last one called on this thread (`extern "C"` like
+/// its caller, so that the call is a jump and the fast path saves no registers).
+#[cold]
+#[inline(never)]
+extern "C" fn host_ctx_slow(jit: u64, areas: u64, info: u64) -> *mut ThreadCtx {
     // SAFETY: the wrapper passes the addresses of its Jit's module areas and module info,
     // which live as long as the Jit, and the wrapper can only run while the Jit lives.
     let (areas, info) = unsafe {
@@ -298,27 +437,100 @@ pub extern "C" fn rt_host_enter(areas: u64, info: u64) -> u64 {
             &*(info as *const ModuleInfo),
         )
     };
-    HOST_CTX.with(|c| {
-        let mut c = c.borrow_mut();
-        let ctx = c.get_or_insert_with(|| Box::new(ThreadCtx::new(areas, info)));
-        ctx.reset(areas, info);
-        &mut **ctx as *mut ThreadCtx as u64
-    })
+    let kept = CONTEXTS.try_with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
+        let list = &mut c.0;
+        let entry = match list.iter().position(|(id, _)| *id == jit) {
+            Some(k) => list.remove(k),
+            None => (jit, Box::new(ThreadCtx::new(areas, info))),
+        };
+        list.insert(0, entry);
+        list.truncate(KEPT_CONTEXTS);
+        Some(&mut *list[0].1 as *mut ThreadCtx)
+    });
+    // A thread whose thread-locals are being destroyed (a host call from another
+    // thread-local's destructor) gets a context of its own, left to the end of the process.
+    let ctx = kept
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Box::leak(Box::new(ThreadCtx::new(areas, info))));
+    LAST.set((jit, ctx));
+    ctx
 }
 
-/// `rt_host_fault(ctx)`: keeps the fault of a host call for [`take_fault`].
-pub extern "C" fn rt_host_fault(ctx: u64) {
-    // SAFETY: `ctx` is the context `rt_host_enter` returned for this call.
-    let ctx = unsafe { &mut *(ctx as *mut ThreadCtx) };
+/// This thread's host-call context of `jit`, for `Engine::call`: made as new again when `f`
+/// returns (or unwinds), whatever it registered (a shared window) or recorded.
+pub(super) fn with_host_ctx<R>(jit: &Jit, f: impl FnOnce(&mut ThreadCtx) -> R) -> R {
+    struct Clean(*mut ThreadCtx);
+    impl Drop for Clean {
+        fn drop(&mut self) {
+            // SAFETY: the context `with_host_ctx` handed to `f`, which has returned.
+            unsafe { (*self.0).end_call() };
+        }
+    }
+    let ctx = rt_host_enter(
+        jit.id,
+        &*jit.call_areas as *const AreaMap<JitArea> as u64,
+        &*jit.info as *const ModuleInfo as u64,
+    );
+    let _clean = Clean(ctx);
+    // SAFETY: the context is this thread's own for `jit` (see `rt_host_enter`) and nothing
+    // else uses it until `f` returns: no host call can start inside `f` on this thread.
+    f(unsafe { &mut *ctx })
+}
+
+/// `rt_host_fault(jit, areas, info)`: keeps the fault of the host call of the Jit whose id
+/// is `jit` that has just ended on this thread for [`take_fault`], and makes its context as
+/// new for the next call. (The wrapper passes what it passed [`rt_host_enter`], which finds
+/// the same context again, so the wrapper need not keep it across the call.)
+pub extern "C" fn rt_host_fault(jit: u64, areas: u64, info: u64) {
+    let ctx = rt_host_enter(jit, areas, info);
+    // SAFETY: the context of the call that has just ended on this thread (no other host
+    // call ran in between to make another Jit's the last one), which nothing else uses now.
+    let ctx = unsafe { &mut *ctx };
     let f = ctx.fault.take();
-    HOST_FAULT.with(|h| *h.borrow_mut() = f);
+    ctx.clear();
+    let kept = HOST_FAULT.try_with(|h| {
+        if let Ok(mut h) = h.try_borrow_mut() {
+            *h = f.map(|f| (jit, f));
+        }
+    });
+    FAULTED.set(kept.is_ok());
 }
 
-/// The fault of the last faulting host call on this thread, located in `jit`'s source.
+/// The fault of the last faulting host call on this thread, if it was a call of `jit`,
+/// located in `jit`'s source; taking it clears it.
+#[inline]
 pub fn take_fault(jit: &Jit) -> Option<RunError> {
-    HOST_FAULT
-        .with(|h| h.borrow_mut().take())
-        .map(|f| jit.locate(f, [0; 3], [0; 3]))
+    if !FAULTED.get() {
+        return None;
+    }
+    take_kept_fault(jit)
+}
+
+#[cold]
+#[inline(never)]
+fn take_kept_fault(jit: &Jit) -> Option<RunError> {
+    let f = HOST_FAULT
+        .try_with(|h| {
+            let mut h = h.try_borrow_mut().ok()?;
+            match &*h {
+                Some((id, _)) if *id == jit.id => h.take(),
+                _ => None,
+            }
+        })
+        .ok()
+        .flatten()?;
+    FAULTED.set(false);
+    Some(jit.locate(f.1, [0; 3], [0; 3]))
+}
+
+/// Forgets the fault a host call of `jit` on this thread left untaken.
+#[inline]
+fn forget_fault(jit: &Jit) {
+    if FAULTED.get() {
+        drop(take_kept_fault(jit));
+    }
 }
 
 /// A Rust scalar type that can stand for a PTX parameter or return value.
@@ -484,7 +696,7 @@ pub struct Func<'j, A, R> {
 impl<A: HostArgs, R: HostRet> Func<'_, A, R> {
     /// Calls the function; a fault inside it becomes an error.
     pub fn call(&self, args: A) -> Result<R, RunError> {
-        HOST_FAULT.with(|h| h.borrow_mut().take());
+        forget_fault(self.jit);
         // SAFETY: `Jit::func` checked that the wrapper's C signature is (A...) -> R, and the
         // borrow of the Jit keeps the code alive.
         let r = unsafe { R::call(self.ptr, args, &self.ret_types) };

@@ -22,7 +22,7 @@ use crate::ast::{FuncId, FuncKind, Module, Space};
 use crate::block::SharedLayout;
 use crate::block::schedule::{self, Slot};
 use crate::engine::{
-    Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
+    Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, check_arg, check_arity,
     check_scalar_rets, find_function, launched_kernel, param_bytes,
 };
 use crate::memcheck::{self, AreaMap, Extent};
@@ -102,6 +102,9 @@ pub struct CompileStats {
 /// Module variables (`.global`, `.const`) are one copy shared by all of them, as on a GPU
 /// running kernels concurrently, so unsynchronized writes to them race as they would there.
 pub struct Jit {
+    /// Unique among the Jits of the process: host calls keep a context per thread and Jit
+    /// by it (`host::rt_host_enter`).
+    id: u64,
     module: Module,
     options: JitOptions,
     /// Owns the code; freed on drop.
@@ -124,6 +127,8 @@ pub struct Jit {
     pub stats: CompileStats,
     /// Whether calls and launches need the big-stack threads.
     big_stack: bool,
+    /// Bytes of stack the deepest possible call chain needs.
+    stack_needed: usize,
     /// Each kernel's name and, when it runs on the thread loop only, why.
     lanes_report: Vec<(String, Option<String>)>,
     /// Threads run in lanes by all launches so far.
@@ -132,6 +137,8 @@ pub struct Jit {
     step_layouts: Vec<Option<StepLayout>>,
     /// Where `.shared` variables lie in a block's window.
     shared_layout: SharedLayout,
+    /// The shared window of a call (no dynamic shared memory), opened afresh by each.
+    call_window: Window,
 }
 
 /// How long a launch runs blocks on the calling thread before it hands the rest to the
@@ -239,13 +246,18 @@ impl Jit {
             options.emit,
             &mut listing,
         )?;
+        let id = host::new_jit_id();
+        let wrapper_module = host::WrapperModule {
+            jit_id: id,
+            call_areas: &*call_areas as *const _ as u64,
+            info: &*info as *const _ as u64,
+        };
         let wrappers = host::define_wrappers(
             &mut jm,
             &module,
             &frames.layouts,
             &declared.internal,
-            &*call_areas as *const _ as u64,
-            &*info as *const _ as u64,
+            &wrapper_module,
             options.emit,
             &mut listing,
         )?;
@@ -259,7 +271,9 @@ impl Jit {
         let hosts = compile::finalized(&jm, &wrappers.typed);
         let slot_hosts = compile::finalized(&jm, &wrappers.slots);
         let step_layouts = frames.step_layouts(&module, &declared.cooperative);
+        let call_window = Window::of(&shared_layout, 0);
         Ok(Jit {
+            id,
             module,
             options,
             code: Some(FinishedCode(jm)),
@@ -274,10 +288,12 @@ impl Jit {
             listing,
             stats,
             big_stack: frames.big_stack,
+            stack_needed: frames.stack_needed,
             lanes_report: lanes.report,
             lane_threads: Default::default(),
             step_layouts,
             shared_layout,
+            call_window,
         })
     }
 
@@ -288,6 +304,16 @@ impl Jit {
         } else {
             f()
         }
+    }
+
+    /// Runs the call `f` on this thread if its stack has twice the room this module's
+    /// deepest call chain needs (the margin `SMALL_STACK` keeps on the 2 MiB threads), else
+    /// on a big-stack thread: handing a call to another thread costs ~15 µs, and every
+    /// module with calls needs more than 1 MiB in the worst case, which the main thread's
+    /// 8 MiB holds twice over when frames are small.
+    fn call_on_stack<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        let room = stacker::remaining_stack().is_some_and(|r| r / 2 >= self.stack_needed);
+        if room { f() } else { self.on_stack(f) }
     }
 
     /// Each kernel's name and, when it runs on the thread loop only, why (else it runs a warp
@@ -706,40 +732,51 @@ impl Engine for Jit {
         check_arity(func, args.len())?;
         check_scalar_rets(func)?;
         let layout = &self.layouts[id.0 as usize];
-        let mut buf = aligned_bytes((layout.args_size + layout.rets_size) as usize);
-        let bytes = as_bytes(&mut buf);
+        // The argument and return buffers, on the stack when they are small.
+        let size = (layout.args_size + layout.rets_size) as usize;
+        let mut small = [0u128; 8];
+        let mut big: Vec<u128>;
+        let buf: &mut [u128] = if size <= 8 * 16 {
+            &mut small
+        } else {
+            big = aligned_bytes(size);
+            &mut big
+        };
+        let bytes = as_bytes(buf);
         for ((p, v), off) in func.params.iter().zip(args).zip(&layout.args) {
-            let b = arg_bytes(func, p, *v)?;
-            bytes[*off as usize..*off as usize + b.len()].copy_from_slice(&b);
+            check_arg(func, p, *v)?;
+            let n = v.ty.bytes();
+            bytes[*off as usize..*off as usize + n].copy_from_slice(&v.bits.to_le_bytes()[..n]);
         }
         let entry = self.internal[id.0 as usize].expect("find_function checks the body");
         let args_at = bytes.as_mut_ptr() as usize;
         let rets_at = args_at + layout.args_size as usize;
-        let (areas, info) = (&*self.call_areas, &*self.info);
-        // A host call runs as the one thread of a block of its own, with a shared window.
-        let window = Window::of(&self.shared_layout, 0);
-        let window = &window;
-        let fault = self.on_stack(move || {
-            let mut ctx = ThreadCtx::new(areas, info);
-            let _window = window.open(&mut ctx);
-            // SAFETY: `entry` is the finalized internal function of this `.func`, compiled
-            // with the signature `InternalFunc`; the two buffers lie in `buf`, which has the
-            // sizes its layout needs and outlives this closure (the caller waits for it); the
-            // context's pointers refer to `self`, which outlives the call.
-            let status = unsafe {
-                let f: InternalFunc = std::mem::transmute(entry);
-                f(&mut ctx, args_at as *mut u8, rets_at as *mut u8)
-            };
-            (status == STATUS_FAULT).then(|| {
-                ctx.fault
-                    .take()
-                    .expect("a faulting function records its fault")
+        // A call runs as the one thread of a block of its own, with a shared window, on this
+        // thread's host-call context of this Jit (see `host::rt_host_enter`).
+        let window = &self.call_window;
+        let fault = self.call_on_stack(move || {
+            host::with_host_ctx(self, |ctx| {
+                let _window = window.open(ctx);
+                // SAFETY: `entry` is the finalized internal function of this `.func`,
+                // compiled with the signature `InternalFunc`; the two buffers lie in `buf`,
+                // which has the sizes its layout needs and outlives this closure (the caller
+                // waits for it); the context is this thread's own and its pointers refer to
+                // `self`, which outlives the call.
+                let status = unsafe {
+                    let f: InternalFunc = std::mem::transmute(entry);
+                    f(ctx, args_at as *mut u8, rets_at as *mut u8)
+                };
+                (status == STATUS_FAULT).then(|| {
+                    ctx.fault
+                        .take()
+                        .expect("a faulting function records its fault")
+                })
             })
         });
         if let Some(f) = fault {
             return Err(self.locate(f, [0; 3], [0; 3]));
         }
-        let bytes = as_bytes(&mut buf);
+        let bytes = as_bytes(buf);
         Ok(func
             .rets
             .iter()

@@ -32,9 +32,11 @@ pub enum AreaName {
 
 // SAFETY: `Frame` points to a `FrameVar` of the `ModuleInfo` of the Jit whose code registered
 // it; a ModuleInfo is never changed after it is built and outlives every launch and call of
-// its Jit. Frame areas live only in a thread's context, are removed when their frame returns,
-// and a context is reset before each call, so the pointer is only read while it is valid,
-// and reading immutable data from several threads is sound.
+// its Jit. Frame areas live only in a thread's context and are removed when their frame
+// returns (after a fault or `exit` too); a launch clears its contexts' areas before each
+// block, and a host-call context belongs to one Jit and is cleared after a fault (see
+// `host::rt_host_enter`), so the pointer is only read while it is valid, and reading
+// immutable data from several threads is sound.
 unsafe impl Send for AreaName {}
 unsafe impl Sync for AreaName {}
 
@@ -178,10 +180,11 @@ impl ThreadCtx {
         }
     }
 
-    /// A fresh context for another call, keeping the allocation of `own`. Field by field, in
-    /// place: moving a whole new context in cost host calls ~15 ns (the copy read back
-    /// stack slots the constructor had just written in narrower pieces).
-    pub fn reset(&mut self, shared: &AreaMap<JitArea>, info: &ModuleInfo) {
+    /// The context as [`ThreadCtx::new`] made it for the same module areas and info, keeping
+    /// the allocation of `own`. Field by field, in place: moving a whole new context in cost
+    /// host calls ~15 ns (the copy read back stack slots the constructor had just written in
+    /// narrower pieces).
+    pub fn clear(&mut self) {
         // Destructured, so that a new field cannot be forgotten here.
         let ThreadCtx {
             tid,
@@ -195,8 +198,8 @@ impl ThreadCtx {
             shared_base,
             dynamic_smem,
             total_smem,
-            shared: shared_at,
-            info: info_at,
+            shared: _,
+            info: _,
             own,
             fault,
         } = self;
@@ -211,10 +214,22 @@ impl ThreadCtx {
         *shared_base = 0;
         *dynamic_smem = 0;
         *total_smem = 0;
-        *shared_at = shared;
-        *info_at = info;
         own.clear();
         *fault = None;
+    }
+
+    /// Makes the context as new after a call of a `.func` on it: what such a call can leave
+    /// is its shared window (areas, base, sizes, the shared-space recent-area slots) and a
+    /// fault; frames and the depth are undone by the code itself, and the launch fields are
+    /// a kernel's only. The other recent-area slots keep the module variables they hold.
+    pub fn end_call(&mut self) {
+        self.own.clear();
+        self.fault = None;
+        self.depth = 0;
+        self.shared_base = 0;
+        self.dynamic_smem = 0;
+        self.total_smem = 0;
+        self.hits[HIT_AREAS..].fill([0; 2]);
     }
 
     fn record(&mut self, message: String, address: Option<u64>, site: u64) {
@@ -348,8 +363,9 @@ pub unsafe extern "C" fn rt_enter(ctx: *mut ThreadCtx, func: u32, frame: u64) {
     // SAFETY: as in `rt_check`; `info` outlives the launch.
     let ctx = unsafe { &mut *ctx };
     let info = unsafe { &*ctx.info };
-    for v in &info.frames[func as usize] {
-        ctx.own.push(JitArea {
+    // One `extend` of known length: one capacity check, not one per variable.
+    ctx.own
+        .extend(info.frames[func as usize].iter().map(|v| JitArea {
             extent: Extent {
                 base: frame + v.offset as u64,
                 size: v.size,
@@ -357,8 +373,7 @@ pub unsafe extern "C" fn rt_enter(ctx: *mut ThreadCtx, func: u32, frame: u64) {
                 writable: true,
             },
             name: AreaName::Frame(v),
-        });
-    }
+        }));
 }
 
 /// `rt_leave(ctx, func)`: forgets the variables of the innermost frame.

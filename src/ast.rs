@@ -166,6 +166,17 @@ impl CmpOp {
         use CmpOp::*;
         matches!(self, Eq | Ne | Lt | Le | Gt | Ge | Lo | Ls | Hi | Hs)
     }
+    /// Whether the operator compares values of type `ty` (PTX ISA 9.7.7.1 tables 26–27):
+    /// float operators on floats, `eq`/`ne` on bit-size types, integer ones on integers.
+    pub fn applies_to(self, ty: Type) -> bool {
+        if ty.is_float() {
+            self.is_float()
+        } else if ty.kind() == TypeKind::Bits {
+            matches!(self, CmpOp::Eq | CmpOp::Ne)
+        } else {
+            self.is_int()
+        }
+    }
     /// Operators that apply to floating-point types.
     pub fn is_float(self) -> bool {
         use CmpOp::*;

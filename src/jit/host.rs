@@ -24,7 +24,7 @@
 
 use super::compile::{Listing, define};
 use super::layout::FrameLayout;
-use super::lower::{clif, copy_bytes, signature};
+use super::lower::{clif, copy_bytes, piece_type, signature};
 use super::runtime::{JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
 use super::{Emit, Jit, compile_error};
 use crate::ast::{FuncKind, Function, Module, Type, TypeKind};
@@ -123,12 +123,7 @@ pub(super) fn new_jit_id() -> u64 {
 fn zero_bytes(b: &mut FunctionBuilder, ptr: ir::Value, off: i32, n: usize) {
     let mut k = 0;
     while k < n {
-        let piece = match n - k {
-            8.. => types::I64,
-            4..=7 => types::I32,
-            2..=3 => types::I16,
-            _ => types::I8,
-        };
+        let piece = piece_type(n - k);
         let z = b.ins().iconst(piece, 0);
         b.ins()
             .store(MemFlagsData::trusted(), z, ptr, off + k as i32);

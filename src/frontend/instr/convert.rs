@@ -19,14 +19,7 @@ pub(super) fn setp(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         "ftz",
         "applies to float comparisons only",
     )?;
-    let ok = if ty.is_float() {
-        cmp.is_float()
-    } else if ty.kind() == TypeKind::Bits {
-        matches!(cmp, CmpOp::Eq | CmpOp::Ne)
-    } else {
-        cmp.is_int()
-    };
-    if !ok {
+    if !cmp.applies_to(ty) {
         return err(cx.head, format!("comparison {cmp} does not apply to {ty}"));
     }
     let n = if combine.is_some() { 4 } else { 3 };

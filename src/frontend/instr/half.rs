@@ -172,14 +172,7 @@ fn comparison(cx: &mut Cx, ty: Type) -> R<(CmpOp, Option<BoolOp>, bool)> {
     })?;
     let combine = cx.pick(BoolOp::from_ptx)?;
     let ftz = cx.flag("ftz");
-    let ok = if ty.is_float() {
-        cmp.is_float()
-    } else if ty.kind() == TypeKind::Bits {
-        matches!(cmp, CmpOp::Eq | CmpOp::Ne)
-    } else {
-        cmp.is_int()
-    };
-    if !ok {
+    if !cmp.applies_to(ty) {
         return err(cx.head, format!("comparison {cmp} does not apply to {ty}"));
     }
     let ftz_ok = matches!(ty, Type::F16 | Type::F16x2 | Type::F32);

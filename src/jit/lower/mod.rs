@@ -93,6 +93,17 @@ pub fn clif(ty: Type) -> ir::Type {
     }
 }
 
+/// The widest integer type (8, 4, 2 or 1 bytes) that fits in `remaining` bytes: the pieces
+/// a byte copy or fill moves.
+pub fn piece_type(remaining: usize) -> ir::Type {
+    match remaining {
+        8.. => types::I64,
+        4..=7 => types::I32,
+        2..=3 => types::I16,
+        _ => types::I8,
+    }
+}
+
 /// The integer type of a width (predicates: i8).
 pub fn int_type(bits: u32) -> ir::Type {
     match bits {
@@ -115,12 +126,7 @@ pub fn copy_bytes(
 ) {
     let mut k = 0;
     while k < n {
-        let piece = match n - k {
-            8.. => types::I64,
-            4..=7 => types::I32,
-            2..=3 => types::I16,
-            _ => types::I8,
-        };
+        let piece = piece_type(n - k);
         let v = b.ins().load(piece, trusted(), src, src_off + k as i32);
         b.ins().store(trusted(), v, dst, dst_off + k as i32);
         k += piece.bytes() as usize;

@@ -106,6 +106,20 @@ pub(super) fn slct(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     })
 }
 
+/// `cvt`'s one rounding modifier, float (`.rn` …) or integer (`.rni` …), if any.
+pub(super) fn cvt_rounding(
+    cx: &Cx,
+    frnd: Option<Rounding>,
+    irnd: Option<IntRounding>,
+) -> R<Option<CvtRounding>> {
+    match (frnd, irnd) {
+        (Some(_), Some(_)) => err(cx.head, "cvt takes one rounding modifier"),
+        (Some(r), None) => Ok(Some(CvtRounding::Float(r))),
+        (None, Some(r)) => Ok(Some(CvtRounding::Int(r))),
+        (None, None) => Ok(None),
+    }
+}
+
 /// `cvt` (PTX ISA 9.7.9.21): which rounding a conversion needs or allows.
 pub(super) fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     use Type::*;
@@ -122,12 +136,7 @@ pub(super) fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
             return err(s, format!("cvt does not support {t} here"));
         }
     }
-    let rnd = match (frnd, irnd) {
-        (Some(_), Some(_)) => return err(cx.head, "cvt takes one rounding modifier"),
-        (Some(r), None) => Some(CvtRounding::Float(r)),
-        (None, Some(r)) => Some(CvtRounding::Int(r)),
-        (None, None) => None,
-    };
+    let rnd = cvt_rounding(cx, frnd, irnd)?;
     let (df, af) = (dty.is_float(), aty.is_float());
     match (af, df, rnd) {
         (false, false, Some(_)) => {

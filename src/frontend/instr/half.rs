@@ -8,7 +8,7 @@
 //! `.bf16` forms of `add sub mul setp set ex2 tanh`, and `cvt` between `.bf16` and anything
 //! but `.f32`, need sm_90; `.xorsign.abs` needs sm_86.
 
-use super::{Cx, Fit, Opnd, R, Raw, err};
+use super::{Cx, Fit, Opnd, R, Raw, convert, err};
 use crate::ast::*;
 use crate::frontend::Diagnostic;
 
@@ -295,12 +295,7 @@ pub(super) fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
             return err(s, format!("cvt does not support {t} here"));
         }
     }
-    let rnd = match (frnd, irnd) {
-        (Some(_), Some(_)) => return err(cx.head, "cvt takes one rounding modifier"),
-        (Some(r), None) => Some(CvtRounding::Float(r)),
-        (None, Some(r)) => Some(CvtRounding::Int(r)),
-        (None, None) => None,
-    };
+    let rnd = convert::cvt_rounding(cx, frnd, irnd)?;
     // Which rounding the pair of types needs: a half from a wider or different format
     // or an integer rounds (.rn .rz .rm .rp); a half to an integer rounds to an integral
     // value; a half to its own type may round to an integral value; a widening takes none.

@@ -87,13 +87,9 @@ impl Lower<'_, '_> {
             AtomOp::Add if ty.is_half() => {
                 // The interpreter's half addition, out of line as every half operation is.
                 let op = crate::interp::atomic::half_add_op(ty);
-                let code = crate::interp::half::code::encode(op);
-                let code = self.b.ins().iconst(types::I64, code as i64);
                 let x = self.uextend(types::I64, old);
                 let y = self.uextend(types::I64, b);
-                let zero = self.b.ins().iconst(types::I64, 0);
-                let sum = self.helper("rt_half", &[code, x, y, zero]);
-                let sum = sum.expect("rt_half returns d");
+                let sum = self.call_half(op, &[x, y]);
                 self.b.ins().ireduce(int_type(ty.bits()), sum)
             }
             AtomOp::Add => {

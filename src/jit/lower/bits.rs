@@ -93,15 +93,12 @@ impl Lower<'_, '_> {
     /// Half precision: the interpreter's code, called through `rt_half` (sources widened to
     /// 64 bits; `setp` answers p | q << 1).
     fn half(&mut self, h: HalfOp, d: &Operand, p: &Operand, s: &[Value]) {
-        let code = self.b.ins().iconst(types::I64, code::encode(h) as i64);
-        let mut args = vec![code];
-        for (v, ty) in s.iter().zip(h.src_types()) {
-            args.push(self.conv(*v, ty, Type::B64, false));
-        }
-        while args.len() < 4 {
-            args.push(self.b.ins().iconst(types::I64, 0));
-        }
-        let r = self.helper("rt_half", &args).expect("rt_half returns d");
+        let wide: Vec<Value> = s
+            .iter()
+            .zip(h.src_types())
+            .map(|(v, ty)| self.conv(*v, ty, Type::B64, false))
+            .collect();
+        let r = self.call_half(h, &wide);
         if let HalfOp::Setp { .. } = h {
             let pv = self.b.ins().band_imm_u(r, 1);
             let pv = self.b.ins().ireduce(types::I8, pv);
@@ -114,6 +111,17 @@ impl Lower<'_, '_> {
             let v = self.conv(r, Type::B64, dty, false);
             self.set(d, dty, v);
         }
+    }
+
+    /// `rt_half(op, a, b, c)` on sources already widened to 64 bits (absent ones are 0):
+    /// its 64-bit answer.
+    pub(super) fn call_half(&mut self, h: HalfOp, srcs: &[Value]) -> Value {
+        let mut args = vec![self.b.ins().iconst(types::I64, code::encode(h) as i64)];
+        args.extend_from_slice(srcs);
+        while args.len() < 4 {
+            args.push(self.b.ins().iconst(types::I64, 0));
+        }
+        self.helper("rt_half", &args).expect("rt_half returns d")
     }
 
     /// `bfind`: msb − clz of a (of !a for a negative signed a), 0xffffffff for 0.

@@ -8,8 +8,8 @@
 
 mod common;
 
-use common::{Rng, engines, jit_with};
-use ptxjit::{Arg, Dim3, Engine, JitOptions};
+use common::{Rng, engines_and_soft_float};
+use ptxjit::{Arg, Dim3};
 use rustc_apfloat::ieee::{Double, Single};
 use rustc_apfloat::{Float, Round};
 
@@ -131,17 +131,7 @@ fn forms() -> Vec<Form> {
 fn check_all(inputs64: &[[u64; 3]], inputs32: &[[u64; 3]]) {
     let forms = forms();
     let ptx = kernels(&forms);
-    let mut all: Vec<(&str, Box<dyn Engine>)> = engines(&ptx);
-    all.push((
-        "jit (soft-float)",
-        Box::new(jit_with(
-            &ptx,
-            JitOptions {
-                hardware_rounding: false,
-                ..JitOptions::default()
-            },
-        )),
-    ));
+    let all = engines_and_soft_float(&ptx);
     for (k, (op, f64, ftz, sat, mode, name)) in forms.iter().enumerate() {
         let inputs = if *f64 { inputs64 } else { inputs32 };
         let w = if *f64 { 8 } else { 4 };

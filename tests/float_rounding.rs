@@ -6,9 +6,9 @@
 
 mod common;
 
-use common::{Rng, engines, jit_with};
+use common::{Rng, engines, engines_and_soft_float};
+use ptxjit::Value;
 use ptxjit::ast::Type;
-use ptxjit::{Engine, JitOptions, Value};
 use rustc_apfloat::ieee::{Double, Single};
 use rustc_apfloat::{Float, Round};
 
@@ -278,18 +278,7 @@ fn inputs(f64: bool, rng: &mut Rng, n: usize) -> Vec<[u64; 3]> {
 fn every_rounding_form_matches_apfloat_on_every_engine() {
     let forms = forms();
     let ptx = module(&forms);
-    let mut all: Vec<(&str, Box<dyn Engine>)> = engines(&ptx);
-    all.push((
-        "jit (soft-float)",
-        Box::new(jit_with(
-            &ptx,
-            JitOptions {
-                hardware_rounding: false,
-                verify: true,
-                ..JitOptions::default()
-            },
-        )),
-    ));
+    let all = engines_and_soft_float(&ptx);
     let mut rng = Rng::new(97);
     let mut checked = 0;
     for (k, f) in forms.iter().enumerate() {
@@ -376,17 +365,7 @@ fn directed_sqrt_brackets_the_root_even_for_subnormals() {
         .visible .func (.param .f32 r) rz(.param .f32 a) { .reg .f32 %x; ld.param.f32 %x, [a]; sqrt.rz.f32 %x, %x; st.param.f32 [r], %x; ret; }\n\
         .visible .func (.param .f32 r) rm(.param .f32 a) { .reg .f32 %x; ld.param.f32 %x, [a]; sqrt.rm.f32 %x, %x; st.param.f32 [r], %x; ret; }\n\
         .visible .func (.param .f32 r) rp(.param .f32 a) { .reg .f32 %x; ld.param.f32 %x, [a]; sqrt.rp.f32 %x, %x; st.param.f32 [r], %x; ret; }\n";
-    let mut all: Vec<(&str, Box<dyn Engine>)> = engines(ptx);
-    all.push((
-        "jit (soft-float)",
-        Box::new(jit_with(
-            ptx,
-            JitOptions {
-                hardware_rounding: false,
-                ..JitOptions::default()
-            },
-        )),
-    ));
+    let all = engines_and_soft_float(ptx);
     let mut rng = Rng::new(5);
     for k in 0..3000 {
         let bits = match k % 3 {

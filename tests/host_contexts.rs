@@ -7,18 +7,14 @@
 mod common;
 
 use ptxjit::jit::host::take_fault;
-use ptxjit::{Engine, Jit, JitOptions, Module, RunError, Value};
+use ptxjit::{Engine, Jit, JitOptions, RunError, Value};
 
 fn jit(ptx: &str, checked: bool) -> Jit {
-    let module = Module::parse(ptx).expect("test PTX parses");
-    Jit::with_options(
-        module,
-        JitOptions {
-            checked,
-            ..JitOptions::default()
-        },
-    )
-    .expect("compiles")
+    let options = JitOptions {
+        checked,
+        ..JitOptions::default()
+    };
+    common::jit_with(ptx, options)
 }
 
 /// `fresh(a)` reads `.local` words and registers (`%z`, `%u`) before writing them, and writes

@@ -40,6 +40,19 @@ pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
     ]
 }
 
+/// [`engines`] and the JIT's soft-float fallback for directed rounding (hardware rounding
+/// off), for the tests of rounding.
+pub fn engines_and_soft_float(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
+    let mut all = engines(ptx);
+    let options = JitOptions {
+        hardware_rounding: false,
+        verify: true,
+        ..JitOptions::default()
+    };
+    all.push(("jit (soft-float)", Box::new(jit_with(ptx, options))));
+    all
+}
+
 /// The JIT with particular options.
 pub fn jit_with(ptx: &str, options: JitOptions) -> Jit {
     let module = Module::parse(ptx).unwrap_or_else(|e| panic!("test PTX does not parse:\n{e}"));

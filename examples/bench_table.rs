@@ -672,13 +672,26 @@ fn main() {
     let started = Instant::now();
     let mut t = Table { rows: Vec::new() };
     let mut rng = Rng::new(8);
-    for w in workloads::all() {
-        bignum(&w, &mut t, &mut rng);
+    // `bench_table [GROUP ...]` runs only the named groups of rows (all without names).
+    let groups: Vec<String> = std::env::args().skip(1).collect();
+    let wanted = |g: &str| groups.is_empty() || groups.iter().any(|w| w == g);
+    if wanted("bignum") {
+        for w in workloads::all() {
+            bignum(&w, &mut t, &mut rng);
+        }
     }
-    streaming(&mut t);
-    cooperative(&mut t, &mut rng);
-    interpreter_rate(&mut t);
-    same_source(&mut t, &mut rng);
+    if wanted("streaming") {
+        streaming(&mut t);
+    }
+    if wanted("cooperative") {
+        cooperative(&mut t, &mut rng);
+    }
+    if wanted("interpreter") {
+        interpreter_rate(&mut t);
+    }
+    if wanted("same-source") {
+        same_source(&mut t, &mut rng);
+    }
     let mut names: Vec<String> = t
         .rows
         .iter()

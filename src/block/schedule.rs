@@ -19,9 +19,16 @@
 //! Then the next round. A round in which nothing resolves while some thread still waits is
 //! a stuck block: a fault naming the barrier or collective, its line, and where every thread
 //! stands, never a hang.
+//!
+//! The common case takes a shortcut with the same outcome: when no thread was waiting before
+//! a round and every thread that ran stopped at the same *plain* barrier (`bar.sync` with an
+//! immediate id 0–15, no thread count, no reduction, in a kernel without `bar.arrive`) or
+//! ended, that barrier completes for all of them (step 3, with no arrivals and no other
+//! waiters), and the next round runs every thread that has not ended. The engines report
+//! what a round did ([`Round`]), so the schedule does no work per thread then.
 
 use super::warp::{self, LaneMask};
-use crate::ast::{BarRed, Function, Inst, Instruction, SyncOp};
+use crate::ast::{BarRed, Function, Imm, Inst, Instruction, Operand, SyncOp};
 use crate::engine::{Dim3, Fault};
 
 /// What a thread gets back when it leaves a sync point: the `d` and `p` results.
@@ -54,12 +61,59 @@ pub const WAITING: u32 = 1;
 /// The thread ended (`ret` or `exit`).
 pub const ENDED: u32 = 2;
 
+/// What one round did, as the engine counts it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Round {
+    /// Threads run.
+    pub ran: u32,
+    /// Threads that ended.
+    pub ended: u32,
+    /// Threads that stopped at a plain barrier ([`plain_barrier`]).
+    pub plain: u32,
+    /// The ids of those barriers, as a bit mask.
+    pub plain_ids: u32,
+}
+
+impl Round {
+    /// Counts a thread that stopped at `inst` (a sync point).
+    pub fn stopped_at(&mut self, inst: &Inst) {
+        if let Some(id) = plain_barrier(inst) {
+            self.plain += 1;
+            self.plain_ids |= 1 << id;
+        }
+    }
+}
+
+/// The id of a *plain* barrier: `bar.sync`/`barrier.sync` with an immediate id 0–15, no
+/// thread count and no reduction. Everything else is `None`.
+pub fn plain_barrier(inst: &Inst) -> Option<u32> {
+    match inst {
+        Inst::Sync {
+            op:
+                SyncOp::Bar {
+                    wait: true,
+                    counted: false,
+                    red: None,
+                },
+            srcs,
+            ..
+        } => match srcs.first() {
+            Some(Operand::Imm(Imm::Int(id))) if (0..BARRIERS as i128).contains(id) => {
+                Some(*id as u32)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// An engine's threads of one block.
 pub trait Threads {
-    /// One round: runs every thread whose slot is [`READY`], in slot order (x-fastest
-    /// thread order), until it stops at a sync point (its slot then says where, with the
-    /// point's sources) or ends.
-    fn run_round(&mut self, slots: &mut [Slot]) -> Result<(), Fault>;
+    /// One round: runs every thread whose slot is [`READY`] (and [`WAITING`] too when
+    /// `waiting_too`), in slot order (x-fastest thread order), until it stops at a sync
+    /// point (its slot then says where, with the point's sources) or ends; says what it did.
+    fn run_round(&mut self, slots: &mut [Slot], waiting_too: bool) -> Result<Round, Fault>;
 }
 
 /// What the schedule knows of a thread besides its slot.
@@ -102,8 +156,29 @@ pub fn run_block(
     };
     // The op of the last point looked up (threads mostly stop where the one before did).
     let mut last: Option<(u32, SyncOp)> = None;
+    // The shortcut (see the module documentation) and whether the last round took it.
+    let shortcut = !body.iter().any(|i| {
+        matches!(
+            i.inst,
+            Inst::Sync {
+                op: SyncOp::Bar { wait: false, .. },
+                ..
+            }
+        )
+    });
+    let mut released_all = false;
+    // Threads the schedule holds at a point (`Seen::Waiting`).
+    let mut held = 0;
     loop {
-        threads.run_round(&mut slots)?;
+        let round = threads.run_round(&mut slots, released_all)?;
+        released_all = shortcut
+            && held == 0
+            && round.plain > 0
+            && round.plain + round.ended == round.ran
+            && round.plain_ids.is_power_of_two();
+        if released_all {
+            continue;
+        }
         let mut progress = false;
         let mut at_warp_points = false;
         for (t, (slot, seen)) in slots.iter_mut().zip(seen.iter_mut()).enumerate() {
@@ -188,6 +263,10 @@ pub fn run_block(
             }
             progress = true;
         }
+        held = seen
+            .iter()
+            .filter(|s| matches!(s, Seen::Waiting(_)))
+            .count();
         if !progress {
             return match seen.iter().position(|s| matches!(s, Seen::Waiting(_))) {
                 None => Ok(()),

@@ -25,7 +25,7 @@ pub mod video;
 
 use crate::ast::*;
 use crate::block::SharedLayout;
-use crate::block::schedule::{self, Slot};
+use crate::block::schedule::{self, Round, Slot};
 use crate::engine::{
     Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, arg_bytes, check_arity,
     check_scalar_rets, find_function, launched_kernel, param_bytes,
@@ -293,6 +293,7 @@ impl Interpreter {
         let block = launch.block;
         let mut threads = BlockThreads {
             kernel,
+            body: launch.module.func(kernel).body.as_deref().unwrap_or(&[]),
             threads: (0..block.count())
                 .map(|t| (Thread::new(launch, memory, ctaid, block.point(t)), None))
                 .collect(),
@@ -316,15 +317,21 @@ fn has_sync_points(f: &Function) -> bool {
 /// kernel once it has started (and until it ends).
 struct BlockThreads<'a> {
     kernel: FuncId,
+    /// The kernel's instructions (where the threads stop).
+    body: &'a [Instruction],
     threads: Vec<(Thread<'a>, Option<Activation<'a>>)>,
 }
 
 impl schedule::Threads for BlockThreads<'_> {
-    fn run_round(&mut self, slots: &mut [Slot]) -> Result<(), Fault> {
+    fn run_round(&mut self, slots: &mut [Slot], waiting_too: bool) -> Result<Round, Fault> {
+        let mut round = Round::default();
         for (slot, (thread, activation)) in slots.iter_mut().zip(&mut self.threads) {
-            if slot.status != schedule::READY {
+            let runs =
+                slot.status == schedule::READY || (waiting_too && slot.status == schedule::WAITING);
+            if !runs {
                 continue;
             }
+            round.ran += 1;
             let act = match activation.take() {
                 Some(mut act) => {
                     // The point's results go to its destinations.
@@ -337,6 +344,7 @@ impl schedule::Threads for BlockThreads<'_> {
             };
             match thread.resume(act)? {
                 (act, Some((point, args))) => {
+                    round.stopped_at(&self.body[point as usize].inst);
                     *activation = Some(act);
                     *slot = Slot {
                         status: schedule::WAITING,
@@ -348,10 +356,11 @@ impl schedule::Threads for BlockThreads<'_> {
                 (act, None) => {
                     thread.leave(act, &mut Vec::new());
                     slot.status = schedule::ENDED;
+                    round.ended += 1;
                 }
             }
         }
-        Ok(())
+        Ok(round)
     }
 }
 

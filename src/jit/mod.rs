@@ -20,7 +20,7 @@ pub use lower::LANES;
 
 use crate::ast::{FuncId, FuncKind, Module, Space};
 use crate::block::SharedLayout;
-use crate::block::schedule::{self, Slot};
+use crate::block::schedule::{self, Round, Slot};
 use crate::engine::{
     Arg, Dim3, Engine, Fault, LaunchConfig, RunError, Value, check_arg, check_arity,
     check_scalar_rets, find_function, launched_kernel, param_bytes,
@@ -459,11 +459,12 @@ impl<'a> StepThreads<'a> {
 }
 
 impl schedule::Threads for StepThreads<'_> {
-    fn run_round(&mut self, slots: &mut [Slot]) -> Result<(), Fault> {
+    fn run_round(&mut self, slots: &mut [Slot], waiting_too: bool) -> Result<Round, Fault> {
+        let mut round = Round::default();
         // SAFETY: `round` is this kernel's finalized round function, compiled with the
         // signature `RoundFunc`; `slots` holds one `repr(C)` slot per thread and `states`
         // one state area of the kernel's `StepLayout::size` per thread (16-byte aligned),
-        // which nothing else uses during the call; the context is this worker's own and its
+        // which nothing else uses during the call, and the `Round` it writes is a local; the context is this worker's own and its
         // pointers outlive the launch.
         let status = unsafe {
             (self.round)(
@@ -471,6 +472,8 @@ impl schedule::Threads for StepThreads<'_> {
                 slots.as_mut_ptr(),
                 as_bytes(self.states).as_mut_ptr(),
                 slots.len() as u32,
+                waiting_too as u32,
+                &mut round,
             )
         };
         if status == STATUS_FAULT {
@@ -481,7 +484,7 @@ impl schedule::Threads for StepThreads<'_> {
                 .expect("a faulting round records its fault");
             return Err(locate(self.module, f, self.ctx.ctaid, self.ctx.tid));
         }
-        Ok(())
+        Ok(round)
     }
 }
 
@@ -489,8 +492,10 @@ impl schedule::Threads for StepThreads<'_> {
 type InternalFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut u8, *mut u8) -> i32;
 /// A kernel's block function: `(ctx) -> status`.
 type BlockFunc = unsafe extern "C" fn(*mut ThreadCtx) -> i32;
-/// A cooperative kernel's round function: `(ctx, slots, states, threads) -> status`.
-type RoundFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut Slot, *mut u8, u32) -> i32;
+/// A cooperative kernel's round function: `(ctx, slots, states, threads, waiting_too,
+/// round) -> status`.
+type RoundFunc =
+    unsafe extern "C" fn(*mut ThreadCtx, *mut Slot, *mut u8, u32, u32, *mut Round) -> i32;
 
 /// Bytes for a buffer, 16-byte aligned.
 fn aligned_bytes(n: usize) -> Vec<u128> {

@@ -22,6 +22,7 @@ use crate::block::schedule::{self, Slot};
 use crate::jit::runtime::ThreadCtx;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, Block, InstBuilder, JumpTableData, Value, types};
+use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
 
@@ -163,6 +164,33 @@ pub(super) struct Step {
     carries: bool,
     /// Per sync point, in order: its resume block, the block after it, its instruction.
     points: Vec<(Block, Block, usize)>,
+    counts: RoundCounts,
+}
+
+/// The variables counting what a round did (the fields of [`schedule::Round`]).
+#[derive(Clone, Copy)]
+struct RoundCounts {
+    ran: Variable,
+    ended: Variable,
+    plain: Variable,
+    plain_ids: Variable,
+}
+
+impl RoundCounts {
+    fn all(self) -> [Variable; 4] {
+        [self.ran, self.ended, self.plain, self.plain_ids]
+    }
+
+    /// Adds `by` to count `v` (or, for the id mask, ors it in).
+    fn bump(self, b: &mut FunctionBuilder, v: Variable, by: i64) {
+        let old = b.use_var(v);
+        let new = if v == self.plain_ids {
+            b.ins().bor_imm_u(old, by)
+        } else {
+            b.ins().iadd_imm_s(old, by)
+        };
+        b.def_var(v, new);
+    }
 }
 
 fn slot_field(offset: usize) -> i32 {
@@ -178,6 +206,7 @@ impl Lower<'_, '_> {
             .expect("positioned in the entry block");
         let params = self.b.block_params(entry).to_vec();
         let (slots, states, n) = (params[1], params[2], params[3]);
+        let (waiting_too, round_out) = (params[4], params[5]);
         let layout = StepLayout::of(self.f, self.layout.frame_size);
         self.kernel_dims();
         let ctx = self.ctx;
@@ -185,6 +214,18 @@ impl Lower<'_, '_> {
         let t = self.b.declare_var(types::I32);
         let zero32 = self.b.ins().iconst(types::I32, 0);
         self.b.def_var(t, zero32);
+        // What the round did (`schedule::Round`), counted as it goes.
+        let counts = RoundCounts {
+            ran: self.b.declare_var(types::I32),
+            ended: self.b.declare_var(types::I32),
+            plain: self.b.declare_var(types::I32),
+            plain_ids: self.b.declare_var(types::I32),
+        };
+        for v in counts.all() {
+            self.b.def_var(v, zero32);
+        }
+        // Threads whose status is at most this run: READY, or WAITING too.
+        let runnable = self.b.ins().iadd_imm_s(waiting_too, schedule::READY as i64);
         let (head, check, run, next, finish) = (
             self.b.create_block(),
             self.b.create_block(),
@@ -209,14 +250,15 @@ impl Lower<'_, '_> {
             slot,
             slot_field(offset_of!(Slot, status)),
         );
-        let ready = self
+        let runs = self
             .b
             .ins()
-            .icmp_imm_s(IntCC::Equal, status, schedule::READY as i64);
-        self.b.ins().brif(ready, run, &[], next, &[]);
+            .icmp(IntCC::UnsignedLessThanOrEqual, status, runnable);
+        self.b.ins().brif(runs, run, &[], next, &[]);
 
         // One thread: its state, its %tid, then on from where it stands.
         self.b.switch_to_block(run);
+        counts.bump(&mut self.b, counts.ran, 1);
         let at = self.b.ins().imul_imm_s(t64, layout.size as i64);
         let state = self.b.ins().iadd(states, at);
         self.frame = self.b.ins().iadd_imm_s(state, layout.frame as i64);
@@ -239,6 +281,7 @@ impl Lower<'_, '_> {
             live: live_across_points(self.f),
             carries: uses_carry(self.f),
             points: Vec::new(),
+            counts,
         });
         self.enter_frame();
         let resume = self
@@ -266,6 +309,7 @@ impl Lower<'_, '_> {
         self.b
             .ins()
             .store(trusted(), ended, slot, slot_field(offset_of!(Slot, status)));
+        counts.bump(&mut self.b, counts.ended, 1);
         self.leave_frame();
         self.b.ins().jump(next, &[]);
 
@@ -275,6 +319,15 @@ impl Lower<'_, '_> {
         self.b.def_var(t, t1);
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(finish);
+        for (v, field) in [
+            (counts.ran, offset_of!(schedule::Round, ran)),
+            (counts.ended, offset_of!(schedule::Round, ended)),
+            (counts.plain, offset_of!(schedule::Round, plain)),
+            (counts.plain_ids, offset_of!(schedule::Round, plain_ids)),
+        ] {
+            let v = self.b.use_var(v);
+            self.b.ins().store(trusted(), v, round_out, field as i32);
+        }
         let ok = self.b.ins().iconst(types::I32, super::STATUS_OK as i64);
         self.b.ins().return_(&[ok]);
         let fail = self.fail;
@@ -411,6 +464,12 @@ impl Lower<'_, '_> {
                 .ins()
                 .store(trusted(), cf, state, StepLayout::CF as i32);
         }
+        let body = self.f.body.as_deref().expect("kernels have bodies");
+        if let Some(id) = schedule::plain_barrier(&body[self.at].inst) {
+            let counts = self.step.as_ref().expect("checked above").counts;
+            counts.bump(&mut self.b, counts.plain, 1);
+            counts.bump(&mut self.b, counts.plain_ids, 1 << id);
+        }
         let resume = self.b.ins().iconst(types::I32, number as i64 + 1);
         self.b
             .ins()
@@ -439,11 +498,19 @@ impl Lower<'_, '_> {
     }
 }
 
-/// The signature of a round function: `(ctx, slots, states, n) -> status`.
+/// The signature of a round function: `(ctx, slots, states, n, waiting_too, round) ->
+/// status` (see [`schedule::Threads::run_round`]; `round` points to a [`schedule::Round`]).
 pub fn round_signature(cc: cranelift_codegen::isa::CallConv) -> ir::Signature {
     super::signature(
         cc,
-        &[types::I64, types::I64, types::I64, types::I32],
+        &[
+            types::I64,
+            types::I64,
+            types::I64,
+            types::I32,
+            types::I32,
+            types::I64,
+        ],
         &[types::I32],
     )
 }

@@ -1335,12 +1335,31 @@ pub enum Inst {
 
 impl Inst {
     /// Whether the instruction writes register `r` (as a destination, a vector element or a
-    /// call's return value). Exhaustive, so that a new instruction must say what it writes.
+    /// call's return value).
     pub fn writes(&self, r: RegId) -> bool {
-        let op = |o: &Operand| match o {
-            Operand::Reg(x) => *x == r,
-            Operand::Vector(parts) => parts.contains(&Operand::Reg(r)),
-            _ => false,
+        let mut found = false;
+        self.for_each_written(|x| found |= x == r);
+        found
+    }
+
+    /// The registers the instruction writes, in no particular order.
+    pub fn written(&self) -> Vec<RegId> {
+        let mut regs = Vec::new();
+        self.for_each_written(|r| regs.push(r));
+        regs
+    }
+
+    /// Calls `f` with each register the instruction writes. Exhaustive, so that a new
+    /// instruction must say what it writes.
+    fn for_each_written(&self, mut f: impl FnMut(RegId)) {
+        let mut op = |o: &Operand| match o {
+            Operand::Reg(x) => f(*x),
+            Operand::Vector(parts) => parts.iter().for_each(|p| {
+                if let Operand::Reg(x) = p {
+                    f(*x)
+                }
+            }),
+            _ => {}
         };
         use Inst::*;
         match self {
@@ -1362,12 +1381,20 @@ impl Inst {
             | FloatBin { d, .. }
             | FloatUn { d, .. }
             | Fma { d, .. } => op(d),
-            Setp { p, q, .. } => op(p) || op(q),
-            Sync { d, p, .. } | Compute { d, p, .. } => op(d) || op(p),
+            Setp { p, q, .. } => {
+                op(p);
+                op(q)
+            }
+            Sync { d, p, .. } | Compute { d, p, .. } => {
+                op(d);
+                op(p)
+            }
             Isspacep { p, .. } => op(p),
-            Video { d, .. } | Vset { d, .. } | Vmad { d, .. } | VideoSimd { d, .. } => *d == r,
-            Call { rets, .. } => rets.iter().any(op),
-            St { .. } | Fence | Hint | Bra { .. } | Ret | Exit => false,
+            Video { d, .. } | Vset { d, .. } | Vmad { d, .. } | VideoSimd { d, .. } => {
+                op(&Operand::Reg(*d))
+            }
+            Call { rets, .. } => rets.iter().for_each(op),
+            St { .. } | Fence | Hint | Bra { .. } | Ret | Exit => {}
         }
     }
 }

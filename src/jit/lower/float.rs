@@ -6,6 +6,7 @@
 //! clamps to [0.0, 1.0] with NaN → +0.0.
 
 mod directed;
+pub(super) mod nan;
 
 use super::{Lower, clif, int_type};
 use crate::ast::{FloatBinOp, FloatUnOp, Inst, Precision, Rounding, Type};
@@ -51,7 +52,7 @@ impl Lower<'_, '_> {
                         (self.soft(*ty, self.arith_helper(), code, &[x, y]), *sat)
                     }
                 };
-                let r = self.finish(*ty, *ftz, sat, r);
+                let r = self.finish_result(*ty, *ftz, sat, r);
                 self.set(d, *ty, r);
             }
             Inst::FloatUn {
@@ -133,7 +134,7 @@ impl Lower<'_, '_> {
                     };
                     self.soft(*ty, helper, code, &v)
                 };
-                let r = self.finish(*ty, *ftz, *sat, r);
+                let r = self.finish_result(*ty, *ftz, *sat, r);
                 self.set(d, *ty, r);
             }
             _ => unreachable!("not a float instruction"),
@@ -247,6 +248,16 @@ impl Lower<'_, '_> {
         let s = self.b.ins().select(ge1, one, v);
         let gt0 = self.b.ins().fcmp(FloatCC::GreaterThan, v, zero);
         self.b.ins().select(gt0, s, zero)
+    }
+
+    /// `finish` for the result of the arithmetic instruction being lowered: without the
+    /// canonical NaN where nothing observes it ([`nan::unobserved`]).
+    fn finish_result(&mut self, ty: Type, ftz: bool, sat: bool, r: Value) -> Value {
+        if !self.nan_unobserved.get(self.at).copied().unwrap_or(false) {
+            return self.finish(ty, ftz, sat, r);
+        }
+        let r = self.flush_if(ftz, ty, r);
+        if sat { self.saturate(ty, r) } else { r }
     }
 
     /// The common tail: canonical NaN, then `.ftz` on the result, then `.sat`.

@@ -12,6 +12,7 @@ mod float;
 mod fold;
 mod int;
 mod lanes;
+mod liveness;
 mod memory;
 pub(super) mod sync;
 mod video;
@@ -215,6 +216,9 @@ pub struct Lower<'a, 'f> {
     /// A kernel's loads of its own parameters, made once per block before the thread loop
     /// (parameters are read-only): the value of each part, by instruction index.
     hoisted: HashMap<usize, Vec<Value>>,
+    /// By instruction index: float arithmetic whose NaN result needs no canonical form
+    /// (see [`float::nan`]).
+    nan_unobserved: Vec<bool>,
 }
 
 /// Memory flags of ordinary accesses (may trap only in unchecked mode).
@@ -315,6 +319,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             callees: HashMap::new(),
             zext: HashMap::new(),
             hoisted: HashMap::new(),
+            nan_unobserved: float::nan::unobserved(f),
             step: None,
         };
         (l, entry)

@@ -16,6 +16,7 @@
 //! register live across the point (a backward data-flow over the body), the others dead
 //! there.
 
+use super::liveness::{self, RegSet};
 use super::{Lower, trusted};
 use crate::ast::{self, Inst, Operand, Space, SyncOp, Type};
 use crate::block::schedule::{self, Slot};
@@ -57,74 +58,12 @@ impl StepLayout {
     }
 }
 
-/// A set of registers, by id.
-type RegSet = Vec<u64>;
-
-fn has(set: &RegSet, r: usize) -> bool {
-    set[r / 64] & (1 << (r % 64)) != 0
-}
-
-fn add(set: &mut RegSet, r: usize) {
-    set[r / 64] |= 1 << (r % 64);
-}
-
-/// For each sync point of `f`, by instruction index, the registers live after it: read on
-/// some path from it before they are written (a backward data-flow over the body; guarded
-/// writes do not count as writes). The point's own results are written when the thread
-/// goes on, so they are not live across it. Only these are saved and reloaded.
+/// For each sync point of `f`, by instruction index, the registers live after it (see
+/// [`liveness::live_out`]). The point's own results are written when the thread goes on,
+/// so they are not live across it. Only these are saved and reloaded.
 fn live_across_points(f: &ast::Function) -> HashMap<usize, RegSet> {
     let body = f.body.as_deref().unwrap_or(&[]);
-    let (n, words) = (body.len(), f.regs.len().div_ceil(64).max(1));
-    let mut uses = vec![vec![0u64; words]; n];
-    let mut defs = vec![vec![0u64; words]; n];
-    let mut succs: Vec<Vec<usize>> = Vec::with_capacity(n);
-    for (i, ins) in body.iter().enumerate() {
-        for r in ins.inst.reads().into_iter().chain(ins.guard.map(|g| g.reg)) {
-            add(&mut uses[i], r.0 as usize);
-        }
-        if ins.guard.is_none() {
-            for r in 0..f.regs.len() {
-                if ins.inst.writes(ast::RegId(r as u32)) {
-                    add(&mut defs[i], r);
-                }
-            }
-        }
-        let falls_through =
-            ins.guard.is_some() || !matches!(ins.inst, Inst::Bra { .. } | Inst::Ret | Inst::Exit);
-        let mut s: Vec<usize> = Vec::new();
-        if falls_through && i + 1 < n {
-            s.push(i + 1);
-        }
-        if let Inst::Bra { target, .. } = ins.inst {
-            let to = f.labels[target.0 as usize];
-            if to < n {
-                s.push(to);
-            }
-        }
-        succs.push(s);
-    }
-    let mut live_in = vec![vec![0u64; words]; n];
-    let mut live_out = vec![vec![0u64; words]; n];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for i in (0..n).rev() {
-            let mut out = vec![0u64; words];
-            for &s in &succs[i] {
-                for (o, l) in out.iter_mut().zip(&live_in[s]) {
-                    *o |= l;
-                }
-            }
-            let inn: RegSet = (0..words)
-                .map(|w| uses[i][w] | (out[w] & !defs[i][w]))
-                .collect();
-            if inn != live_in[i] {
-                live_in[i] = inn;
-                changed = true;
-            }
-            live_out[i] = out;
-        }
-    }
+    let live_out = liveness::live_out(f);
     body.iter()
         .enumerate()
         .filter_map(|(i, ins)| match &ins.inst {
@@ -132,7 +71,7 @@ fn live_across_points(f: &ast::Function) -> HashMap<usize, RegSet> {
                 let mut live = live_out[i].clone();
                 for o in [d, p] {
                     if let Operand::Reg(r) = o {
-                        live[r.0 as usize / 64] &= !(1 << (r.0 % 64));
+                        liveness::remove(&mut live, *r);
                     }
                 }
                 Some((i, live))
@@ -152,9 +91,10 @@ fn uses_carry(f: &ast::Function) -> bool {
 
 /// The round function's state while it is lowered.
 pub(super) struct Step {
-    /// The running thread's slot and state area.
+    /// The running thread's slot and state area, and its block's shared window.
     slot: Value,
     state: Value,
+    shared_base: Value,
     layout: StepLayout,
     /// Where a thread goes when it stops or ends: the next one.
     next: Block,
@@ -273,7 +213,9 @@ impl Lower<'_, '_> {
             let field = (offset_of!(ThreadCtx, tid) + 4 * k) as i32;
             self.b.ins().store(trusted(), v, ctx, field);
         }
+        let shared_base = self.load_shared_base();
         self.step = Some(Step {
+            shared_base,
             slot,
             state,
             layout,
@@ -381,7 +323,7 @@ impl Lower<'_, '_> {
     /// are dead there and start again from 0 (so that no value flows around the thread loop).
     fn load_thread(&mut self, step: &Step, live: &RegSet) {
         for (k, r) in self.f.regs.iter().enumerate() {
-            let v = if has(live, k) {
+            let v = if liveness::has(live, ast::RegId(k as u32)) {
                 let at = (step.layout.regs + 8 * k as u32) as i32;
                 self.load_value(super::clif(r.ty), trusted(), step.state, at)
             } else {
@@ -430,8 +372,16 @@ impl Lower<'_, '_> {
         }
     }
 
-    /// The host address of offset 0 of the block's shared window.
+    /// The host address of offset 0 of the block's shared window (in a round function,
+    /// loaded once as each thread starts running).
     pub(super) fn shared_base(&mut self) -> Value {
+        if let Some(step) = &self.step {
+            return step.shared_base;
+        }
+        self.load_shared_base()
+    }
+
+    fn load_shared_base(&mut self) -> Value {
         let ctx = self.ctx;
         let at = offset_of!(ThreadCtx, shared_base) as i32;
         self.b.ins().load(types::I64, trusted(), ctx, at)
@@ -453,7 +403,7 @@ impl Lower<'_, '_> {
             self.b.ins().store(trusted(), v, slot, at);
         }
         let live = self.step.as_ref().expect("checked above").live[&self.at].clone();
-        for k in (0..self.f.regs.len()).filter(|&k| has(&live, k)) {
+        for k in (0..self.f.regs.len()).filter(|&k| liveness::has(&live, ast::RegId(k as u32))) {
             let v = self.b.use_var(self.regs[k]);
             let at = (layout.regs + 8 * k as u32) as i32;
             self.b.ins().store(trusted(), v, state, at);

@@ -1,0 +1,192 @@
+//! PTX's float arithmetic gives the canonical NaN (`0x7fffffff` for `.f32`, PTX ISA 9.7.3),
+//! where x86 gives its default NaN (`0xffc00000`) or an input's payload. The JIT leaves out
+//! the canonical form where no instruction can see a payload (src/jit/lower/float/nan.rs):
+//! these tests feed NaNs of every origin through chains whose results are observed by
+//! `mov`, `neg`, `max`, comparisons and branches, against a model of the manual's rules on
+//! Rust's own IEEE arithmetic, on every engine; and pin that a chain pays once.
+
+mod common;
+
+use common::{call3, engines, jit_with, three_operand_module};
+use ptxjit::JitOptions;
+use ptxjit::jit::Emit;
+
+const HEADER: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
+const DECLS: &str = "  .reg .f32 %x, %y, %z, %w;\n  .reg .pred %p;\n";
+
+const CANONICAL: u32 = 0x7fff_ffff;
+
+/// The manual's result of float arithmetic: any NaN is the canonical one.
+fn ptx(v: f32) -> u32 {
+    if v.is_nan() { CANONICAL } else { v.to_bits() }
+}
+
+/// Bits back to a float (the model works on what PTX registers hold).
+fn f(bits: u32) -> f32 {
+    f32::from_bits(bits)
+}
+
+/// `max.f32` (9.7.3.11): a NaN operand gives the other; two give the canonical NaN.
+fn ptx_max(a: u32, b: u32) -> u32 {
+    match (f(a).is_nan(), f(b).is_nan()) {
+        (true, true) => CANONICAL,
+        (true, false) => b,
+        (false, true) => a,
+        // Rust's max orders -0.0 and +0.0 as equal; PTX's max gives +0.0.
+        _ if f(a) == f(b) => a & b,
+        _ => ptx(f(a).max(f(b))),
+    }
+}
+
+type Model = Box<dyn Fn(u32, u32, u32) -> u32>;
+
+/// `(body, model of %d from the bits of a, b, c)`; `%x`, `%y` hold `a`, `b` as floats.
+fn cases() -> Vec<(&'static str, Model)> {
+    let load = "mov.b32 %x, %a; mov.b32 %y, %b;";
+    let v: Vec<(&str, Model)> = vec![
+        // A chain: the product is read only by the sum; the sum is observed.
+        (
+            "mul.rn.f32 %z, %x, %y; add.rn.f32 %w, %z, %x; mov.b32 %d, %w;",
+            Box::new(|a, b, _| ptx(f(ptx(f(a) * f(b))) + f(a))),
+        ),
+        // Three links and an fma.
+        (
+            "mul.rn.f32 %z, %x, %y; add.rn.f32 %z, %z, %y; fma.rn.f32 %w, %z, %x, %y; \
+             sub.rn.f32 %w, %w, %x; mov.b32 %d, %w;",
+            Box::new(|a, b, _| {
+                let z = f(ptx(f(ptx(f(a) * f(b))) + f(b)));
+                let w = f(ptx(z.mul_add(f(a), f(b))));
+                ptx(w - f(a))
+            }),
+        ),
+        // The product itself observed by a move.
+        (
+            "mul.rn.f32 %z, %x, %y; mov.b32 %d, %z;",
+            Box::new(|a, b, _| ptx(f(a) * f(b))),
+        ),
+        // `neg` flips the sign bit of whatever NaN it gets: the canonical one.
+        (
+            "mul.rn.f32 %z, %x, %y; add.rn.f32 %w, %z, %x; neg.f32 %w, %w; mov.b32 %d, %w;",
+            Box::new(|a, b, _| ptx(f(ptx(f(a) * f(b))) + f(a)) ^ 0x8000_0000),
+        ),
+        // `abs` clears it.
+        (
+            "add.rn.f32 %z, %x, %y; abs.f32 %w, %z; mov.b32 %d, %w;",
+            Box::new(|a, b, _| ptx(f(a) + f(b)) & 0x7fff_ffff),
+        ),
+        // Read after a label (another block) by a move, or overwritten first.
+        (
+            "mul.rn.f32 %z, %x, %y; setp.eq.u32 %p, %c, 0; @%p bra DONE; \
+             add.rn.f32 %z, %z, %x; DONE: mov.b32 %d, %z;",
+            Box::new(|a, b, c| {
+                let z = ptx(f(a) * f(b));
+                if c == 0 { z } else { ptx(f(z) + f(a)) }
+            }),
+        ),
+        // A comparison reads it (blind to payloads); a select shows the answer.
+        (
+            "mul.rn.f32 %z, %x, %y; setp.nan.f32 %p, %z, %z; selp.b32 %d, 1, 2, %p;",
+            Box::new(|a, b, _| if (f(a) * f(b)).is_nan() { 1 } else { 2 }),
+        ),
+        // `max` with one NaN gives the other operand.
+        (
+            "mul.rn.f32 %z, %x, %y; max.f32 %w, %z, %y; mov.b32 %d, %w;",
+            Box::new(|a, b, _| ptx_max(ptx(f(a) * f(b)), b)),
+        ),
+        // `.sat` makes a NaN +0.0.
+        (
+            "mul.rn.f32 %z, %x, %y; add.rn.sat.f32 %w, %z, %x; mov.b32 %d, %w;",
+            Box::new(|a, b, _| {
+                let s = f(ptx(f(ptx(f(a) * f(b))) + f(a)));
+                if s.is_nan() || s <= 0.0 {
+                    0
+                } else {
+                    s.min(1.0).to_bits()
+                }
+            }),
+        ),
+        // A product read by a sum under a guard, then by a move.
+        (
+            "mul.rn.f32 %z, %x, %y; setp.ne.u32 %p, %c, 0; @%p add.rn.f32 %w, %z, %x; \
+             @!%p mov.f32 %w, %z; mov.b32 %d, %w;",
+            Box::new(|a, b, c| {
+                let z = ptx(f(a) * f(b));
+                if c != 0 { ptx(f(z) + f(a)) } else { z }
+            }),
+        ),
+    ];
+    v.into_iter()
+        .map(|(body, m)| {
+            let text: &'static str = Box::leak(format!("{load} {body}").into_boxed_str());
+            (text, m)
+        })
+        .collect()
+}
+
+/// Values whose products and sums reach every NaN origin: inf × 0 (x86's default NaN),
+/// inf − inf, quiet NaNs with payloads of either sign, a signalling NaN.
+const INPUTS: [u32; 9] = [
+    0x7f80_0000, // +inf
+    0xff80_0000, // -inf
+    0,
+    0x3f80_0000, // 1.0
+    0xc020_0000, // -2.5
+    0x7fc1_2345, // quiet NaN, payload
+    0xffc0_dead, // negative quiet NaN, payload
+    0x7fa0_0001, // signalling NaN
+    CANONICAL,
+];
+
+#[test]
+fn nan_results_are_canonical_wherever_observed() {
+    let cases = cases();
+    let ptx = three_operand_module(HEADER, DECLS, 0, cases.iter().map(|(t, _)| t.to_string()));
+    for (engine, e) in engines(&ptx) {
+        for (k, (text, model)) in cases.iter().enumerate() {
+            for &a in &INPUTS {
+                for &b in &INPUTS {
+                    for c in [0, 1] {
+                        let got = call3(e.as_ref(), &format!("f{k}"), a, b, c);
+                        let want = model(a, b, c);
+                        assert_eq!(
+                            got, want,
+                            "{engine}: `{text}` with a={a:#x} b={b:#x} c={c}: {got:#x}, want {want:#x}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The unordered comparisons (the canonical-NaN tests) in a function's CLIF.
+fn nan_tests(ptx: &str) -> usize {
+    let jit = jit_with(
+        ptx,
+        JitOptions {
+            emit: Emit::Clif,
+            ..JitOptions::default()
+        },
+    );
+    let (_, clif) = jit
+        .listing
+        .iter()
+        .find(|(n, _)| n == "f0")
+        .unwrap_or_else(|| panic!("no listing of f0"));
+    clif.matches("fcmp uno").count()
+}
+
+#[test]
+fn a_chain_makes_its_nan_canonical_once() {
+    // A dot product of four terms: seven operations, one result observed.
+    let chain = "mov.b32 %x, %a; mov.b32 %y, %b; mul.rn.f32 %z, %x, %y; \
+                 mul.rn.f32 %w, %y, %y; add.rn.f32 %z, %z, %w; mul.rn.f32 %w, %x, %x; \
+                 add.rn.f32 %z, %z, %w; fma.rn.f32 %z, %x, %y, %z; mov.b32 %d, %z;";
+    let ptx = three_operand_module(HEADER, DECLS, 0, [chain.to_string()]);
+    assert_eq!(nan_tests(&ptx), 1, "one canonical NaN for the chain");
+    // Each result observed by a move: every one pays.
+    let observed = "mov.b32 %x, %a; mov.b32 %y, %b; mul.rn.f32 %z, %x, %y; mov.b32 %c, %z; \
+                    add.rn.f32 %z, %z, %y; mov.b32 %d, %z; add.u32 %d, %d, %c;";
+    let ptx = three_operand_module(HEADER, DECLS, 0, [observed.to_string()]);
+    assert_eq!(nan_tests(&ptx), 2, "both results observed");
+}

@@ -697,3 +697,56 @@ fn elect_with_a_discarded_leader() {
     let want: Vec<u32> = (0..40).map(|t| (t == 5 || t == 32) as u32).collect();
     expect_out(&ptx, "k", 1, Dim3::x(40), 0, &want);
 }
+
+/// Where a round's threads did not all stop at one barrier or one warp-wide collective, the
+/// schedule's shortcuts (src/block/schedule.rs) must not apply: a warp resolved early beside
+/// a warp at a barrier, and two halves of a warp at two different shuffles.
+#[test]
+fn shortcuts_leave_mixed_rounds_to_the_schedule() {
+    // Warp 0 shuffles (all 32 lanes, full mask) while warp 1 is already at the barrier;
+    // after it, each thread reads what its mirror thread stored before.
+    let ptx = kernel(
+        "  .shared .align 4 .b32 box[64];",
+        "  mov.u32 %r3, box;
+  shl.b32 %r4, %r0, 2;
+  add.s32 %r5, %r3, %r4;
+  mul.lo.u32 %r6, %r0, 7;
+  st.shared.u32 [%r5], %r6;
+  setp.lt.u32 %p1, %r0, 32;
+  mov.u32 %r7, 0;
+  @%p1 shfl.sync.bfly.b32 %r7, %r0, 1, 31, -1;
+  bar.sync 0;
+  xor.b32 %r8, %r0, 63;
+  shl.b32 %r9, %r8, 2;
+  add.s32 %r9, %r3, %r9;
+  ld.shared.u32 %r10, [%r9];
+  add.u32 %r11, %r10, %r7;
+  st.global.u32 [%rd1], %r11;",
+    );
+    let want: Vec<u32> = (0..64u32)
+        .map(|t| 7 * (63 - t) + if t < 32 { t ^ 1 } else { 0 })
+        .collect();
+    expect_out(&ptx, "k", 1, Dim3::x(64), 0, &want);
+
+    // Lanes 16–31 shuffle down among themselves, lanes 0–15 up, at two instructions.
+    let ptx = kernel(
+        "",
+        "  setp.lt.u32 %p1, %r0, 16;
+  @%p1 bra LOW;
+  shfl.sync.down.b32 %r7, %r0, 1, 31, 0xffff0000;
+  bra DONE;
+LOW:
+  shfl.sync.up.b32 %r7, %r0, 1, 0, 0x0000ffff;
+DONE:
+  st.global.u32 [%rd1], %r7;",
+    );
+    // `.down` by 1 with clamp 31: lane 31 keeps its own value; `.up` by 1: lane 0 does.
+    let want: Vec<u32> = (0..32u32)
+        .map(|t| match t {
+            0 | 31 => t,
+            1..16 => t - 1,
+            _ => t + 1,
+        })
+        .collect();
+    expect_out(&ptx, "k", 1, Dim3::x(32), 0, &want);
+}

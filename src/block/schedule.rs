@@ -25,7 +25,11 @@
 //! immediate id 0–15, no thread count, no reduction, in a kernel without `bar.arrive`) or
 //! ended, that barrier completes for all of them (step 3, with no arrivals and no other
 //! waiters), and the next round runs every thread that has not ended. The engines report
-//! what a round did ([`Round`]), so the schedule does no work per thread then.
+//! what a round did ([`Round`]), so the schedule does no work per thread then. Likewise an
+//! engine may resolve a warp collective as soon as all 32 lanes of a warp stand at it, each
+//! naming all 32 ([`resolve_full_warp`]: step 2's result for them, which only the lanes'
+//! next round reads); when it resolved every thread that stopped, the schedule has nothing
+//! to do but run them all again.
 
 use super::warp::{self, LaneMask};
 use crate::ast::{BarRed, Function, Imm, Inst, Instruction, Operand, SyncOp};
@@ -73,6 +77,8 @@ pub struct Round {
     pub plain: u32,
     /// The ids of those barriers, as a bit mask.
     pub plain_ids: u32,
+    /// Threads whose warp collective the engine resolved ([`resolve_full_warp`]).
+    pub resolved: u32,
 }
 
 impl Round {
@@ -106,6 +112,43 @@ pub fn plain_barrier(inst: &Inst) -> Option<u32> {
         },
         _ => None,
     }
+}
+
+/// Resolves warp collective `op` at instruction `point` for the 32 `lanes` of a warp if
+/// they all wait there and each names all 32 in its membermask: the results step 2 gives
+/// them (the group is the whole warp). Whether it did.
+pub fn resolve_full_warp(op: SyncOp, point: u32, lanes: &mut [Slot]) -> bool {
+    let all = lanes.len() == 32
+        && lanes.iter().all(|s| {
+            s.status == WAITING
+                && s.point == point
+                && op.mask_index().is_none_or(|k| s.args[k] as u32 == u32::MAX)
+        });
+    if !all || op.is_barrier() {
+        return false;
+    }
+    if let SyncOp::Shfl(mode) = op {
+        // The common case without the general grouping: every lane reads the 32 values.
+        let mut values = [0u64; 32];
+        for (v, s) in values.iter_mut().zip(lanes.iter()) {
+            *v = s.args[0] & 0xffff_ffff;
+        }
+        for (i, s) in lanes.iter_mut().enumerate() {
+            let r = warp::shfl(mode, i as u32, &s.args, |j| values[j as usize]);
+            s.d = r.d;
+            s.p = r.p as u64;
+        }
+        return true;
+    }
+    let mut args = [[0u64; 4]; 32];
+    for (a, s) in args.iter_mut().zip(lanes.iter()) {
+        *a = s.args;
+    }
+    for (s, r) in lanes.iter_mut().zip(warp::resolve(op, u32::MAX, &args)) {
+        s.d = r.d;
+        s.p = r.p as u64;
+    }
+    true
 }
 
 /// An engine's threads of one block.
@@ -171,11 +214,12 @@ pub fn run_block(
     let mut held = 0;
     loop {
         let round = threads.run_round(&mut slots, released_all)?;
-        released_all = shortcut
-            && held == 0
+        let at_one_barrier = shortcut
             && round.plain > 0
             && round.plain + round.ended == round.ran
             && round.plain_ids.is_power_of_two();
+        let all_resolved = round.resolved > 0 && round.resolved + round.ended == round.ran;
+        released_all = held == 0 && (at_one_barrier || all_resolved);
         if released_all {
             continue;
         }
@@ -357,4 +401,91 @@ fn stuck_message(slots: &[Slot], seen: &[Seen], body: &[Instruction]) -> String 
         "the block cannot go on: no barrier or warp collective can complete; threads: {}",
         parts.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ast::Module;
+
+    /// Threads that each stop `stops` times at the instruction `point`, then end; records
+    /// whether each round was asked to run the waiting threads too.
+    struct Looping {
+        point: u32,
+        stops: u32,
+        passed: Vec<u32>,
+        waiting_too: Vec<bool>,
+        body: Vec<Instruction>,
+    }
+
+    impl Threads for Looping {
+        fn run_round(&mut self, slots: &mut [Slot], waiting_too: bool) -> Result<Round, Fault> {
+            self.waiting_too.push(waiting_too);
+            let mut round = Round::default();
+            for (slot, passed) in slots.iter_mut().zip(&mut self.passed) {
+                let runs = slot.status == READY || (waiting_too && slot.status == WAITING);
+                if !runs {
+                    continue;
+                }
+                round.ran += 1;
+                if *passed == self.stops {
+                    slot.status = ENDED;
+                    round.ended += 1;
+                } else {
+                    *passed += 1;
+                    *slot = Slot {
+                        status: WAITING,
+                        point: self.point,
+                        // Barrier 0, a count of 64 where there is one.
+                        args: [0, 64, 0, 0],
+                        ..Slot::default()
+                    };
+                    round.stopped_at(&self.body[self.point as usize].inst);
+                }
+            }
+            Ok(round)
+        }
+    }
+
+    fn looping(ptx: &str, stops: u32) -> (Function, Looping) {
+        let m = Module::parse(ptx).expect("test PTX parses");
+        let f = m.functions[0].clone();
+        let body = f.body.clone().expect("a kernel body");
+        let point = body
+            .iter()
+            .position(|i| matches!(i.inst, Inst::Sync { .. }))
+            .expect("a sync point") as u32;
+        let threads = Looping {
+            point,
+            stops,
+            passed: vec![0; 64],
+            waiting_too: Vec::new(),
+            body,
+        };
+        (f, threads)
+    }
+
+    const HEAD: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
+
+    /// A plain `bar.sync 0` met by every thread each round takes the shortcut: after the
+    /// first round, every round runs the waiting threads without the schedule's pass.
+    #[test]
+    fn plain_barriers_take_the_shortcut() {
+        let ptx = format!("{HEAD}.visible .entry k() {{ bar.sync 0; ret; }}");
+        let (f, mut threads) = looping(&ptx, 3);
+        run_block(&f, Dim3::x(64), [0; 3], &mut threads).expect("the block ends");
+        assert_eq!(threads.waiting_too, [false, true, true, true]);
+    }
+
+    /// A barrier with a thread count, or in a kernel with `bar.arrive`, goes through the
+    /// schedule every round.
+    #[test]
+    fn other_barriers_do_not() {
+        for body in ["bar.sync 0, 64;", "bar.sync 0; bar.arrive 1, 64;"] {
+            let ptx = format!("{HEAD}.visible .entry k() {{ {body} ret; }}");
+            let (f, mut threads) = looping(&ptx, 3);
+            run_block(&f, Dim3::x(64), [0; 3], &mut threads).expect("the block ends");
+            assert_eq!(threads.waiting_too, [false; 4], "{body}");
+        }
+    }
 }

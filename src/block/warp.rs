@@ -36,15 +36,16 @@ pub fn resolve(op: SyncOp, group: LaneMask, args: &[[u64; 4]; 32]) -> [Resume; 3
                 }
             }),
             SyncOp::Vote(mode) => {
+                // The lanes covered, and those of them whose predicate is true.
                 let m = group & a[1] as u32;
-                let preds: Vec<bool> = lanes(m).map(|k| args[k][0] & 1 != 0).collect();
+                let yes = lanes(m)
+                    .filter(|&k| args[k][0] & 1 != 0)
+                    .fold(0, |acc, k| acc | (1 << k));
                 let d = match mode {
-                    VoteMode::All => preds.iter().all(|&p| p) as u64,
-                    VoteMode::Any => preds.iter().any(|&p| p) as u64,
-                    VoteMode::Uni => preds.windows(2).all(|w| w[0] == w[1]) as u64,
-                    VoteMode::Ballot => lanes(m)
-                        .filter(|&k| args[k][0] & 1 != 0)
-                        .fold(0, |acc, k| acc | (1 << k)),
+                    VoteMode::All => (yes == m) as u64,
+                    VoteMode::Any => (yes != 0) as u64,
+                    VoteMode::Uni => (yes == 0 || yes == m) as u64,
+                    VoteMode::Ballot => yes as u64,
                 };
                 Resume { d, p: false }
             }
@@ -105,7 +106,7 @@ pub fn resolve(op: SyncOp, group: LaneMask, args: &[[u64; 4]; 32]) -> [Resume; 3
 /// .idx:  j = minLane | (bval & ~segmask); pval = j <= maxLane
 /// if !pval: j = lane;  d = SourceA[j];  p = pval
 /// ```
-fn shfl(mode: ShflMode, lane: u32, a: &[u64; 4], source: impl Fn(u32) -> u64) -> Resume {
+pub fn shfl(mode: ShflMode, lane: u32, a: &[u64; 4], source: impl Fn(u32) -> u64) -> Resume {
     let lane = lane as i64;
     let bval = (a[1] & 31) as i64;
     let cval = (a[2] & 31) as i64;

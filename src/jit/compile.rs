@@ -8,7 +8,7 @@ use super::lower::sync::{StepLayout, round_signature};
 use super::lower::{
     HELPERS, Lower, Refused, Shared, internal_signature, lanes_signature, signature,
 };
-use super::runtime::{AreaName, JitArea, ModuleInfo};
+use super::runtime::{AreaName, JitArea, ModuleInfo, Site};
 use super::{Emit, FRAME_OVERHEAD, JitOptions, SMALL_STACK, compile_error, host};
 use crate::ast::{FuncId, FuncKind, Inst, Module, Space};
 use crate::engine::{MAX_CALL_DEPTH, RunError};
@@ -61,6 +61,7 @@ fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
         ("rt_isspacep", rt_isspacep as *const u8),
         ("rt_enter", rt_enter as *const u8),
         ("rt_leave", rt_leave as *const u8),
+        ("rt_warp", rt_warp as *const u8),
         ("rt_fault", rt_fault as *const u8),
         ("rt_call_failed", rt_call_failed as *const u8),
         ("rt_arith", rt_arith as *const u8),
@@ -191,6 +192,29 @@ impl Frames {
                 .functions
                 .iter()
                 .map(|f| f.body.iter().flatten().map(|i| i.line).collect())
+                .collect(),
+            collectives: module
+                .functions
+                .iter()
+                .enumerate()
+                .flat_map(|(fi, f)| {
+                    f.body
+                        .iter()
+                        .flatten()
+                        .enumerate()
+                        .filter_map(move |(i, ins)| {
+                            let site = Site {
+                                func: fi as u32,
+                                inst: i as u32,
+                            };
+                            match ins.inst {
+                                Inst::Sync { op, .. } if !op.is_barrier() => {
+                                    Some((site.pack(), op))
+                                }
+                                _ => None,
+                            }
+                        })
+                })
                 .collect(),
         })
     }

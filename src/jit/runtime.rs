@@ -7,9 +7,11 @@
 //! declares it with the signature written beside it.
 
 use super::hwfloat as hw;
-use crate::ast::{FloatBinOp, FloatUnOp, Rounding, Space};
+use crate::ast::{FloatBinOp, FloatUnOp, Rounding, Space, SyncOp};
+use crate::block::schedule::{self, Slot};
 use crate::memcheck::{self, Area, AreaMap, Extent};
 use crate::softfloat::{self as sf, Fmt};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A memory area of a JIT launch or call: a caller's buffer, a module variable, a kernel
@@ -76,6 +78,8 @@ pub struct ModuleInfo {
     pub frames: Vec<Vec<FrameVar>>,
     /// The source line of each instruction.
     pub lines: Vec<Vec<u32>>,
+    /// The operation of each warp collective, by its packed [`Site`].
+    pub collectives: HashMap<u64, SyncOp>,
 }
 
 /// Where in the PTX a fault happened: function index and instruction index, packed into one
@@ -387,6 +391,27 @@ pub unsafe extern "C" fn rt_leave(ctx: *mut ThreadCtx, func: u32) {
     let n = info.frames[func as usize].len();
     let keep = ctx.own.len().saturating_sub(n);
     ctx.own.truncate(keep);
+}
+
+/// `rt_warp(ctx, lanes, site) -> resolved`: resolves the warp collective at `site` for the
+/// warp whose 32 slots start at `lanes` if all of them wait there, each naming all 32
+/// ([`schedule::resolve_full_warp`]); 32 if it did, else 0. Called by a round function
+/// when lane 31 of a warp stops at a collective.
+///
+/// # Safety
+/// `ctx` must be the running thread's context, made by the launcher, and `lanes` the first
+/// of 32 consecutive slots of the block's threads that nothing else uses during the call.
+pub unsafe extern "C" fn rt_warp(ctx: *mut ThreadCtx, lanes: *mut Slot, site: u64) -> u32 {
+    // SAFETY: the context and its module information outlive the launch (as in
+    // `rt_enter`); the caller hands over the 32 slots for the call.
+    let (info, lanes) = unsafe { (&*(*ctx).info, std::slice::from_raw_parts_mut(lanes, 32)) };
+    let op = info.collectives[&site];
+    let point = Site::unpack(site).inst;
+    if schedule::resolve_full_warp(op, point, lanes) {
+        32
+    } else {
+        0
+    }
 }
 
 /// Faults [`rt_fault`] records.

@@ -49,6 +49,7 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
         ("rt_isspacep", &[I64, I64, I32], &[I32]),
         ("rt_enter", &[I64, I32, I64], &[]),
         ("rt_leave", &[I64, I32], &[]),
+        ("rt_warp", &[I64, I64, I64], &[I32]),
         ("rt_fault", &[I64, I64, I32, I32], &[]),
         ("rt_call_failed", &[I64, I64, I32], &[]),
         ("rt_arith", &[I32, I64, I64], &[I64]),

@@ -91,7 +91,9 @@ fn uses_carry(f: &ast::Function) -> bool {
 
 /// The round function's state while it is lowered.
 pub(super) struct Step {
-    /// The running thread's slot and state area, and its block's shared window.
+    /// The running thread's index (a variable of the thread loop), slot and state area,
+    /// and its block's shared window.
+    thread: Variable,
     slot: Value,
     state: Value,
     shared_base: Value,
@@ -102,9 +104,22 @@ pub(super) struct Step {
     live: HashMap<usize, RegSet>,
     /// Whether the kernel uses CC.CF at all (else it stays 0 and is not saved).
     carries: bool,
-    /// Per sync point, in order: its resume block, the block after it, its instruction.
-    points: Vec<(Block, Block, usize)>,
+    /// The sync points lowered so far, in order.
+    points: Vec<ResumePoint>,
     counts: RoundCounts,
+}
+
+/// A sync point of a round function, as its resume block needs it.
+struct ResumePoint {
+    /// The block that reloads the thread, and the block after the point.
+    resume: Block,
+    after: Block,
+    /// The point's instruction.
+    at: usize,
+    /// The registers saved in the state area, and those live across the point known to
+    /// hold constants there (register, value), which are set again instead.
+    saved: RegSet,
+    constants: Vec<(usize, u64)>,
 }
 
 /// The variables counting what a round did (the fields of [`schedule::Round`]).
@@ -114,11 +129,18 @@ struct RoundCounts {
     ended: Variable,
     plain: Variable,
     plain_ids: Variable,
+    resolved: Variable,
 }
 
 impl RoundCounts {
-    fn all(self) -> [Variable; 4] {
-        [self.ran, self.ended, self.plain, self.plain_ids]
+    fn all(self) -> [Variable; 5] {
+        [
+            self.ran,
+            self.ended,
+            self.plain,
+            self.plain_ids,
+            self.resolved,
+        ]
     }
 
     /// Adds `by` to count `v` (or, for the id mask, ors it in).
@@ -160,6 +182,7 @@ impl Lower<'_, '_> {
             ended: self.b.declare_var(types::I32),
             plain: self.b.declare_var(types::I32),
             plain_ids: self.b.declare_var(types::I32),
+            resolved: self.b.declare_var(types::I32),
         };
         for v in counts.all() {
             self.b.def_var(v, zero32);
@@ -216,6 +239,7 @@ impl Lower<'_, '_> {
         let shared_base = self.load_shared_base();
         self.step = Some(Step {
             shared_base,
+            thread: t,
             slot,
             state,
             layout,
@@ -266,6 +290,7 @@ impl Lower<'_, '_> {
             (counts.ended, offset_of!(schedule::Round, ended)),
             (counts.plain, offset_of!(schedule::Round, plain)),
             (counts.plain_ids, offset_of!(schedule::Round, plain_ids)),
+            (counts.resolved, offset_of!(schedule::Round, resolved)),
         ] {
             let v = self.b.use_var(v);
             self.b.ins().store(trusted(), v, round_out, field as i32);
@@ -280,9 +305,10 @@ impl Lower<'_, '_> {
         // Resume blocks: reload the thread, take the point's results, go on after it.
         let step = self.step.take().expect("set above");
         let body = self.f.body.as_ref().expect("kernels have bodies");
-        for &(resume_block, after, at) in &step.points {
-            self.b.switch_to_block(resume_block);
-            self.load_thread(&step, &step.live[&at]);
+        for point in &step.points {
+            let (after, at) = (point.after, point.at);
+            self.b.switch_to_block(point.resume);
+            self.load_thread(&step, point);
             if let Inst::Sync { op, d, p, .. } = &body[at].inst {
                 for (o, ty, field) in [
                     (d, op.d_type(), offset_of!(Slot, d)),
@@ -300,8 +326,8 @@ impl Lower<'_, '_> {
         }
         self.b.switch_to_block(dispatch);
         let mut table = vec![self.b.func.dfg.block_call(start, &[])];
-        for &(resume_block, ..) in &step.points {
-            table.push(self.b.func.dfg.block_call(resume_block, &[]));
+        for point in &step.points {
+            table.push(self.b.func.dfg.block_call(point.resume, &[]));
         }
         let default = self.b.func.dfg.block_call(start, &[]);
         let jt = self
@@ -319,13 +345,16 @@ impl Lower<'_, '_> {
         }
     }
 
-    /// Reloads the registers `live` across a point and CC.CF from the state area; the others
-    /// are dead there and start again from 0 (so that no value flows around the thread loop).
-    fn load_thread(&mut self, step: &Step, live: &RegSet) {
+    /// Reloads the registers saved at `point` and CC.CF from the state area, and sets those
+    /// known to hold constants; the others are dead there and start again from 0 (so that
+    /// no value flows around the thread loop).
+    fn load_thread(&mut self, step: &Step, point: &ResumePoint) {
         for (k, r) in self.f.regs.iter().enumerate() {
-            let v = if liveness::has(live, ast::RegId(k as u32)) {
+            let v = if liveness::has(&point.saved, ast::RegId(k as u32)) {
                 let at = (step.layout.regs + 8 * k as u32) as i32;
                 self.load_value(super::clif(r.ty), trusted(), step.state, at)
+            } else if let Some(&(_, c)) = point.constants.iter().find(|(j, _)| *j == k) {
+                self.iconst(super::clif(r.ty), c)
             } else {
                 self.zero(r.ty)
             };
@@ -402,11 +431,20 @@ impl Lower<'_, '_> {
             let at = slot_field(offset_of!(Slot, args) + 8 * k);
             self.b.ins().store(trusted(), v, slot, at);
         }
-        let live = self.step.as_ref().expect("checked above").live[&self.at].clone();
+        let mut live = self.step.as_ref().expect("checked above").live[&self.at].clone();
+        // A register known to hold a constant here is not saved: its resume block sets it.
+        let mut constants = Vec::new();
         for k in (0..self.f.regs.len()).filter(|&k| liveness::has(&live, ast::RegId(k as u32))) {
             let v = self.b.use_var(self.regs[k]);
+            if let Some(c) = self.known(v) {
+                constants.push((k, c));
+                continue;
+            }
             let at = (layout.regs + 8 * k as u32) as i32;
             self.b.ins().store(trusted(), v, state, at);
+        }
+        for &(k, _) in &constants {
+            liveness::remove(&mut live, ast::RegId(k as u32));
         }
         if self.step.as_ref().expect("checked above").carries {
             let cf = self.b.use_var(self.cf);
@@ -435,6 +473,9 @@ impl Lower<'_, '_> {
             slot,
             slot_field(offset_of!(Slot, status)),
         );
+        if !op.is_barrier() {
+            self.resolve_warp_at_last_lane();
+        }
         self.leave_frame();
         self.b.ins().jump(next, &[]);
         let (resume_block, after) = (self.b.create_block(), self.b.create_block());
@@ -443,7 +484,43 @@ impl Lower<'_, '_> {
             .as_mut()
             .expect("checked above")
             .points
-            .push((resume_block, after, at));
+            .push(ResumePoint {
+                resume: resume_block,
+                after,
+                at,
+                saved: live,
+                constants,
+            });
+        self.b.switch_to_block(after);
+    }
+}
+
+impl Lower<'_, '_> {
+    /// At a warp collective, once the slot says where the thread stands: lane 31 of a warp
+    /// asks `rt_warp` to resolve the point for the whole warp now (see
+    /// [`schedule::resolve_full_warp`]) and counts the lanes it resolved.
+    fn resolve_warp_at_last_lane(&mut self) {
+        let step = self.step.as_ref().expect("in a round function");
+        let (thread, slot, counts) = (step.thread, step.slot, step.counts);
+        let t = self.b.use_var(thread);
+        let lane = self.b.ins().band_imm_s(t, 31);
+        let last = self.b.ins().icmp_imm_s(IntCC::Equal, lane, 31);
+        let (call, after) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(last, call, &[], after, &[]);
+        self.b.switch_to_block(call);
+        let first = self
+            .b
+            .ins()
+            .iadd_imm_s(slot, -31 * size_of::<Slot>() as i64);
+        let site = self.b.ins().iconst(types::I64, self.site as i64);
+        let ctx = self.ctx;
+        let n = self
+            .helper("rt_warp", &[ctx, first, site])
+            .expect("rt_warp returns");
+        let old = self.b.use_var(counts.resolved);
+        let sum = self.b.ins().iadd(old, n);
+        self.b.def_var(counts.resolved, sum);
+        self.b.ins().jump(after, &[]);
         self.b.switch_to_block(after);
     }
 }

@@ -750,3 +750,38 @@ DONE:
         .collect();
     expect_out(&ptx, "k", 1, Dim3::x(32), 0, &want);
 }
+
+/// A fault after a barrier names the faulting thread; a function called after a barrier
+/// reads its caller's `%tid`.
+#[test]
+fn threads_keep_their_names_across_barriers() {
+    let ptx = kernel(
+        "  .shared .align 4 .b32 tile[16];",
+        "  bar.sync 0;
+  mov.u32 %r3, tile;
+  shl.b32 %r4, %r0, 2;
+  add.s32 %r4, %r3, %r4;
+  st.shared.u32 [%r4], %r0;
+  bar.sync 0;",
+    );
+    expect_fault(
+        &ptx,
+        "k",
+        Dim3::x(20),
+        1,
+        &[".shared variable `tile`", "thread (16,0,0)"],
+    );
+    let ptx = format!(
+        "{HEAD}.func (.reg .b32 r) twice_tid()\n{{\n  mov.u32 r, %tid.x;\n  add.u32 r, r, r;\n  ret;\n}}\n{}",
+        kernel(
+            "",
+            "  bar.sync 0;
+  call (%r3), twice_tid;
+  bar.sync 0;
+  st.global.u32 [%rd1], %r3;",
+        )
+        .trim_start_matches(HEAD)
+    );
+    let want: Vec<u32> = (0..40).map(|t| 2 * t).collect();
+    expect_out(&ptx, "k", 1, Dim3::x(40), 0, &want);
+}

@@ -65,19 +65,19 @@ pub const WAITING: u32 = 1;
 /// The thread ended (`ret` or `exit`).
 pub const ENDED: u32 = 2;
 
-/// What one round did, as the engine counts it.
+/// What one round did, as the engine counts it: where the threads that stopped stopped.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Round {
-    /// Threads run.
-    pub ran: u32,
-    /// Threads that ended.
-    pub ended: u32,
     /// Threads that stopped at a plain barrier ([`plain_barrier`]).
     pub plain: u32,
     /// The ids of those barriers, as a bit mask.
     pub plain_ids: u32,
-    /// Threads whose warp collective the engine resolved ([`resolve_full_warp`]).
+    /// Threads that stopped at another barrier form.
+    pub other: u32,
+    /// Threads that stopped at a warp collective.
+    pub collective: u32,
+    /// Of those, the threads whose collective the engine resolved ([`resolve_full_warp`]).
     pub resolved: u32,
 }
 
@@ -87,6 +87,10 @@ impl Round {
         if let Some(id) = plain_barrier(inst) {
             self.plain += 1;
             self.plain_ids |= 1 << id;
+        } else if matches!(inst, Inst::Sync { op, .. } if op.is_barrier()) {
+            self.other += 1;
+        } else {
+            self.collective += 1;
         }
     }
 }
@@ -216,9 +220,11 @@ pub fn run_block(
         let round = threads.run_round(&mut slots, released_all)?;
         let at_one_barrier = shortcut
             && round.plain > 0
-            && round.plain + round.ended == round.ran
+            && round.other + round.collective == 0
             && round.plain_ids.is_power_of_two();
-        let all_resolved = round.resolved > 0 && round.resolved + round.ended == round.ran;
+        let all_resolved = round.resolved > 0
+            && round.resolved == round.collective
+            && round.plain + round.other == 0;
         released_all = held == 0 && (at_one_barrier || all_resolved);
         if released_all {
             continue;
@@ -427,10 +433,8 @@ mod tests {
                 if !runs {
                     continue;
                 }
-                round.ran += 1;
                 if *passed == self.stops {
                     slot.status = ENDED;
-                    round.ended += 1;
                 } else {
                     *passed += 1;
                     *slot = Slot {

@@ -331,7 +331,6 @@ impl schedule::Threads for BlockThreads<'_> {
             if !runs {
                 continue;
             }
-            round.ran += 1;
             let act = match activation.take() {
                 Some(mut act) => {
                     // The point's results go to its destinations.
@@ -356,7 +355,6 @@ impl schedule::Threads for BlockThreads<'_> {
                 (act, None) => {
                     thread.leave(act, &mut Vec::new());
                     slot.status = schedule::ENDED;
-                    round.ended += 1;
                 }
             }
         }

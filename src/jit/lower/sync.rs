@@ -125,20 +125,20 @@ struct ResumePoint {
 /// The variables counting what a round did (the fields of [`schedule::Round`]).
 #[derive(Clone, Copy)]
 struct RoundCounts {
-    ran: Variable,
-    ended: Variable,
     plain: Variable,
     plain_ids: Variable,
+    other: Variable,
+    collective: Variable,
     resolved: Variable,
 }
 
 impl RoundCounts {
     fn all(self) -> [Variable; 5] {
         [
-            self.ran,
-            self.ended,
             self.plain,
             self.plain_ids,
+            self.other,
+            self.collective,
             self.resolved,
         ]
     }
@@ -178,10 +178,10 @@ impl Lower<'_, '_> {
         self.b.def_var(t, zero32);
         // What the round did (`schedule::Round`), counted as it goes.
         let counts = RoundCounts {
-            ran: self.b.declare_var(types::I32),
-            ended: self.b.declare_var(types::I32),
             plain: self.b.declare_var(types::I32),
             plain_ids: self.b.declare_var(types::I32),
+            other: self.b.declare_var(types::I32),
+            collective: self.b.declare_var(types::I32),
             resolved: self.b.declare_var(types::I32),
         };
         for v in counts.all() {
@@ -221,10 +221,12 @@ impl Lower<'_, '_> {
 
         // One thread: its state, its %tid, then on from where it stands.
         self.b.switch_to_block(run);
-        counts.bump(&mut self.b, counts.ran, 1);
         let at = self.b.ins().imul_imm_s(t64, layout.size as i64);
         let state = self.b.ins().iadd(states, at);
         self.frame = self.b.ins().iadd_imm_s(state, layout.frame as i64);
+        // The context's %tid is read by called functions and by the launch when a fault
+        // is located; without calls the fault path writes it.
+        let calls = (self.f.body.iter().flatten()).any(|i| matches!(i.inst, Inst::Call { .. }));
         for (k, var) in tid.iter().enumerate() {
             let v = self.b.ins().load(
                 types::I32,
@@ -233,8 +235,10 @@ impl Lower<'_, '_> {
                 (StepLayout::TID + 4 * k as u32) as i32,
             );
             self.b.def_var(*var, v);
-            let field = (offset_of!(ThreadCtx, tid) + 4 * k) as i32;
-            self.b.ins().store(trusted(), v, ctx, field);
+            if calls {
+                let field = (offset_of!(ThreadCtx, tid) + 4 * k) as i32;
+                self.b.ins().store(trusted(), v, ctx, field);
+            }
         }
         let shared_base = self.load_shared_base();
         self.step = Some(Step {
@@ -275,7 +279,6 @@ impl Lower<'_, '_> {
         self.b
             .ins()
             .store(trusted(), ended, slot, slot_field(offset_of!(Slot, status)));
-        counts.bump(&mut self.b, counts.ended, 1);
         self.leave_frame();
         self.b.ins().jump(next, &[]);
 
@@ -286,10 +289,10 @@ impl Lower<'_, '_> {
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(finish);
         for (v, field) in [
-            (counts.ran, offset_of!(schedule::Round, ran)),
-            (counts.ended, offset_of!(schedule::Round, ended)),
             (counts.plain, offset_of!(schedule::Round, plain)),
             (counts.plain_ids, offset_of!(schedule::Round, plain_ids)),
+            (counts.other, offset_of!(schedule::Round, other)),
+            (counts.collective, offset_of!(schedule::Round, collective)),
             (counts.resolved, offset_of!(schedule::Round, resolved)),
         ] {
             let v = self.b.use_var(v);
@@ -299,6 +302,11 @@ impl Lower<'_, '_> {
         self.b.ins().return_(&[ok]);
         let fail = self.fail;
         self.b.switch_to_block(fail);
+        for (k, var) in tid.iter().enumerate() {
+            let v = self.b.use_var(*var);
+            let field = (offset_of!(ThreadCtx, tid) + 4 * k) as i32;
+            self.b.ins().store(trusted(), v, ctx, field);
+        }
         let st = self.b.ins().iconst(types::I32, super::STATUS_FAULT as i64);
         self.b.ins().return_(&[st]);
 
@@ -453,10 +461,14 @@ impl Lower<'_, '_> {
                 .store(trusted(), cf, state, StepLayout::CF as i32);
         }
         let body = self.f.body.as_deref().expect("kernels have bodies");
-        if let Some(id) = schedule::plain_barrier(&body[self.at].inst) {
-            let counts = self.step.as_ref().expect("checked above").counts;
-            counts.bump(&mut self.b, counts.plain, 1);
-            counts.bump(&mut self.b, counts.plain_ids, 1 << id);
+        let counts = self.step.as_ref().expect("checked above").counts;
+        match schedule::plain_barrier(&body[self.at].inst) {
+            Some(id) => {
+                counts.bump(&mut self.b, counts.plain, 1);
+                counts.bump(&mut self.b, counts.plain_ids, 1 << id);
+            }
+            None if op.is_barrier() => counts.bump(&mut self.b, counts.other, 1),
+            None => counts.bump(&mut self.b, counts.collective, 1),
         }
         let resume = self.b.ins().iconst(types::I32, number as i64 + 1);
         self.b

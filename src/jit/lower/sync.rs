@@ -96,7 +96,8 @@ pub(super) struct Step {
     thread: Variable,
     slot: Value,
     state: Value,
-    shared_base: Value,
+    /// (None when the module has no shared memory.)
+    shared_base: Option<Value>,
     layout: StepLayout,
     /// Where a thread goes when it stops or ends: the next one.
     next: Block,
@@ -240,7 +241,7 @@ impl Lower<'_, '_> {
                 self.b.ins().store(trusted(), v, ctx, field);
             }
         }
-        let shared_base = self.load_shared_base();
+        let shared_base = (!self.sh.shared_layout.is_empty()).then(|| self.load_shared_base());
         self.step = Some(Step {
             shared_base,
             thread: t,
@@ -412,10 +413,10 @@ impl Lower<'_, '_> {
     /// The host address of offset 0 of the block's shared window (in a round function,
     /// loaded once as each thread starts running).
     pub(super) fn shared_base(&mut self) -> Value {
-        if let Some(step) = &self.step {
-            return step.shared_base;
+        match self.step.as_ref().and_then(|s| s.shared_base) {
+            Some(base) => base,
+            None => self.load_shared_base(),
         }
-        self.load_shared_base()
     }
 
     fn load_shared_base(&mut self) -> Value {

@@ -11,7 +11,6 @@ use crate::ast::{FloatBinOp, FloatUnOp, Rounding, Space, SyncOp};
 use crate::block::schedule::{self, Slot};
 use crate::memcheck::{self, Area, AreaMap, Extent};
 use crate::softfloat::{self as sf, Fmt};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A memory area of a JIT launch or call: a caller's buffer, a module variable, a kernel
@@ -78,8 +77,8 @@ pub struct ModuleInfo {
     pub frames: Vec<Vec<FrameVar>>,
     /// The source line of each instruction.
     pub lines: Vec<Vec<u32>>,
-    /// The operation of each warp collective, by its packed [`Site`].
-    pub collectives: HashMap<u64, SyncOp>,
+    /// The operation of each warp collective with its packed [`Site`], in site order.
+    pub collectives: Vec<(u64, SyncOp)>,
 }
 
 /// Where in the PTX a fault happened: function index and instruction index, packed into one
@@ -405,7 +404,11 @@ pub unsafe extern "C" fn rt_warp(ctx: *mut ThreadCtx, lanes: *mut Slot, site: u6
     // SAFETY: the context and its module information outlive the launch (as in
     // `rt_enter`); the caller hands over the 32 slots for the call.
     let (info, lanes) = unsafe { (&*(*ctx).info, std::slice::from_raw_parts_mut(lanes, 32)) };
-    let op = info.collectives[&site];
+    let at = info
+        .collectives
+        .binary_search_by_key(&site, |&(s, _)| s)
+        .expect("a round function calls rt_warp at its warp collectives");
+    let op = info.collectives[at].1;
     let point = Site::unpack(site).inst;
     if schedule::resolve_full_warp(op, point, lanes) {
         32

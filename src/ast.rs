@@ -1399,6 +1399,126 @@ impl Inst {
     }
 }
 
+/// New names for what an instruction copied into another function names (inlining): its
+/// registers, its function's variables (module variables keep theirs) and its labels, each
+/// by old index.
+pub struct Renaming<'a> {
+    pub regs: &'a [RegId],
+    pub vars: &'a [VarId],
+    pub labels: &'a [LabelId],
+}
+
+impl Renaming<'_> {
+    fn reg(&self, r: &mut RegId) {
+        *r = self.regs[r.0 as usize];
+    }
+
+    fn var(&self, v: &mut VarId) {
+        if let VarId::Function(i) = *v {
+            *v = self.vars[i as usize];
+        }
+    }
+
+    fn address(&self, a: &mut Address) {
+        match &mut a.base {
+            AddrBase::Reg(r) => self.reg(r),
+            AddrBase::Var(v) => self.var(v),
+            AddrBase::None => {}
+        }
+    }
+
+    fn operand(&self, o: &mut Operand) {
+        match o {
+            Operand::Reg(r)
+            | Operand::RegSel(r, _)
+            | Operand::RegLanes(r, _)
+            | Operand::NotPred(r)
+            | Operand::NegReg(r, _) => self.reg(r),
+            Operand::Vector(parts) => parts.iter_mut().for_each(|p| self.operand(p)),
+            Operand::Var(v) | Operand::VarPlus(v, _) => self.var(v),
+            Operand::Addr(a) => self.address(a),
+            Operand::Imm(_) | Operand::Special(_) | Operand::Sink => {}
+        }
+    }
+
+    fn video(&self, v: &mut VideoValue) {
+        if let VideoValue::Reg(r) = v {
+            self.reg(r)
+        }
+    }
+}
+
+impl Instruction {
+    /// Gives the instruction (and its guard) the names of `to`.
+    pub fn rename(&mut self, to: &Renaming) {
+        if let Some(g) = &mut self.guard {
+            to.reg(&mut g.reg);
+        }
+        let o = |x: &mut Operand| to.operand(x);
+        use Inst::*;
+        match &mut self.inst {
+            Mov { d, a, .. }
+            | Cvta { d, a, .. }
+            | IntUn { d, a, .. }
+            | Cvt { d, a, .. }
+            | FloatUn { d, a, .. } => [d, a].into_iter().for_each(o),
+            Isspacep { p, a, .. } => [p, a].into_iter().for_each(o),
+            Ld { d, addr, .. } => {
+                o(d);
+                to.address(addr);
+            }
+            St { addr, a, .. } => {
+                to.address(addr);
+                o(a);
+            }
+            Atom { d, addr, b, c, .. } => {
+                to.address(addr);
+                [d, b].into_iter().chain(c.as_mut()).for_each(o);
+            }
+            IntBin { d, a, b, .. } | Mul { d, a, b, .. } | FloatBin { d, a, b, .. } => {
+                [d, a, b].into_iter().for_each(o)
+            }
+            Mad { d, a, b, c, .. }
+            | Shf { d, a, b, c, .. }
+            | Prmt { d, a, b, c, .. }
+            | Selp { d, a, b, c, .. }
+            | Slct { d, a, b, c, .. }
+            | Fma { d, a, b, c, .. } => [d, a, b, c].into_iter().for_each(o),
+            Bfe { d, a, pos, len, .. } => [d, a, pos, len].into_iter().for_each(o),
+            Bfi {
+                d, a, b, pos, len, ..
+            } => [d, a, b, pos, len].into_iter().for_each(o),
+            Setp { p, q, a, b, c, .. } => [p, q, a, b].into_iter().chain(c.as_mut()).for_each(o),
+            Video { d, a, b, .. } => {
+                to.reg(d);
+                to.video(&mut a.value);
+                to.video(&mut b.value);
+            }
+            Vset { d, a, b, tail, .. } => {
+                to.reg(d);
+                to.video(&mut a.value);
+                to.video(&mut b.value);
+                if let VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) = tail {
+                    to.video(c);
+                }
+            }
+            Vmad { d, a, b, c, .. } => {
+                to.reg(d);
+                to.video(&mut a.value);
+                to.video(&mut b.value);
+                to.video(c);
+            }
+            VideoSimd { d, a, b, c, .. } => [d, a, b, c].into_iter().for_each(|r| to.reg(r)),
+            Bra { target, .. } => *target = to.labels[target.0 as usize],
+            Call { rets, args, .. } => rets.iter_mut().chain(args.iter_mut()).for_each(o),
+            Sync { d, p, srcs, .. } | Compute { d, p, srcs, .. } => {
+                [d, p].into_iter().chain(srcs.iter_mut()).for_each(o)
+            }
+            Fence | Hint | Ret | Exit => {}
+        }
+    }
+}
+
 impl Inst {
     /// The registers the instruction reads (its guard aside), in no particular order; a
     /// register may appear twice. A video instruction's `d` counts as read (its sub-word

@@ -1057,7 +1057,7 @@ fn unsupported_code_refuses_its_function_only() {
     for (name, why) in [
         ("bad", "unsupported instruction `brkpt`"),
         ("uses_bad", "calls `bad`, which cannot run"),
-        ("sync", "inside a .func are not supported yet"),
+        ("sync", "runs inlined into the kernels that call it"),
         ("tex", "unsupported instruction `tex`"),
     ] {
         assert!(

@@ -341,3 +341,14 @@ coop_test!(
         Gen::Scalar(Value::u32(180)),
     ]
 );
+coop_test!(
+    noinline_sync,
+    Dim3::x(2),
+    Dim3::x(128),
+    0,
+    [
+        Gen::Buf(4, 256, any),
+        Gen::Zeros(4, 256),
+        Gen::Scalar(Value::u32(3)),
+    ]
+);

@@ -568,7 +568,7 @@ fn malformed_cooperative_forms_are_located_errors() {
     for (text, want) in [
         (
             format!("{HEAD}.visible .func f()\n{{\n  bar.sync 0;\n  ret;\n}}\n"),
-            ("inside a .func", 6),
+            ("runs inlined into the kernels", 6),
         ),
         (
             format!(
@@ -784,4 +784,135 @@ fn threads_keep_their_names_across_barriers() {
     );
     let want: Vec<u32> = (0..40).map(|t| 2 * t).collect();
     expect_out(&ptx, "k", 1, Dim3::x(40), 0, &want);
+}
+
+/// Barriers and collectives inside `.func`s run inlined into the kernels that call them:
+/// `.param` and `.reg` parameters and results, a call in a loop, nested calls, `ret` in
+/// the middle, the callee's registers and `.local` word at zero on every call, guarded
+/// calls; the function itself is refused for host calls, and recursion refuses the kernel.
+#[test]
+fn barriers_inside_functions_run_inlined() {
+    let funcs = "
+.shared .align 4 .b32 box[64];
+// Stores v at box[t], waits, reads box[63 - t], waits again (race-free).
+.func (.param .b32 r) mirror(.param .b32 v, .param .b32 t)
+{
+  .reg .b32 %v, %t, %a, %o;
+  ld.param.b32 %v, [v];
+  ld.param.b32 %t, [t];
+  mov.u32 %a, box;
+  shl.b32 %o, %t, 2;
+  add.u32 %a, %a, %o;
+  st.shared.u32 [%a], %v;
+  bar.sync 0;
+  xor.b32 %o, %t, 63;
+  shl.b32 %o, %o, 2;
+  mov.u32 %a, box;
+  add.u32 %a, %a, %o;
+  ld.shared.u32 %v, [%a];
+  bar.sync 0;
+  st.param.b32 [r], %v;
+  ret;
+}
+// x plus its butterfly partner's x; its .local word and %acc read 0 on every call.
+.func (.reg .b32 out) pair_sum(.reg .b32 x)
+{
+  .local .align 4 .b32 scratch;
+  .reg .b32 %s, %acc, %y;
+  .reg .pred %q;
+  ld.local.u32 %s, [scratch];
+  add.u32 %acc, %acc, %s;
+  st.local.u32 [scratch], 1000;
+  shfl.sync.bfly.b32 %y, x, 1, 31, -1;
+  add.u32 %acc, %acc, %y;
+  add.u32 out, %acc, x;
+  setp.eq.u32 %q, x, 7;
+  @%q ret;
+  add.u32 %acc, %acc, 0;
+  ret;
+}
+// No sync point of its own; calls one that has.
+.func (.reg .b32 out) twice(.reg .b32 x)
+{
+  .reg .b32 %a;
+  call (%a), pair_sum, (x);
+  call (out), pair_sum, (%a);
+  ret;
+}
+";
+    let body = "  mul.lo.u32 %r1, %r0, 10;
+  mov.u32 %r2, 0;
+LOOP:
+  {
+    .param .b32 p0;
+    .param .b32 p1;
+    .param .b32 r0;
+    st.param.b32 [p0], %r1;
+    st.param.b32 [p1], %r0;
+    call (r0), mirror, (p0, p1);
+    ld.param.b32 %r3, [r0];
+  }
+  call (%r8), pair_sum, (%r0);
+  add.u32 %r9, %r9, %r8;
+  add.u32 %r1, %r3, 1;
+  add.u32 %r2, %r2, 1;
+  setp.lt.u32 %p1, %r2, 3;
+  @%p1 bra LOOP;
+  st.global.u32 [%rd1], %r1;
+  st.global.u32 [%rd1+1024], %r9;
+  call (%r4), twice, (%r0);
+  st.global.u32 [%rd1+256], %r4;
+  mov.u32 %r5, 77;
+  mov.u32 %r6, 77;
+  mov.u32 %r7, %ntid.x;
+  setp.ne.u32 %p2, %r7, 0;
+  @%p2 call (%r5), pair_sum, (%r0);
+  @!%p2 call (%r6), pair_sum, (%r0);
+  st.global.u32 [%rd1+512], %r5;
+  st.global.u32 [%rd1+768], %r6;";
+    let ptx = format!("{HEAD}{funcs}{}", kernel("", body).trim_start_matches(HEAD));
+    // mirror three times: 10(63 - t) + 1, then 10t + 2, then 10(63 - t) + 3.
+    let pair = |t: u32| t + (t ^ 1);
+    let mut want = vec![0u32; 320];
+    for t in 0..64u32 {
+        let i = t as usize;
+        want[i] = 10 * (63 - t) + 3;
+        want[64 + i] = pair(t) + pair(t ^ 1);
+        want[128 + i] = pair(t);
+        want[192 + i] = 77;
+        want[256 + i] = 3 * pair(t);
+    }
+    expect_out(&ptx, "k", 1, Dim3::x(64), 0, &want);
+
+    // The functions alone: refused, with the reason.
+    let module = Module::parse(&ptx).expect("the module parses");
+    let mirror = module.signature("mirror").expect("mirror is declared");
+    assert!(!mirror.has_body);
+    for (name, e) in engines(&ptx) {
+        let err = e
+            .call("twice", &[ptxjit::Value::new(ptxjit::ast::Type::U32, 1)])
+            .expect_err("a .func with barriers is not called from the host");
+        assert!(err.to_string().contains("runs inlined"), "{name}: {err}");
+    }
+
+    // Recursion through such a function refuses the kernel.
+    let ptx = format!(
+        "{HEAD}.func f()\n{{\n  bar.sync 0;\n  call f;\n  ret;\n}}\n{}",
+        kernel("", "  call f;").trim_start_matches(HEAD)
+    );
+    for (name, e) in engines(&ptx) {
+        let mut out = [0u8; 4];
+        let err = e
+            .launch_with(
+                "k",
+                LaunchConfig {
+                    grid: Dim3::x(1),
+                    block: Dim3::x(1),
+                    shared_bytes: 0,
+                },
+                &mut [Arg::Buffer(&mut out)],
+            )
+            .expect_err("recursion cannot be inlined");
+        assert!(err.to_string().contains("recursively"), "{name}: {err}");
+    }
 }

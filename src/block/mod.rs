@@ -80,10 +80,16 @@ impl SharedLayout {
             Some(offset)
         };
         l.module = m.vars.iter().map(|v| place(&mut l, v)).collect();
+        // A function without a body (refused, or inlined into its callers' kernels, which
+        // have their own copies of its variables) never runs: its variables take no room.
         l.func = m
             .functions
             .iter()
-            .map(|f| f.vars.iter().map(|v| place(&mut l, v)).collect())
+            .map(|f| {
+                (f.vars.iter())
+                    .map(|v| f.body.as_ref().and_then(|_| place(&mut l, v)))
+                    .collect()
+            })
             .collect();
         l.dynamic_offset = align_up(end, 16);
         if let Some(name) = dynamic_name {

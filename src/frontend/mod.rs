@@ -6,6 +6,7 @@
 //! collected as located [`Diagnostic`]s.
 
 pub mod diag;
+mod inline;
 mod instr;
 pub mod literal;
 
@@ -528,6 +529,7 @@ impl<'s> ModuleBuilder<'s> {
         self.diags.extend(skipped.into_iter().map(|(d, _)| d));
         self.diags.sort_by_key(|d| d.span.start);
         refuse_callers(&mut module);
+        inline::inline_sync_calls(&mut module);
         module
     }
 
@@ -890,14 +892,6 @@ impl<'s> ModuleBuilder<'s> {
         let FnBuilder {
             body, label_pos, ..
         } = fb;
-        if func.kind == FuncKind::Func
-            && let Some(ins) = body.iter().find(|i| matches!(i.inst, Inst::Sync { .. }))
-        {
-            self.diags.push(Diagnostic::unsupported(
-                ins.span,
-                "barriers and warp collectives inside a .func are not supported yet (only in a kernel)",
-            ));
-        }
         func.body = Some(body);
         func.labels = label_pos;
     }

@@ -41,6 +41,8 @@ constexpr int warpSize = 32;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+// Empty: the host build needs no call kept (and the name appears in system headers).
+#define __noinline__
 #define __shared__ static __attribute__((section("coop_shared")))
 
 // The launch's dynamic shared memory (host.cpp allocates it, 16-byte aligned).

@@ -17,7 +17,9 @@
 //! stays in bounds by construction: addresses are computed from the thread's index or
 //! reduced modulo the array, each in the one body line (shrinking deletes whole lines).
 //!
-//! Launches exercise partial warps (blocks of 7, 48, 100 threads, rows of 33) and sometimes
+//! Some modules have `.func`s with a barrier or a shuffle inside, which the body calls (and
+//! the front end inlines). Launches exercise partial warps (blocks of 7, 48, 100 threads,
+//! rows of 33) and sometimes
 //! several blocks; some have dynamic shared memory `dyn` of a random size.
 
 use super::{
@@ -79,7 +81,11 @@ pub fn coop_program(rng: &mut Rng, size: usize) -> Program {
     let final_barrier = rng.chance(60);
     let pad = rng.chance(30).then(|| 1 + rng.below(40));
 
+    let sync_funcs = rng.chance(50);
     let mut s = HEADER.to_string() + &helper;
+    if sync_funcs {
+        s += SYNC_FUNCS;
+    }
     let sh_decl = format!(".shared .align 8 .b32 sh[{words}];\n");
     if let Some(n) = pad {
         s += &format!(".shared .align 16 .b8 pad[{n}];\n");
@@ -127,6 +133,7 @@ pub fn coop_program(rng: &mut Rng, size: usize) -> Program {
         dyn_words,
         counted: nt.is_multiple_of(32) && !exits,
         exits,
+        sync_funcs,
     };
     for _ in 0..size {
         c.item(true);
@@ -181,7 +188,39 @@ struct Coop<'r> {
     counted: bool,
     /// Whether threads may leave early.
     exits: bool,
+    /// Whether the module has [`SYNC_FUNCS`].
+    sync_funcs: bool,
 }
+
+/// Functions with a barrier and a warp collective inside, which run inlined into the
+/// kernel: `xchg` stores `v` at shared address `own`, waits at `bar.sync 0` and returns the
+/// word at `other` (plus its `.local` word, 0 on every call); `bfly` is a butterfly shuffle
+/// over the whole warp whose lanes without a partner add 1.
+const SYNC_FUNCS: &str = "\
+.func (.param .b32 r) xchg(.param .b32 v, .param .b32 own, .param .b32 other)
+{
+  .reg .b32 %v, %a, %b, %z;
+  .local .align 4 .b32 fresh;
+  ld.param.b32 %v, [v];
+  ld.param.b32 %a, [own];
+  ld.param.b32 %b, [other];
+  st.shared.b32 [%a], %v;
+  bar.sync 0;
+  ld.shared.b32 %v, [%b];
+  ld.local.b32 %z, [fresh];
+  add.u32 %v, %v, %z;
+  st.local.b32 [fresh], %v;
+  st.param.b32 [r], %v;
+  ret;
+}
+.func (.reg .b32 r) bfly(.reg .b32 v, .reg .b32 k)
+{
+  .reg .pred %p;
+  shfl.sync.bfly.b32 r|%p, v, k, 31, -1;
+  @!%p add.u32 r, r, 1;
+  ret;
+}
+";
 
 /// One body line of several instructions.
 fn lines(ins: &[String]) -> String {
@@ -214,6 +253,7 @@ impl Coop<'_> {
     fn item(&mut self, top: bool) {
         match self.below(100) {
             0..=29 => self.g.item(top),
+            30..=35 if self.sync_funcs && self.chance(40) => self.call_sync_func(),
             30..=35 => {
                 // The classic exchange: own word, barrier, another thread's word.
                 self.own_store();
@@ -245,6 +285,33 @@ impl Coop<'_> {
             98 => self.write_other(),
             _ => self.g.item(top),
         }
+    }
+
+    /// A call of one of [`SYNC_FUNCS`]: the exchange with another thread's word, or the
+    /// warp's butterfly.
+    fn call_sync_func(&mut self) {
+        let mut ins = Vec::new();
+        let (v, d) = (self.r(), self.r());
+        if self.chance(60) {
+            self.other_index(&mut ins);
+            ins.push("shl.b32 %x, %x, 2;".into());
+            ins.push("add.u32 %x, %x, %sb;".into());
+            ins.push("{".into());
+            ins.push(
+                ".param .b32 p0;\n  .param .b32 p1;\n  .param .b32 p2;\n  .param .b32 r0;".into(),
+            );
+            ins.push(format!("st.param.b32 [p0], {v};"));
+            ins.push("st.param.b32 [p1], %so;".into());
+            ins.push("st.param.b32 [p2], %x;".into());
+            ins.push("call (r0), xchg, (p0, p1, p2);".into());
+            ins.push(format!("ld.param.b32 {d}, [r0];"));
+            ins.push("}".into());
+        } else {
+            let k = 1 << self.below(5);
+            ins.push(format!("mov.u32 %y, {k};"));
+            ins.push(format!("call ({d}), bfly, ({v}, %y);"));
+        }
+        self.push(&ins);
     }
 
     /// A barrier id: mostly 0.

@@ -81,6 +81,63 @@ fn live_across_points(f: &ast::Function) -> HashMap<usize, RegSet> {
         .collect()
 }
 
+/// For each sync point of `f`, by instruction index, the registers whose copy in the state
+/// area may differ from their value there (`live` gives the registers saved at each point):
+/// a forward data-flow from the thread's start, where every copy may differ, through the
+/// instructions, which make what they write differ, and the points, after which a thread
+/// has reloaded every register saved there (the others, dead there, restart from 0; a
+/// guarded point may also be passed over). Only these are stored at a point; the rest are
+/// already in the state area.
+fn dirty_at_points(f: &ast::Function, live: &HashMap<usize, RegSet>) -> HashMap<usize, RegSet> {
+    let body = f.body.as_deref().unwrap_or(&[]);
+    let (n, words) = (body.len(), f.regs.len().div_ceil(64).max(1));
+    let mut preds = vec![Vec::new(); n];
+    for i in 0..n {
+        for s in liveness::successors(f, i) {
+            preds[s].push(i);
+        }
+    }
+    let all = vec![u64::MAX; words];
+    let mut dirty_in = vec![vec![0u64; words]; n];
+    let mut dirty_out = vec![vec![0u64; words]; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in 0..n {
+            let mut inn = if i == 0 {
+                all.clone()
+            } else {
+                vec![0u64; words]
+            };
+            for &p in &preds[i] {
+                for (d, o) in inn.iter_mut().zip(&dirty_out[p]) {
+                    *d |= o;
+                }
+            }
+            let out = match live.get(&i) {
+                // A guarded point may be passed over without a stop.
+                Some(saved) if body[i].guard.is_some() => {
+                    saved.iter().zip(&inn).map(|(w, d)| !w | d).collect()
+                }
+                Some(saved) => saved.iter().map(|w| !w).collect(),
+                None => {
+                    let mut out = inn.clone();
+                    for r in body[i].inst.written() {
+                        liveness::add(&mut out, r);
+                    }
+                    out
+                }
+            };
+            if out != dirty_out[i] || inn != dirty_in[i] {
+                changed = true;
+                dirty_in[i] = inn;
+                dirty_out[i] = out;
+            }
+        }
+    }
+    live.keys().map(|&i| (i, dirty_in[i].clone())).collect()
+}
+
 /// Whether a function reads or writes CC.CF.
 fn uses_carry(f: &ast::Function) -> bool {
     f.body.iter().flatten().any(|i| match &i.inst {
@@ -101,8 +158,10 @@ pub(super) struct Step {
     layout: StepLayout,
     /// Where a thread goes when it stops or ends: the next one.
     next: Block,
-    /// The registers saved at each sync point (see [`live_across_points`]).
+    /// The registers saved at each sync point (see [`live_across_points`]), and those of
+    /// them stored there (see [`dirty_at_points`]).
     live: HashMap<usize, RegSet>,
+    dirty: HashMap<usize, RegSet>,
     /// Whether the kernel uses CC.CF at all (else it stays 0 and is not saved).
     carries: bool,
     /// The sync points lowered so far, in order.
@@ -242,6 +301,7 @@ impl Lower<'_, '_> {
             }
         }
         let shared_base = (!self.sh.shared_layout.is_empty()).then(|| self.load_shared_base());
+        let live = live_across_points(self.f);
         self.step = Some(Step {
             shared_base,
             thread: t,
@@ -249,7 +309,8 @@ impl Lower<'_, '_> {
             state,
             layout,
             next,
-            live: live_across_points(self.f),
+            dirty: dirty_at_points(self.f, &live),
+            live,
             carries: uses_carry(self.f),
             points: Vec::new(),
             counts,
@@ -440,17 +501,20 @@ impl Lower<'_, '_> {
             let at = slot_field(offset_of!(Slot, args) + 8 * k);
             self.b.ins().store(trusted(), v, slot, at);
         }
-        let mut live = self.step.as_ref().expect("checked above").live[&self.at].clone();
-        // A register known to hold a constant here is not saved: its resume block sets it.
+        let step = self.step.as_ref().expect("checked above");
+        let (mut live, dirty) = (step.live[&self.at].clone(), step.dirty[&self.at].clone());
+        // Only registers whose copy may be stale are stored; one known to hold a constant
+        // here is set again by the resume block instead of reloaded.
         let mut constants = Vec::new();
         for k in (0..self.f.regs.len()).filter(|&k| liveness::has(&live, ast::RegId(k as u32))) {
             let v = self.b.use_var(self.regs[k]);
+            if liveness::has(&dirty, ast::RegId(k as u32)) {
+                let at = (layout.regs + 8 * k as u32) as i32;
+                self.b.ins().store(trusted(), v, state, at);
+            }
             if let Some(c) = self.known(v) {
                 constants.push((k, c));
-                continue;
             }
-            let at = (layout.regs + 8 * k as u32) as i32;
-            self.b.ins().store(trusted(), v, state, at);
         }
         for &(k, _) in &constants {
             liveness::remove(&mut live, ast::RegId(k as u32));

@@ -759,17 +759,25 @@ fn threads_keep_their_names_across_barriers() {
         "  .shared .align 4 .b32 tile[16];",
         "  bar.sync 0;
   mov.u32 %r3, tile;
-  shl.b32 %r4, %r0, 2;
+  shl.b32 %r4, %r37, 2;
   add.s32 %r4, %r3, %r4;
   st.shared.u32 [%r4], %r0;
   bar.sync 0;",
     );
+    // The thread of linear index 16 faults first.
     expect_fault(
         &ptx,
         "k",
         Dim3::x(20),
         1,
         &[".shared variable `tile`", "thread (16,0,0)"],
+    );
+    expect_fault(
+        &ptx,
+        "k",
+        Dim3::new(3, 7, 1),
+        1,
+        &[".shared variable `tile`", "thread (1,5,0)"],
     );
     let ptx = format!(
         "{HEAD}.func (.reg .b32 r) twice_tid()\n{{\n  mov.u32 r, %tid.x;\n  add.u32 r, r, r;\n  ret;\n}}\n{}",

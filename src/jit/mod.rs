@@ -482,7 +482,10 @@ impl schedule::Threads for StepThreads<'_> {
                 .fault
                 .take()
                 .expect("a faulting round records its fault");
-            return Err(locate(self.module, f, self.ctx.ctaid, self.ctx.tid));
+            // A round function leaves the faulting thread's index in the block in `tid[0]`.
+            let [x, y, z] = self.ctx.ntid;
+            let tid = Dim3::new(x, y, z).point(self.ctx.tid[0] as u64);
+            return Err(locate(self.module, f, self.ctx.ctaid, tid));
         }
         Ok(round)
     }

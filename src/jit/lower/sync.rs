@@ -284,8 +284,8 @@ impl Lower<'_, '_> {
         let at = self.b.ins().imul_imm_s(t64, layout.size as i64);
         let state = self.b.ins().iadd(states, at);
         self.frame = self.b.ins().iadd_imm_s(state, layout.frame as i64);
-        // The context's %tid is read by called functions and by the launch when a fault
-        // is located; without calls the fault path writes it.
+        // The context's %tid is read by called functions; where a fault is located, the
+        // fault path writes the thread's index instead.
         let calls = (self.f.body.iter().flatten()).any(|i| matches!(i.inst, Inst::Call { .. }));
         for (k, var) in tid.iter().enumerate() {
             let v = self.b.ins().load(
@@ -364,11 +364,12 @@ impl Lower<'_, '_> {
         self.b.ins().return_(&[ok]);
         let fail = self.fail;
         self.b.switch_to_block(fail);
-        for (k, var) in tid.iter().enumerate() {
-            let v = self.b.use_var(*var);
-            let field = (offset_of!(ThreadCtx, tid) + 4 * k) as i32;
-            self.b.ins().store(trusted(), v, ctx, field);
-        }
+        // The faulting thread's index in the block goes to the context's `%tid.x`, where
+        // the launch reads it (keeping the %tid values for this path would keep them in
+        // registers or stack slots through every thread's run).
+        let tv = self.b.use_var(t);
+        let field = offset_of!(ThreadCtx, tid) as i32;
+        self.b.ins().store(trusted(), tv, ctx, field);
         let st = self.b.ins().iconst(types::I32, super::STATUS_FAULT as i64);
         self.b.ins().return_(&[st]);
 

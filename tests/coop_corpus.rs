@@ -7,6 +7,10 @@
 //! (host_cuda.h). The kernels are race-free, so any correct schedule gives the host's
 //! results.
 //!
+//! Each kernel runs twice: NVRTC's optimised PTX, and its debug build (`-G`, in `debug/`),
+//! where CUDA's intrinsics and the corpus' device functions are `.func`s with barriers and
+//! shuffles inside (inlined into the kernel by the front end) and line information.
+//!
 //! Regenerating the PTX after changing a kernel: `python3 tests/corpus/coop/regen.py` (it
 //! says what to pip-install); checking the host reference against a Python model of each
 //! kernel: `python3 tests/corpus/coop/selftest.py`.
@@ -40,7 +44,17 @@ fn dim(d: Dim3) -> String {
 }
 
 fn run_case(case: Case) {
-    let ptx = std::fs::read_to_string(coop_dir().join(format!("{}.ptx", case.kernel))).unwrap();
+    // The optimised build, then the debug build (`-G`: device functions kept as calls, with
+    // their barriers and shuffles, which the front end inlines; line information).
+    for dir in [coop_dir(), coop_dir().join("debug")] {
+        let file = dir.join(format!("{}.ptx", case.kernel));
+        let ptx = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{}: {e} (regen.py writes it)", file.display()));
+        run_build(&case, &ptx);
+    }
+}
+
+fn run_build(case: &Case, ptx: &str) {
     // The host reference, g++ without fused multiply-add (as the PTX, -fmad=false).
     let flags = [
         "-std=c++20",
@@ -55,7 +69,7 @@ fn run_case(case: Case) {
     host.arg(dim(case.grid))
         .arg(dim(case.block))
         .arg(case.shared_bytes.to_string());
-    check_against_host(case.name, &ptx, host, &case.args, &|engine, args| {
+    check_against_host(case.name, ptx, host, &case.args, &|engine, args| {
         let config = LaunchConfig {
             grid: case.grid,
             block: case.block,

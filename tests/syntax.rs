@@ -192,3 +192,30 @@ fn initialisers_hold_other_variables_addresses() {
         assert!(e.contains(msg), "{decls}: {e}");
     }
 }
+
+/// Line information as `-lineinfo`, `-G` and Triton write it: `.loc` between instructions
+/// (with `function_name` and `inlined_at` parts), labels the debug sections name, `.file`
+/// entries with a timestamp and size, and `.section` blocks of DWARF data. They change
+/// nothing.
+#[test]
+fn line_information_is_accepted_and_ignored() {
+    let body = "  .loc 1 5 0
+$L__func_begin0:
+  .loc 1 7 3
+  mov.u32 %r1, 40;
+$L__tmp0:
+  .loc 1 8 3, function_name $L__info_string0, inlined_at 1 5 3
+  add.u32 %r1, %r1, 2;
+  .loc\t2 9 1 // a comment after it
+  cvt.u64.u32 %rd2, %r1;
+  st.global.u64 [%rd1], %rd2;";
+    expect(body, "", &[42]);
+    let ptx = format!(
+        "{}.visible .entry k()\n{{\n  .loc 1 3 0\n  ret;\n}}\n\
+         .file 1 \"/src/k.cu\", 1700000000, 1234\n.file 2 \"k.h\"\n\
+         .section .debug_str\n{{\n$L__info_string0:\n.b8 107,0\n}}\n\
+         .section .debug_abbrev\n{{\n.b8 1\n.b32 .debug_str+4\n.b64 $L__func_begin0\n}}\n",
+        HEAD.replace("sm_90", "sm_90, debug")
+    );
+    ptxjit::Module::parse(&ptx).unwrap_or_else(|e| panic!("{e}"));
+}

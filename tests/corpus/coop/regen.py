@@ -8,6 +8,13 @@ for bit with host.cpp, which runs the same source on the CPU (g++, each block's 
 real threads, CUDA's intrinsics emulated in host_cuda.h). Every kernel is free of races, so
 its results do not depend on how the threads interleave.
 
+Each kernel is also compiled as a debug build (-G, as `nvcc -G` builds it) into debug/: its
+device functions stay functions (CUDA's intrinsics too, with their barriers and shuffles,
+which ptxjit inlines into the kernel), with `.loc`/`.file` line information and DWARF
+sections. Debug builds run in the root directory with the headers handed to NVRTC in
+memory, so that the paths recorded in them (`.file`, the DWARF compilation directory) name
+no particular checkout.
+
 Regenerating the PTX (this script, from any directory):
 
     pip install nvidia-cuda-nvrtc-cu12 nvidia-cuda-nvcc-cu12
@@ -47,13 +54,23 @@ def load_nvrtc():
     return lib
 
 
-def compile_ptx(lib, path):
+def compile_ptx(lib, path, debug=False):
     name = os.path.basename(path)
     with open(path, "rb") as f:
         source = f.read()
     prog = ctypes.c_void_p()
-    check(lib, lib.nvrtcCreateProgram(ctypes.byref(prog), source, name.encode(), 0, None, None))
-    options = OPTIONS + ["--include-path=" + HERE]
+    if debug:
+        with open(os.path.join(HERE, "coop.h"), "rb") as f:
+            header = f.read()
+        headers = (ctypes.c_char_p * 1)(header)
+        names = (ctypes.c_char_p * 1)(b"coop.h")
+        created = lib.nvrtcCreateProgram(ctypes.byref(prog), source, name.encode(), 1, headers,
+                                         names)
+        options = OPTIONS + ["-G"]
+    else:
+        created = lib.nvrtcCreateProgram(ctypes.byref(prog), source, name.encode(), 0, None, None)
+        options = OPTIONS + ["--include-path=" + HERE]
+    check(lib, created)
     argv = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
     result = lib.nvrtcCompileProgram(prog, len(options), argv)
     size = ctypes.c_size_t()
@@ -89,15 +106,21 @@ def ptxas(path):
 
 def main():
     lib = load_nvrtc()
-    files = [os.path.join(HERE, f) for f in sys.argv[1:]] or sorted(
+    files = [os.path.abspath(os.path.join(HERE, f)) for f in sys.argv[1:]] or sorted(
         glob.glob(os.path.join(HERE, "*.cu")))
+    cwd = os.getcwd()
     for path in files:
-        ptx = compile_ptx(lib, path)
-        out = path[: -len(".cu")] + ".ptx"
-        with open(out, "w") as f:
-            f.write(ptx)
-        ptxas(out)
-        print(os.path.relpath(out))
+        base = os.path.basename(path)[: -len(".cu")] + ".ptx"
+        for debug, out in [(False, os.path.join(HERE, base)),
+                           (True, os.path.join(HERE, "debug", base))]:
+            # The debug build records its working directory: the root, not the checkout.
+            os.chdir("/" if debug else cwd)
+            ptx = compile_ptx(lib, path, debug)
+            os.chdir(cwd)
+            with open(out, "w") as f:
+                f.write(ptx)
+            ptxas(out)
+            print(os.path.relpath(out))
 
 
 if __name__ == "__main__":

@@ -93,6 +93,14 @@ fn malformed_forms_are_rejected_by_both() {
         "cvt.pack.sat.u8.s32 %d, %a, %b;",
         "testp.normal.f16 %p, %a;",
         "prefetch.shared.L1 [%rd];",
+        "prefetch.global.L2::evict_first [%rd];",
+        "createpolicy.fractional.b64 %rd, 1.0;",
+        "createpolicy.fractional.L2::evict_last.b32 %a, 1.0;",
+        "createpolicy.L2::evict_last.b64 %rd, 1.0;",
+        "ld.global.L1::evict_first.L2::evict_last.v2.b32 {%a, %b}, [%rd];",
+        "ld.global.L1::evict_last.L1::evict_first.b32 %a, [%rd];",
+        "ld.global.L2::cache_hint.b32 %a, [%rd];",
+        "st.global.L2::64B.b32 [%rd], %a;",
         "nanosleep.u32 %rd;",
         "ldu.shared.u32 %a, [%rd];",
         "mov.u32 %a, %clock64;",
@@ -192,6 +200,21 @@ fn forms_ptxas_accepts_are_accepted() {
         return;
     };
     for line in [
+        // Cache-eviction priorities and cache hints (Triton writes them), a scalar in braces.
+        "ld.global.L1::evict_last.b32 %a, [%rd];",
+        "ld.global.L1::evict_first.v2.b32 {%a, %b}, [%rd];",
+        "ld.global.L1::no_allocate.L2::256B.b32 {%a}, [%rd+4];",
+        "ld.global.L2::cache_hint.b32 %a, [%rd], %rd;",
+        "st.global.L1::evict_first.b32 [%rd], {%a};",
+        "st.global.L2::cache_hint.b32 [%rd], %a, %rd;",
+        "prefetch.global.L2::evict_last [%rd];",
+        "prefetch.global.L2::evict_normal [%rd];",
+        "prefetch.L2::evict_last [%rd];",
+        "createpolicy.fractional.L2::evict_last.b64 %rd, 1.0;",
+        "createpolicy.fractional.L2::evict_last.L2::evict_unchanged.b64 %rd, 0.5;",
+        "createpolicy.fractional.L2::evict_first.b64 %rd;",
+        "createpolicy.range.L2::evict_last.L2::evict_first.b64 %rd, [%rd], 16, 32;",
+        "createpolicy.cvt.L2.b64 %rd, %rd;",
         // ld and st take any register at least as wide as the type.
         "ld.global.f32 %rd, [%rd];",
         "ld.global.u32 %rd, [%rd];",

@@ -219,3 +219,17 @@ $L__tmp0:
     );
     ptxjit::Module::parse(&ptx).unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// Loads and stores as Triton writes them: cache-eviction priorities, a cache policy
+/// operand, a scalar in braces, spaces inside the address. They move the same bytes.
+#[test]
+fn cache_hints_and_braced_scalars() {
+    let body = "  mov.u32 %r1, 40;
+  st.global.L1::evict_first.b32 [ %rd1 + 0 ], { %r1 };
+  ld.global.L1::evict_last.L2::256B.b32 { %r2 }, [ %rd1 + 0 ];
+  add.u32 %r2, %r2, 2;
+  createpolicy.fractional.L2::evict_last.b64 %rd2, 1.0;
+  st.global.L2::cache_hint.b32 [%rd1+8], %r2, %rd2;
+  prefetch.global.L2::evict_last [%rd1];";
+    expect(body, "", &[40, 42]);
+}

@@ -227,6 +227,72 @@ pub(super) fn cvt_pack(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     compute(cx, op, d, Operand::Sink, &ops[1..])
 }
 
+/// `createpolicy` (PTX ISA, Data Movement and Conversion Instructions: createpolicy): a
+/// 64-bit L2 cache policy for the `.L2::cache_hint` forms of loads and stores, which have
+/// no cache here. The policy is opaque to a program (only cache hints read it); we make it
+/// 0 (what hardware encodes is *unverified*).
+///
+/// ```text
+/// createpolicy.fractional.L2::primary{.L2::secondary}.b64 d{, fraction};
+/// createpolicy.range.L2::primary{.L2::secondary}.b64 d, [a], primary_size, total_size;
+/// createpolicy.cvt.L2.b64 d, access_property;
+/// ```
+pub(super) fn createpolicy(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
+    super::half::needs_sm(cx, 80, "createpolicy")?;
+    cx.one_type(&[Type::B64])?;
+    // One primary priority, and with .fractional or .range maybe a second one
+    // (evict_first or evict_unchanged).
+    let priorities = |cx: &mut Cx| -> R<()> {
+        let found: Vec<&str> = [
+            "evict_last",
+            "evict_normal",
+            "evict_first",
+            "evict_unchanged",
+        ]
+        .into_iter()
+        .filter(|p| cx.flag(&format!("L2::{p}")))
+        .collect();
+        let second_ok = |p: &&str| matches!(*p, "evict_first" | "evict_unchanged");
+        match found.len() {
+            1 => Ok(()),
+            2 if found.iter().any(second_ok) => Ok(()),
+            _ => err(
+                cx.head,
+                "`createpolicy` takes a primary L2 priority and at most a secondary one",
+            ),
+        }
+    };
+    if cx.flag("fractional") {
+        priorities(cx)?;
+        match ops.len() {
+            1 => {}
+            2 => {
+                cx.src(&ops[1], Type::F32)?;
+            }
+            _ => return err(cx.head, "expected 1 or 2 operands"),
+        }
+    } else if cx.flag("range") {
+        priorities(cx)?;
+        cx.count(ops, 4)?;
+        cx.address(&ops[1])?;
+        cx.src(&ops[2], Type::U32)?;
+        cx.src(&ops[3], Type::U32)?;
+    } else if cx.flag("cvt") {
+        if !cx.flag("L2") {
+            return err(cx.head, "`createpolicy.cvt` needs .L2");
+        }
+        cx.count(ops, 2)?;
+        cx.src(&ops[1], Type::B64)?;
+    } else {
+        return err(cx.head, "`createpolicy` takes .fractional, .range or .cvt");
+    }
+    Ok(Inst::Mov {
+        ty: Type::B64,
+        d: cx.dst(&ops[0], Type::B64)?,
+        a: Operand::Imm(Imm::Int(0)),
+    })
+}
+
 /// `nanosleep.u32 t`, `prefetch{.space}.level [a]`, `prefetchu.L1 [a]`: checked, no effect.
 pub(super) fn hint(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     cx.count(ops, 1)?;
@@ -246,8 +312,12 @@ pub(super) fn hint(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
                 "global" | "local" => Some(()),
                 _ => None,
             })?;
-            if cx.flag("L1") == cx.flag("L2") {
-                return err(cx.head, "`prefetch` takes one of .L1, .L2");
+            let evict = cx.flag("L2::evict_last") | cx.flag("L2::evict_normal");
+            if cx.flag("L1") as u8 + cx.flag("L2") as u8 + evict as u8 != 1 {
+                return err(
+                    cx.head,
+                    "`prefetch` takes one of .L1, .L2, .L2::evict_last, .L2::evict_normal",
+                );
             }
             cx.address(&ops[0])?;
         }

@@ -28,7 +28,7 @@ fn is_bf16(ty: Type) -> bool {
 }
 
 /// ptxas's target requirement for a feature.
-fn needs_sm(cx: &Cx, min: u32, what: &str) -> R<()> {
+pub(super) fn needs_sm(cx: &Cx, min: u32, what: &str) -> R<()> {
     match cx.fb.module.sm_version() {
         Some(v) if v < min => err(
             cx.head,

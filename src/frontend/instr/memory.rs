@@ -210,6 +210,17 @@ fn mov_vector(cx: &mut Cx, n: usize, ty: Type, d: &Opnd, a: &Opnd) -> R<Inst> {
     Ok(last)
 }
 
+/// The L1 cache-eviction priorities of `ld` and `st` (PTX ISA, Data Movement and
+/// Conversion Instructions: ld, `.level1::eviction_priority`; ptxas takes the L2 ones only
+/// on 256-bit accesses, which are not supported).
+const EVICTION_PRIORITIES: [&str; 5] = [
+    "L1::evict_normal",
+    "L1::evict_unchanged",
+    "L1::evict_first",
+    "L1::evict_last",
+    "L1::no_allocate",
+];
+
 pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     use Type::*;
     // `ldu` (load uniform) is a load from global memory: on a CPU every load is one.
@@ -235,10 +246,27 @@ pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         }
         _ => {}
     }
-    // Cache operators and .nc change nothing on a CPU.
+    // Cache operators, .nc and the cache-eviction priorities change nothing on a CPU.
     for c in ["ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc"] {
         cx.flag(c);
     }
+    if EVICTION_PRIORITIES.iter().filter(|p| cx.flag(p)).count() > 1 {
+        return err(cx.head, "at most one L1 eviction priority");
+    }
+    if is_ld {
+        for c in ["L2::64B", "L2::128B", "L2::256B"] {
+            cx.flag(c);
+        }
+    }
+    // `.L2::cache_hint` takes a 64-bit cache policy as a last operand, which is checked and
+    // dropped.
+    let ops = if cx.flag("L2::cache_hint") {
+        cx.count(ops, 3)?;
+        cx.src(&ops[2], B64)?;
+        &ops[..2]
+    } else {
+        ops
+    };
     let space = cx.pick(Space::from_ptx)?;
     let vec = cx
         .pick(|m| match m {
@@ -289,6 +317,9 @@ pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
             return err(cx.head, "kernel parameters are read-only");
         }
     }
+    // `{%r}`: a vector of one element is the element (Triton writes scalars so).
+    let one = cx.single_element(val);
+    let val = one.as_ref().unwrap_or(val);
     let val = if vec > 1 {
         cx.vector(val, vec as usize, ty, Fit::Memory, is_ld)?
     } else if is_ld {

@@ -198,6 +198,17 @@ impl Cx<'_, '_, '_> {
         }
     }
 
+    /// The element of a `{x}` list of one, as an operand of its own.
+    fn single_element(&self, o: &Opnd) -> Option<Opnd> {
+        match &o.raw {
+            Raw::Op(Operand::Vector(parts)) if parts.len() == 1 => Some(Opnd {
+                raw: Raw::Op(parts[0].clone()),
+                span: o.span,
+            }),
+            _ => None,
+        }
+    }
+
     /// The declaration of a variable an address names.
     fn var_decl(&self, v: VarId) -> &VarDecl {
         match v {
@@ -952,6 +963,7 @@ pub(crate) const OPCODES: &[&str] = &[
     "cnot",
     "copysign",
     "cos",
+    "createpolicy",
     "cvt",
     "cvta",
     "div",
@@ -1104,6 +1116,7 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
         "copysign" => bits::copysign(cx, ops),
         "testp" => bits::testp(cx, ops),
         "nanosleep" | "prefetch" | "prefetchu" => bits::hint(cx, ops),
+        "createpolicy" => bits::createpolicy(cx, ops),
         "vadd" | "vsub" | "vabsdiff" | "vmin" | "vmax" | "vshl" | "vshr" => video::video(cx, ops),
         "vset" => video::vset(cx, ops),
         "vmad" => video::vmad(cx, ops),

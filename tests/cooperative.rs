@@ -924,3 +924,40 @@ LOOP:
         assert!(err.to_string().contains("recursively"), "{name}: {err}");
     }
 }
+
+/// Checked mode tests a run of accesses through one register once, at its first access; a
+/// run must not reach past a sync point, where the next thread to run may be another one
+/// (here warp 1 resumes right after warp 0 tested its own run). The last thread's second
+/// load is past the buffer: every engine reports it.
+#[test]
+fn span_checks_do_not_reach_across_sync_points() {
+    let ptx = format!(
+        "{HEAD}.visible .entry k(.param .u64 inp, .param .u64 out)\n{{\n  \
+         .reg .b32 %r<8>;\n  .reg .b64 %rd<8>;\n  .reg .pred %p;\n  \
+         ld.param.u64 %rd1, [inp];\n  ld.param.u64 %rd5, [out];\n  mov.u32 %r1, %tid.x;\n  \
+         setp.lt.u32 %p, %r1, 32;\n  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd2, %rd1, %rd3;\n  \
+         @%p shfl.sync.idx.b32 %r5, %r1, 0, 31, -1;\n  ld.global.u32 %r2, [%rd2];\n  \
+         @!%p shfl.sync.idx.b32 %r6, %r1, 0, 31, -1;\n  ld.global.u32 %r3, [%rd2+4];\n  \
+         add.u32 %r4, %r2, %r3;\n  add.s64 %rd6, %rd5, %rd3;\n  st.global.u32 [%rd6], %r4;\n  \
+         ret;\n}}\n"
+    );
+    for (name, e) in engines(&ptx) {
+        let (mut inp, mut out) = (vec![0u8; 256], vec![0u8; 256]);
+        let err = e
+            .launch_with(
+                "k",
+                LaunchConfig {
+                    grid: Dim3::x(1),
+                    block: Dim3::x(64),
+                    shared_bytes: 0,
+                },
+                &mut [Arg::Buffer(&mut inp), Arg::Buffer(&mut out)],
+            )
+            .expect_err("the last thread reads past the buffer");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("out of bounds") && msg.contains("thread (63,0,0)"),
+            "{name}: {msg}"
+        );
+    }
+}

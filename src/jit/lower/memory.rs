@@ -21,7 +21,7 @@ use std::mem::offset_of;
 
 /// Runs of checked global or generic accesses `[%r + offset]` through one base register
 /// with nothing between them that could change the address or skip the start: no label,
-/// branch, call, return, or write to `%r`. Bignum kernels load and store every limb this
+/// branch, call, return, sync point, or write to `%r`. Bignum kernels load and store every limb this
 /// way. At the run's first access, one test of the span `[%r + lowest, %r + highest end)`
 /// and of `%r`'s alignment against the thread's recent areas decides for all members;
 /// if it fails, each member is checked on its own as before, so faults are reported at the
@@ -104,9 +104,13 @@ impl CheckPlan {
                 }
             }
             match &ins.inst {
-                Inst::Bra { .. } | Inst::Call { .. } | Inst::Ret | Inst::Exit => {
-                    plan.close_all(&mut open)
-                }
+                // A sync point too: the thread that goes on after it (in a later round) is
+                // not the one that tested the span, and the test's result is not saved.
+                Inst::Bra { .. }
+                | Inst::Call { .. }
+                | Inst::Ret
+                | Inst::Exit
+                | Inst::Sync { .. } => plan.close_all(&mut open),
                 other => {
                     let (closed, kept) = open.drain(..).partition(|(r, _)| other.writes(*r));
                     open = kept;

@@ -961,3 +961,77 @@ fn span_checks_do_not_reach_across_sync_points() {
         );
     }
 }
+
+/// `cp.async` copies global memory into shared memory (here when it runs), zero-filling past
+/// `src_size` or everything when `ignore_src` holds, and never reads the bytes it does not
+/// copy (the source of a zero-size copy is past the buffer); a guarded copy that does not
+/// run leaves shared memory alone. Each thread copies 16 bytes, then its 8-byte and 4-byte
+/// forms, and reads back its 28 bytes after the barrier.
+#[test]
+fn cp_async_copies_and_zero_fills() {
+    let body = "  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, sh;
+  shl.b32 %r2, %r0, 5;
+  add.u32 %r3, %r1, %r2;
+  cvt.u64.u32 %rd3, %r2;
+  ld.param.u64 %rd4, [inp];
+  add.s64 %rd5, %rd4, %rd3;
+  rem.u32 %r4, %r0, 18;
+  setp.eq.u32 %p1, %r4, 0;
+  mov.u64 %rd7, %rd5;
+  @%p1 add.s64 %rd7, %rd7, 100000;
+  cp.async.cg.shared.global [%r3], [%rd7], 16, %r4;
+  and.b32 %r5, %r0, 1;
+  setp.eq.u32 %p2, %r5, 1;
+  cp.async.ca.shared.global [%r3+16], [%rd5+16], 8, %p2;
+  setp.lt.u32 %p3, %r0, 8;
+  @%p3 cp.async.ca.shared.global.L2::128B [%r3+24], [%rd5+24], 4;
+  cp.async.commit_group;
+  cp.async.wait_group 0;
+  cp.async.wait_all;
+  bar.sync 0;
+  mul.wide.u32 %rd6, %r0, 32;
+  add.s64 %rd6, %rd2, %rd6;
+  ld.shared.v4.u32 {%r10, %r11, %r12, %r13}, [%r3];
+  st.global.v4.u32 [%rd6], {%r10, %r11, %r12, %r13};
+  ld.shared.v2.u32 {%r14, %r15}, [%r3+16];
+  st.global.v2.u32 [%rd6+16], {%r14, %r15};
+  ld.shared.u32 %r16, [%r3+24];
+  st.global.u32 [%rd6+24], %r16;";
+    let ptx = format!(
+        "{HEAD}.visible .entry k(.param .u64 inp, .param .u64 out)\n{{\n  .reg .b32 %r<20>;\n  \
+         .reg .b64 %rd<8>;\n  .reg .pred %p<4>;\n  .shared .align 16 .b8 sh[1024];\n  \
+         mov.u32 %r0, %tid.x;\n{body}\n  ret;\n}}\n"
+    );
+    let threads = 32usize;
+    let inp: Vec<u8> = (0..threads * 32).map(|i| (i * 7 + 3) as u8).collect();
+    let mut want = vec![0u8; threads * 32];
+    for t in 0..threads {
+        let (src, dst) = (&inp[t * 32..], &mut want[t * 32..]);
+        let n = t % 18;
+        // 16 bytes, the first n from src (none from the far address when n is 0).
+        dst[..n.min(16)].copy_from_slice(&src[..n.min(16)]);
+        // 8 bytes unless ignore_src (odd threads).
+        if t % 2 == 0 {
+            dst[16..24].copy_from_slice(&src[16..24]);
+        }
+        // 4 bytes for threads below 8; shared memory keeps its zeros for the others.
+        if t < 8 {
+            dst[24..28].copy_from_slice(&src[24..28]);
+        }
+    }
+    for (name, e) in engines(&ptx) {
+        let (mut i, mut o) = (inp.clone(), vec![0u8; threads * 32]);
+        e.launch_with(
+            "k",
+            LaunchConfig {
+                grid: Dim3::x(1),
+                block: Dim3::x(threads as u32),
+                shared_bytes: 0,
+            },
+            &mut [Arg::Buffer(&mut i), Arg::Buffer(&mut o)],
+        )
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert_eq!(o, want, "{name}");
+    }
+}

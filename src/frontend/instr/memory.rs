@@ -374,3 +374,210 @@ pub(super) fn cvta(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         a,
     })
 }
+
+/// `cp.async` (PTX ISA, Data Movement and Conversion Instructions: cp.async), an
+/// asynchronous copy from global to shared memory, and its groups:
+///
+/// ```text
+/// cp.async.ca.shared{::cta}.global{.L2::cache_hint}{.L2::size} [dst], [src], size{, src_size}{, policy};
+/// cp.async.cg.shared{::cta}.global{.L2::cache_hint}{.L2::size} [dst], [src], 16{, src_size}{, policy};
+/// cp.async.ca/.cg…  [dst], [src], size{, ignore_src}{, policy};
+/// cp.async.commit_group;  cp.async.wait_group n;  cp.async.wait_all;
+/// ```
+///
+/// The copy happens when the instruction runs (one of the orders the asynchronous copy
+/// allows: its bytes are only defined for the program after the wait, and touching them
+/// before is a race), so the group instructions have nothing left to do. The `src_size`
+/// bytes of `src` are copied and the rest of the `size` bytes of `dst` zeroed (all zeroed
+/// when `ignore_src` is true), each byte a load of its own under a guard so that bytes past
+/// `src_size` are never read.
+pub(super) fn cp_async(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
+    use Type::*;
+    if !cx.flag("async") {
+        return err(cx.head, "only `cp.async` is supported");
+    }
+    super::half::needs_sm(cx, 80, "cp.async")?;
+    if cx.flag("commit_group") || cx.flag("wait_all") {
+        cx.count(ops, 0)?;
+        return Ok(Inst::Hint);
+    }
+    if cx.flag("wait_group") {
+        cx.count(ops, 1)?;
+        match &ops[0].raw {
+            Raw::Op(Operand::Imm(Imm::Int(_))) => return Ok(Inst::Hint),
+            _ => {
+                return err(
+                    ops[0].span,
+                    "`cp.async.wait_group` takes an integer constant",
+                );
+            }
+        }
+    }
+    let cg = cx.flag("cg");
+    if cg == cx.flag("ca") {
+        return err(cx.head, "`cp.async` takes one of .ca, .cg");
+    }
+    // The destination's space comes first: `.shared.global`.
+    let at = |name: &str| cx.mods.iter().position(|(m, _)| *m == name);
+    let dst_first = match (at("shared").or(at("shared::cta")), at("global")) {
+        (Some(d), Some(g)) => d < g,
+        _ => false,
+    };
+    if !(cx.flag("shared") | cx.flag("shared::cta")) || !cx.flag("global") || !dst_first {
+        return err(
+            cx.head,
+            "`cp.async` copies .shared from .global (`.shared.global`)",
+        );
+    }
+    for c in ["L2::64B", "L2::128B", "L2::256B"] {
+        cx.flag(c);
+    }
+    let hint = cx.flag("L2::cache_hint");
+    let ops = if hint {
+        let Some((policy, rest)) = ops.split_last() else {
+            return err(cx.head, "expected a cache policy operand");
+        };
+        cx.src(policy, B64)?;
+        rest
+    } else {
+        ops
+    };
+    if !(3..=4).contains(&ops.len()) {
+        return err(
+            cx.head,
+            format!("expected 3 or 4 operands, found {}", ops.len()),
+        );
+    }
+    let (dst, src) = (cx.address(&ops[0])?, cx.address(&ops[1])?);
+    let size = match &ops[2].raw {
+        Raw::Op(Operand::Imm(Imm::Int(v @ (4 | 8 | 16)))) if !cg || *v == 16 => *v as i64,
+        _ => {
+            let sizes = if cg { "16" } else { "4, 8 or 16" };
+            return err(ops[2].span, format!("the copy size is {sizes}"));
+        }
+    };
+    // How many bytes come from `src`: all, a count, or none when `ignore_src` holds.
+    enum Take {
+        All,
+        Count(Operand),
+        Ignore(Operand),
+    }
+    let take = match ops.get(3) {
+        None => Take::All,
+        Some(o) if matches!(&o.raw, Raw::Op(Operand::Reg(r)) if cx.reg_ty(*r) == Pred) => {
+            Take::Ignore(cx.src(o, Pred)?)
+        }
+        Some(o) => Take::Count(cx.src(o, U32)?),
+    };
+    let shared = Some(Space::Shared);
+    let global = Some(Space::Global);
+    let at = |a: Address, k: i64| Address {
+        offset: a.offset + k,
+        ..a
+    };
+    let mut code = Vec::new();
+    if let Take::All = take {
+        // A copy of `size` bytes in pieces of 4.
+        let t = cx.temp(B32, "%cp.async".into());
+        for k in (0..size).step_by(4) {
+            code.push(Inst::Ld {
+                space: global,
+                order: MemOrder::Weak,
+                vec: 1,
+                ty: B32,
+                d: Operand::Reg(t),
+                addr: at(src, k),
+            });
+            code.push(Inst::St {
+                space: shared,
+                order: MemOrder::Weak,
+                vec: 1,
+                ty: B32,
+                addr: at(dst, k),
+                a: Operand::Reg(t),
+            });
+        }
+    } else {
+        let byte = cx.temp(B16, "%cp.async".into());
+        let take_it = cx.temp(Pred, "%cp.async.p".into());
+        let outer = cx.guard;
+        let pre = |code: &mut Vec<Inst>, inst, guard| {
+            cx.pre.borrow_mut().append(code);
+            cx.pre_guarded(inst, guard);
+        };
+        for k in 0..size {
+            // Whether byte k comes from `src` (k < src_size, or src not ignored), computed
+            // whatever the instruction's guard, and false where that guard is.
+            let take = match &take {
+                Take::Count(n) => Inst::Setp {
+                    cmp: CmpOp::Gt,
+                    combine: None,
+                    ftz: false,
+                    ty: U32,
+                    p: Operand::Reg(take_it),
+                    q: Operand::Sink,
+                    a: n.clone(),
+                    b: Operand::Imm(Imm::Int(k as i128)),
+                    c: None,
+                },
+                Take::Ignore(ignore) => Inst::Setp {
+                    cmp: CmpOp::Eq,
+                    combine: Some(BoolOp::And),
+                    ftz: false,
+                    ty: U32,
+                    p: Operand::Reg(take_it),
+                    q: Operand::Sink,
+                    a: Operand::Imm(Imm::Int(0)),
+                    b: Operand::Imm(Imm::Int(0)),
+                    c: Some(match ignore {
+                        Operand::Reg(r) => Operand::NotPred(*r),
+                        other => other.clone(),
+                    }),
+                },
+                Take::All => unreachable!("handled above"),
+            };
+            pre(&mut code, take, None);
+            if let Some(g) = outer {
+                let off = Guard {
+                    negated: !g.negated,
+                    ..g
+                };
+                let no = Inst::Mov {
+                    ty: Pred,
+                    d: Operand::Reg(take_it),
+                    a: Operand::Imm(Imm::Int(0)),
+                };
+                pre(&mut code, no, Some(off));
+            }
+            code.push(Inst::Mov {
+                ty: B16,
+                d: Operand::Reg(byte),
+                a: Operand::Imm(Imm::Int(0)),
+            });
+            let load = Inst::Ld {
+                space: global,
+                order: MemOrder::Weak,
+                vec: 1,
+                ty: U8,
+                d: Operand::Reg(byte),
+                addr: at(src, k),
+            };
+            let taken = Guard {
+                reg: take_it,
+                negated: false,
+            };
+            pre(&mut code, load, Some(taken));
+            code.push(Inst::St {
+                space: shared,
+                order: MemOrder::Weak,
+                vec: 1,
+                ty: B8,
+                addr: at(dst, k),
+                a: Operand::Reg(byte),
+            });
+        }
+    }
+    let last = code.pop().expect("a copy has instructions");
+    cx.pre.borrow_mut().extend(code);
+    Ok(last)
+}

@@ -27,6 +27,7 @@ use crate::ast::*;
 use crate::frontend::Diagnostic;
 use pest::iterators::Pair;
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// An operand as written, resolved, with its span.
 #[derive(Clone, Debug)]
@@ -162,6 +163,11 @@ struct Cx<'c, 'a, 's> {
     /// Instructions that run before the statement's own (the sums of `%r+4` operands, all
     /// but the last move of a `mov.v2`), under the same guard.
     pre: RefCell<Vec<Inst>>,
+    /// Guards of instructions in `pre` other than the instruction's own (by index; None:
+    /// unguarded).
+    pre_guards: RefCell<HashMap<usize, Option<Guard>>>,
+    /// The instruction's own guard.
+    guard: Option<Guard>,
 }
 
 impl Cx<'_, '_, '_> {
@@ -177,6 +183,14 @@ impl Cx<'_, '_, '_> {
         let mut temps = self.temps.borrow_mut();
         temps.push(RegDecl { name, ty });
         RegId((self.func.regs.len() + temps.len() - 1) as u32)
+    }
+
+    /// Adds an instruction before the one being built, under `guard` rather than the
+    /// instruction's own.
+    fn pre_guarded(&self, inst: Inst, guard: Option<Guard>) {
+        let mut pre = self.pre.borrow_mut();
+        self.pre_guards.borrow_mut().insert(pre.len(), guard);
+        pre.push(inst);
     }
 
     /// The name of a vector register whose first element is `first`.
@@ -817,10 +831,10 @@ pub(crate) fn build(
     let span = span_of(&pair);
     let line = fb.line_of(span.start);
     match build_inner(fb, func, pair) {
-        Ok((guard, insts, temps)) => {
+        Ok((insts, temps)) => {
             let insts = insts
                 .into_iter()
-                .map(|inst| Instruction {
+                .map(|(guard, inst)| Instruction {
                     guard,
                     inst,
                     span,
@@ -836,7 +850,8 @@ pub(crate) fn build(
     }
 }
 
-type Built = (Option<Guard>, Vec<Inst>, Vec<RegDecl>);
+/// The instructions a PTX instruction becomes, each with its guard, and their temporaries.
+type Built = (Vec<(Option<Guard>, Inst)>, Vec<RegDecl>);
 
 fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<Built> {
     let mut guard = None;
@@ -889,6 +904,8 @@ fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<Built> {
         used,
         temps: RefCell::new(Vec::new()),
         pre: RefCell::new(Vec::new()),
+        pre_guards: RefCell::new(HashMap::new()),
+        guard,
     };
     // ptxas reads `%r+4` as a value wherever a source register goes, but in a call's
     // operand lists and in the video instructions (a syntax error on every target).
@@ -908,9 +925,12 @@ fn build_inner(fb: &FnBuilder, func: &Function, pair: Pair<Rule>) -> R<Built> {
     }
     let inst = opcode(&mut cx, &ops, span_of(&opcode_pair))?;
     cx.finish()?;
-    let mut insts = cx.pre.into_inner();
-    insts.push(inst);
-    Ok((guard, insts, cx.temps.into_inner()))
+    let own = cx.pre_guards.into_inner();
+    let mut insts: Vec<(Option<Guard>, Inst)> = (cx.pre.into_inner().into_iter().enumerate())
+        .map(|(i, inst)| (own.get(&i).copied().unwrap_or(guard), inst))
+        .collect();
+    insts.push((guard, inst));
+    Ok((insts, cx.temps.into_inner()))
 }
 
 /// Instructions whose operands cannot be `%r+4` (ptxas: a syntax error).
@@ -963,6 +983,7 @@ pub(crate) const OPCODES: &[&str] = &[
     "cnot",
     "copysign",
     "cos",
+    "cp",
     "createpolicy",
     "cvt",
     "cvta",
@@ -1065,6 +1086,7 @@ fn opcode(cx: &mut Cx, ops: &[Opnd], op_span: Span) -> R<Inst> {
     match cx.opcode {
         "mov" => memory::mov(cx, ops),
         "ld" | "st" | "ldu" => memory::ld_st(cx, ops),
+        "cp" => memory::cp_async(cx, ops),
         "cvta" => memory::cvta(cx, ops),
         "atom" | "red" => atomic::atom(cx, ops),
         "fence" | "membar" => atomic::fence(cx, ops),

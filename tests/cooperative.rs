@@ -1035,3 +1035,31 @@ fn cp_async_copies_and_zero_fills() {
         assert_eq!(o, want, "{name}");
     }
 }
+
+/// Shared accesses through one register share one span test in checked mode; when the span
+/// leaves the variable, each access is checked on its own and the fault names the one that
+/// is out of bounds (here the second, for the last thread only).
+#[test]
+fn shared_span_tests_report_the_faulting_access() {
+    let ptx = kernel(
+        "  .shared .align 4 .b32 tile[17];",
+        "  mov.u32 %r3, tile;
+  shl.b32 %r4, %r0, 2;
+  add.s32 %r4, %r3, %r4;
+  st.shared.u32 [%r4], %r0;
+  st.shared.u32 [%r4+4], %r0;
+  bar.sync 0;",
+    );
+    expect_out(&ptx, "k", 1, Dim3::x(16), 0, &[0; 16]);
+    expect_fault(
+        &ptx,
+        "k",
+        Dim3::x(17),
+        1,
+        &[
+            ".shared variable `tile`",
+            "thread (16,0,0)",
+            "st.shared.u32 [%r4+4]",
+        ],
+    );
+}

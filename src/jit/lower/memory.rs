@@ -19,7 +19,7 @@ use cranelift_frontend::Variable;
 use std::collections::{HashMap, HashSet};
 use std::mem::offset_of;
 
-/// Runs of checked global or generic accesses `[%r + offset]` through one base register
+/// Runs of checked global, generic or `.shared` accesses `[%r + offset]` through one base register
 /// with nothing between them that could change the address or skip the start: no label,
 /// branch, call, return, sync point, or write to `%r`. Bignum kernels load and store every limb this
 /// way. At the run's first access, one test of the span `[%r + lowest, %r + highest end)`
@@ -45,11 +45,13 @@ const OTHER_SLOT: usize = HIT_AREAS - 1;
 
 /// A member access of a run being collected: instruction index, offset, size.
 type Member = (usize, i64, usize);
-/// The runs still open while planning: base register and members so far.
-type OpenRuns = Vec<(RegId, Vec<Member>)>;
+/// The runs still open while planning: base register, whether its accesses are `.shared`
+/// (window offsets) rather than global or generic (host addresses), and members so far.
+type OpenRuns = Vec<(RegId, bool, Vec<Member>)>;
 
 struct CheckRun {
     reg: RegId,
+    shared: bool,
     lowest: i64,
     end: i64,
     /// The largest access size: the base must be aligned to it (every member's offset is a
@@ -95,12 +97,15 @@ impl CheckPlan {
                 let next = plan.slots.len() % OTHER_SLOT;
                 plan.slots.entry(reg).or_insert(next);
             }
-            if let Some((reg, offset, size)) = run_candidate(&ins.inst) {
+            if let Some((reg, shared, offset, size)) = run_candidate(&ins.inst) {
                 let next = plan.slots.len() % OTHER_SLOT;
                 plan.slots.entry(reg).or_insert(next);
-                match open.iter_mut().find(|(r, _)| *r == reg) {
-                    Some((_, members)) => members.push((i, offset, size)),
-                    None => open.push((reg, vec![(i, offset, size)])),
+                match open
+                    .iter_mut()
+                    .find(|(r, sh, _)| *r == reg && *sh == shared)
+                {
+                    Some((_, _, members)) => members.push((i, offset, size)),
+                    None => open.push((reg, shared, vec![(i, offset, size)])),
                 }
             }
             match &ins.inst {
@@ -112,10 +117,10 @@ impl CheckPlan {
                 | Inst::Exit
                 | Inst::Sync { .. } => plan.close_all(&mut open),
                 other => {
-                    let (closed, kept) = open.drain(..).partition(|(r, _)| other.writes(*r));
+                    let (closed, kept) = open.drain(..).partition(|(r, _, _)| other.writes(*r));
                     open = kept;
-                    for (reg, members) in closed {
-                        plan.close(reg, members);
+                    for (reg, shared, members) in closed {
+                        plan.close(reg, shared, members);
                     }
                 }
             }
@@ -133,12 +138,12 @@ impl CheckPlan {
     }
 
     fn close_all(&mut self, open: &mut OpenRuns) {
-        for (reg, members) in open.drain(..) {
-            self.close(reg, members);
+        for (reg, shared, members) in open.drain(..) {
+            self.close(reg, shared, members);
         }
     }
 
-    fn close(&mut self, reg: RegId, members: Vec<Member>) {
+    fn close(&mut self, reg: RegId, shared: bool, members: Vec<Member>) {
         if members.len() < 2 {
             return;
         }
@@ -149,6 +154,7 @@ impl CheckPlan {
         }
         self.runs.push(CheckRun {
             reg,
+            shared,
             lowest: members.iter().map(|m| m.1).min().unwrap_or(0),
             end: members.iter().map(|m| m.1 + m.2 as i64).max().unwrap_or(0),
             align: members.iter().map(|m| m.2 as u64).max().unwrap_or(1),
@@ -157,9 +163,9 @@ impl CheckPlan {
     }
 }
 
-/// A global or generic access through a register at an offset aligned to its size: base
-/// register, offset, size.
-fn run_candidate(inst: &Inst) -> Option<(RegId, i64, usize)> {
+/// A global, generic or `.shared` access through a register at an offset aligned to its
+/// size: base register, whether it is `.shared`, offset, size.
+fn run_candidate(inst: &Inst) -> Option<(RegId, bool, i64, usize)> {
     let (space, vec, ty, addr) = match inst {
         Inst::Ld {
             space,
@@ -181,10 +187,10 @@ fn run_candidate(inst: &Inst) -> Option<(RegId, i64, usize)> {
         return None;
     };
     let size = ty.bytes() * *vec as usize;
-    let usable = matches!(space, None | Some(Space::Global))
+    let usable = matches!(space, None | Some(Space::Global | Space::Shared))
         && addr.offset.rem_euclid(size as i64) == 0
         && addr.offset.checked_add(size as i64).is_some();
-    usable.then_some((reg, addr.offset, size))
+    usable.then_some((reg, *space == Some(Space::Shared), addr.offset, size))
 }
 
 impl Lower<'_, '_> {
@@ -315,12 +321,18 @@ impl Lower<'_, '_> {
         let Some(&k) = self.checks.start.get(&at) else {
             return;
         };
-        let (reg, lowest, end, align) = {
+        let (reg, shared, lowest, end, align) = {
             let r = &self.checks.runs[k];
-            (r.reg, r.lowest, r.end, r.align)
+            (r.reg, r.shared, r.lowest, r.end, r.align)
         };
-        let slot = self.checks.slot(AddrBase::Reg(reg));
-        let base = self.get(&Operand::Reg(reg), crate::ast::Type::U64);
+        let mut slot = self.checks.slot(AddrBase::Reg(reg));
+        let mut base = self.get(&Operand::Reg(reg), crate::ast::Type::U64);
+        if shared {
+            // A window offset; the span is tested at its host address, in a shared slot.
+            let window = self.shared_base();
+            base = self.b.ins().iadd(base, window);
+            slot = HIT_AREAS + slot % SHARED_HITS;
+        }
         let lo = self.plus(base, lowest);
         let hi = self.plus(base, end);
         let ok = self.in_recent_area(lo, hi, slot, base, align);

@@ -911,15 +911,7 @@ LOOP:
     for (name, e) in engines(&ptx) {
         let mut out = [0u8; 4];
         let err = e
-            .launch_with(
-                "k",
-                LaunchConfig {
-                    grid: Dim3::x(1),
-                    block: Dim3::x(1),
-                    shared_bytes: 0,
-                },
-                &mut [Arg::Buffer(&mut out)],
-            )
+            .launch("k", Dim3::x(1), Dim3::x(1), &mut [Arg::Buffer(&mut out)])
             .expect_err("recursion cannot be inlined");
         assert!(err.to_string().contains("recursively"), "{name}: {err}");
     }
@@ -943,16 +935,9 @@ fn span_checks_do_not_reach_across_sync_points() {
     );
     for (name, e) in engines(&ptx) {
         let (mut inp, mut out) = (vec![0u8; 256], vec![0u8; 256]);
+        let mut args = [Arg::Buffer(&mut inp), Arg::Buffer(&mut out)];
         let err = e
-            .launch_with(
-                "k",
-                LaunchConfig {
-                    grid: Dim3::x(1),
-                    block: Dim3::x(64),
-                    shared_bytes: 0,
-                },
-                &mut [Arg::Buffer(&mut inp), Arg::Buffer(&mut out)],
-            )
+            .launch("k", Dim3::x(1), Dim3::x(64), &mut args)
             .expect_err("the last thread reads past the buffer");
         let msg = err.to_string();
         assert!(
@@ -1022,16 +1007,9 @@ fn cp_async_copies_and_zero_fills() {
     }
     for (name, e) in engines(&ptx) {
         let (mut i, mut o) = (inp.clone(), vec![0u8; threads * 32]);
-        e.launch_with(
-            "k",
-            LaunchConfig {
-                grid: Dim3::x(1),
-                block: Dim3::x(threads as u32),
-                shared_bytes: 0,
-            },
-            &mut [Arg::Buffer(&mut i), Arg::Buffer(&mut o)],
-        )
-        .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let mut args = [Arg::Buffer(&mut i), Arg::Buffer(&mut o)];
+        e.launch("k", Dim3::x(1), Dim3::x(threads as u32), &mut args)
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
         assert_eq!(o, want, "{name}");
     }
 }

@@ -220,6 +220,12 @@ fn forms_ptxas_accepts_are_accepted() {
         "createpolicy.fractional.L2::evict_first.b64 %rd;",
         "createpolicy.range.L2::evict_last.L2::evict_first.b64 %rd, [%rd], 16, 32;",
         "createpolicy.cvt.L2.b64 %rd, %rd;",
+        // `.shared::cta` is `.shared`.
+        "ld.shared::cta.u32 %a, [%a];",
+        "st.shared::cta.u32 [%a], %b;",
+        "atom.shared::cta.add.u32 %a, [%a], 2;",
+        "cvta.shared::cta.u64 %rd, %rd;",
+        "isspacep.shared::cta %p, %rd;",
         // cp.async and its groups (each copy a shared-space window offset).
         "cp.async.cg.shared.global [%a], [%rd], 16, %b;",
         "cp.async.ca.shared.global [%a], [%rd], 8, %p;",

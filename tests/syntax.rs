@@ -233,3 +233,15 @@ fn cache_hints_and_braced_scalars() {
   prefetch.global.L2::evict_last [%rd1];";
     expect(body, "", &[40, 42]);
 }
+
+/// `.shared::cta` names the block's own shared memory, as `.shared` does.
+#[test]
+fn shared_cta_is_shared() {
+    let body = "  mov.u32 %r1, box;
+  st.shared::cta.u32 [%r1], 40;
+  atom.shared::cta.add.u32 %r3, [%r1], 2;
+  ld.shared.u32 %r2, [%r1];
+  cvt.u64.u32 %rd2, %r2;
+  st.global.u64 [%rd1], %rd2;";
+    expect(body, ".shared .align 4 .b32 box[4];\n", &[42]);
+}

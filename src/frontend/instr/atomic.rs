@@ -15,7 +15,7 @@ pub(super) fn atom(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     ] {
         cx.flag(m);
     }
-    let space = cx.pick(Space::from_ptx)?;
+    let space = cx.pick(super::space_modifier)?;
     match space {
         None | Some(Space::Global | Space::Shared) => {}
         Some(s) => return err(cx.head, format!("`{}` does not take {s}", cx.opcode)),

@@ -267,7 +267,7 @@ pub(super) fn ld_st(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     } else {
         ops
     };
-    let space = cx.pick(Space::from_ptx)?;
+    let space = cx.pick(super::space_modifier)?;
     let vec = cx
         .pick(|m| match m {
             "v2" => Some(2u8),
@@ -354,7 +354,7 @@ pub(super) fn cvta(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     } else {
         CvtaDir::ToGeneric
     };
-    let space = match cx.pick(Space::from_ptx)? {
+    let space = match cx.pick(super::space_modifier)? {
         Some(s @ (Space::Global | Space::Local | Space::Shared | Space::Const | Space::Param)) => s,
         Some(s) => return err(cx.head, format!("cvta does not support {s}")),
         None => return err(cx.head, "cvta needs a state space"),

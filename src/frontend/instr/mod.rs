@@ -1069,6 +1069,15 @@ pub(crate) const OPCODES: &[&str] = &[
     "xor",
 ];
 
+/// A state space modifier of an instruction: `.shared::cta` is `.shared` (the executing
+/// block's shared memory; `.shared::cluster`, another block's, is not supported).
+fn space_modifier(m: &str) -> Option<Space> {
+    match m {
+        "shared::cta" => Some(Space::Shared),
+        _ => Space::from_ptx(m),
+    }
+}
+
 /// Splits `add`, `mul`, … into their integer and float forms by the type modifier.
 fn is_float_form(cx: &Cx) -> bool {
     cx.mods

@@ -208,7 +208,7 @@ pub(super) fn elect(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
 
 /// `isspacep.space p, a` for `.global .shared .local .const .param`.
 pub(super) fn isspacep(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
-    let space = match cx.pick(Space::from_ptx)? {
+    let space = match cx.pick(super::space_modifier)? {
         Some(s @ (Space::Global | Space::Shared | Space::Local | Space::Const | Space::Param)) => s,
         Some(s) => return err(cx.head, format!("isspacep does not support {s}")),
         None => return err(cx.head, "isspacep needs a state space"),

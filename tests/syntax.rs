@@ -245,3 +245,26 @@ fn shared_cta_is_shared() {
   st.global.u64 [%rd1], %rd2;";
     expect(body, ".shared .align 4 .b32 box[4];\n", &[42]);
 }
+
+/// Special registers whose values follow from how ptxjit runs grids: one SM, launch 0, and
+/// every block a cluster of one (docs/semantics.md).
+#[test]
+fn sm_and_cluster_registers() {
+    let body = "  mov.u32 %r1, %smid;
+  mov.u32 %r2, %nsmid;
+  mov.u32 %r3, %clusterid.x;
+  mov.u32 %r4, %nclusterid.x;
+  mov.u32 %r5, %cluster_nctaid.z;
+  mov.u32 %r6, %cluster_ctarank;
+  mad.lo.u32 %r7, %r2, 10, %r1;
+  mad.lo.u32 %r7, %r7, 10, %r3;
+  mad.lo.u32 %r7, %r7, 10, %r4;
+  mad.lo.u32 %r7, %r7, 10, %r5;
+  mad.lo.u32 %r7, %r7, 10, %r6;
+  cvt.u64.u32 %rd2, %r7;
+  st.global.u64 [%rd1], %rd2;
+  mov.u64 %rd3, %gridid;
+  st.global.u64 [%rd1+8], %rd3;";
+    // nsmid 1, smid 0, clusterid.x 0 (block 0), nclusterid.x 1 (one block), 1, 0.
+    expect(body, "", &[100110, 0]);
+}

@@ -813,10 +813,59 @@ fn operand_reg_sel(fb: &FnBuilder, p: Pair<Rule>) -> R<Operand> {
         };
         return Ok(Operand::Special(SpecialReg { kind, dim }));
     }
+    if let Some(value) = fixed_special(fb, &name.as_str()[1..], comp) {
+        return value.map_err(|why| Diagnostic::new(span, why));
+    }
     err(
         span_of(&name),
         format!("undefined register `{}`", name.as_str()),
     )
+}
+
+/// Special registers whose value follows from how ptxjit runs a grid (PTX ISA, Special
+/// Registers): every block runs on "SM" 0 of 1 (`%smid`, `%nsmid`), the grid is launch 0
+/// (`%gridid`), and there are no clusters of blocks, so each block is a cluster of one
+/// (`%clusterid` is `%ctaid`, `%nclusterid` is `%nctaid`, `%cluster_ctaid` 0,
+/// `%cluster_nctaid` 1, `%cluster_ctarank` 0, `%cluster_nctarank` 1, `%is_explicit_cluster`
+/// false; these need sm_90, as in ptxas). None: not such a register.
+fn fixed_special(
+    fb: &FnBuilder,
+    name: &str,
+    comp: Option<&str>,
+) -> Option<Result<Operand, String>> {
+    let dim = match comp {
+        None => None,
+        Some("x") => Some(0),
+        Some("y") => Some(1),
+        Some("z") => Some(2),
+        Some(c) => return Some(Err(format!("`%{name}` has no component `.{c}`"))),
+    };
+    let imm = |v| Operand::Imm(Imm::Int(v));
+    let special = |kind, dim| Operand::Special(SpecialReg { kind, dim });
+    let (vector, value) = match name {
+        "smid" | "gridid" => (false, imm(0)),
+        "nsmid" => (false, imm(1)),
+        "clusterid" => (true, special(SpecialRegKind::Ctaid, dim.unwrap_or(0))),
+        "nclusterid" => (true, special(SpecialRegKind::Nctaid, dim.unwrap_or(0))),
+        "cluster_ctaid" => (true, imm(0)),
+        "cluster_nctaid" => (true, imm(1)),
+        "cluster_ctarank" | "is_explicit_cluster" => (false, imm(0)),
+        "cluster_nctarank" => (false, imm(1)),
+        _ => return None,
+    };
+    if vector != dim.is_some() {
+        let why = if vector {
+            format!("`%{name}` needs a component .x, .y or .z")
+        } else {
+            format!("`%{name}` has no components")
+        };
+        return Some(Err(why));
+    }
+    let cluster = name.contains("cluster");
+    if cluster && fb.module.sm_version().is_some_and(|v| v < 90) {
+        return Some(Err(format!("`%{name}` requires .target sm_90 or higher")));
+    }
+    Some(Ok(value))
 }
 
 /// Builds one statement: usually one instruction, more where the statement needs steps

@@ -1700,6 +1700,9 @@ pub struct Function {
     /// calls a function that does): it then has no body, and calling or launching it fails
     /// with these located reasons while the rest of the module runs.
     pub refused: Vec<crate::frontend::Diagnostic>,
+    /// A `.func` with barriers or warp collectives: it runs inlined into the kernels that
+    /// call it (`refused` says why it cannot run on its own).
+    pub inlined: bool,
 }
 
 impl Function {

@@ -303,10 +303,12 @@ impl EngineOpts {
 /// leave the rest of the module usable.
 fn check(file: &Path, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Exit> {
     let m = load(file)?;
+    // Functions with barriers run inlined into their kernels: not refusals to report.
+    let inlined = m.functions.iter().filter(|f| f.inlined).count();
     let refused: Vec<&crate::ast::Function> = m
         .functions
         .iter()
-        .filter(|f| !f.refused.is_empty())
+        .filter(|f| !f.refused.is_empty() && !f.inlined)
         .collect();
     for f in &refused {
         let reasons = crate::frontend::ParseError {
@@ -315,10 +317,13 @@ fn check(file: &Path, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Ex
         };
         let _ = writeln!(err, "note: `{}` cannot run here:\n{reasons}", f.name);
     }
-    let refusals = match refused.len() {
+    let mut refusals = match refused.len() {
         0 => String::new(),
         n => format!(", {n} of them refused"),
     };
+    if inlined > 0 {
+        refusals += &format!(", {inlined} inlined into the kernels that call them");
+    }
     let _ = writeln!(
         out,
         "{}: ok ({} functions{refusals})",

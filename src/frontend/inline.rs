@@ -70,6 +70,7 @@ pub(super) fn inline_sync_calls(m: &mut Module) {
         );
         f.refused = vec![Diagnostic::unsupported(at.span, message)];
         f.body = None;
+        f.inlined = true;
     }
 }
 

@@ -966,6 +966,7 @@ fn placeholder_function() -> Function {
         labels: Vec::new(),
         span: Span::default(),
         refused: Vec::new(),
+        inlined: false,
     }
 }
 

@@ -572,9 +572,9 @@ fn malformed_cooperative_forms_are_located_errors() {
         ),
         (
             format!(
-                "{HEAD}.visible .entry f()\n{{\n  .reg .b32 %r<4>;\n  shfl.up.b32 %r1, %r2, 1, 31;\n  ret;\n}}\n"
+                "{HEAD}.visible .entry f()\n{{\n  .reg .b32 %r<4>;\n  mbarrier.init.shared.b64 [%r1], 32;\n  ret;\n}}\n"
             ),
-            ("only `shfl.sync`", 7),
+            ("unsupported instruction `mbarrier`", 7),
         ),
     ] {
         let (want, line) = want;
@@ -1040,4 +1040,41 @@ fn shared_span_tests_report_the_faulting_access() {
             "st.shared.u32 [%r4+4]",
         ],
     );
+}
+
+/// `shfl` and `vote` without `.sync` (before sm_70; ptxas takes them for sm_60 as written
+/// here) act among the lanes that run them together: all 32 lanes in converged code, the
+/// lanes of a divergent branch inside it.
+#[test]
+fn shuffles_and_votes_without_sync() {
+    let old = ".version 6.0\n.target sm_60\n.address_size 64\n";
+    let ptx = kernel(
+        "",
+        "  and.b32 %r1, %r0, 1;
+  setp.eq.u32 %p1, %r1, 1;
+  shfl.down.b32 %r2|%p2, %r0, 1, 31;
+  selp.u32 %r3, 1000, 0, %p2;
+  add.u32 %r2, %r2, %r3;
+  vote.ballot.b32 %r4, %p1;
+  mov.u32 %r5, 0;
+  mov.u32 %r6, 0;
+  setp.lt.u32 %p3, %r0, 16;
+  @!%p3 bra SKIP;
+  shfl.idx.b32 %r5, %r0, 3, 31;
+  vote.ballot.b32 %r6, %p1;
+SKIP:
+  mul.wide.u32 %rd2, %r0, 16;
+  add.s64 %rd2, %rd0, %rd2;
+  st.global.v4.u32 [%rd2], {%r2, %r4, %r5, %r6};",
+    )
+    .replace(HEAD, old);
+    let want: Vec<u32> = (0..32u32)
+        .flat_map(|t| {
+            // down by 1: lane t reads t + 1 (valid below 31); lane 31 keeps its own value.
+            let down = if t < 31 { t + 1 + 1000 } else { t };
+            let (idx, inner) = if t < 16 { (3, 0x0000_aaaa) } else { (0, 0) };
+            [down, 0xaaaa_aaaa, idx, inner]
+        })
+        .collect();
+    expect_out(&ptx, "k", 1, Dim3::x(32), 0, &want);
 }

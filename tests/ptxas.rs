@@ -101,6 +101,11 @@ fn malformed_forms_are_rejected_by_both() {
         "cp.async.ca.shared.global [%a], [%rd], 2;",
         "cp.async.wait_group %a;",
         "mov.u32 %a, %smid.x;",
+        "shfl.down.b32 %a, %b, 1;",
+        "vote.ballot.b32 %a, %p, %b;",
+        // Without .sync: not on sm_70 and later from PTX ISA 6.4 (the wrapper's 8.3, sm_90).
+        "shfl.down.b32 %a|%p, %b, 1, 31;",
+        "vote.any.pred %p, !%p;",
         "mov.u32 %a, %clusterid;",
         "createpolicy.fractional.L2::evict_last.b32 %a, 1.0;",
         "createpolicy.L2::evict_last.b64 %rd, 1.0;",

@@ -7,7 +7,6 @@
 
 use super::{Cx, Opnd, R, Raw, err};
 use crate::ast::*;
-use crate::frontend::Diagnostic;
 
 /// Sources by the op's types (`ops` are the source operands only).
 fn sources(cx: &Cx, op: SyncOp, ops: &[Opnd]) -> R<Vec<Operand>> {
@@ -105,41 +104,66 @@ pub(super) fn bar(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     Ok(sync(op, d, Operand::Sink, srcs))
 }
 
-/// `shfl.sync.mode.b32 d[|p], a, b, c, membermask`.
-pub(super) fn shfl(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
-    if !cx.flag("sync") {
-        return Err(Diagnostic::unsupported(
+/// The membermask of a form without `.sync` (before sm_70: `shfl.mode.b32 d[|p], a, b, c`,
+/// `vote.mode d, {!}a`), which acts among the lanes that execute it together: an
+/// `activemask` just before it (a sync point that resolves for whichever lanes stand
+/// there) gives them.
+fn active_mask(cx: &Cx) -> R<Operand> {
+    // ptxas: "not supported on .target sm_70 and higher from PTX ISA version 6.4".
+    let module = cx.fb.module;
+    if module.sm_version().is_some_and(|v| v >= 70) && module.version >= (6, 4) {
+        return err(
             cx.head,
-            "only `shfl.sync` is supported (sm_70 and later)",
-        ));
+            format!(
+                "`{}` without `.sync` is not supported on sm_70 and later from PTX ISA 6.4",
+                cx.opcode
+            ),
+        );
     }
+    let mask = cx.temp(Type::B32, "%activemask".into());
+    cx.pre.borrow_mut().push(sync(
+        SyncOp::Activemask,
+        Operand::Reg(mask),
+        Operand::Sink,
+        Vec::new(),
+    ));
+    Ok(Operand::Reg(mask))
+}
+
+/// `shfl.sync.mode.b32 d[|p], a, b, c, membermask`, and `shfl.mode.b32 d[|p], a, b, c`
+/// (see [`active_mask`]).
+pub(super) fn shfl(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
+    let legacy = !cx.flag("sync");
     let Some(mode) = cx.pick(ShflMode::from_ptx)? else {
-        return err(cx.head, "`shfl.sync` needs .up, .down, .bfly or .idx");
+        return err(cx.head, "`shfl` needs .up, .down, .bfly or .idx");
     };
     cx.one_type(&[Type::B32])?;
-    cx.count(ops, 5)?;
+    cx.count(ops, if legacy { 4 } else { 5 })?;
     let op = SyncOp::Shfl(mode);
     let (d, p) = cx.dst_and_pred(&ops[0], Type::B32, true)?;
-    Ok(sync(op, d, p, sources(cx, op, &ops[1..])?))
+    let mut srcs = sources(cx, op, &ops[1..])?;
+    if legacy {
+        srcs.push(active_mask(cx)?);
+    }
+    Ok(sync(op, d, p, srcs))
 }
 
 /// `vote.sync.{all,any,uni}.pred d, {!}a, membermask`, `vote.sync.ballot.b32 d, {!}a,
-/// membermask`.
+/// membermask`, and the forms without `.sync` (see [`active_mask`]).
 pub(super) fn vote(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
-    if !cx.flag("sync") {
-        return Err(Diagnostic::unsupported(
-            cx.head,
-            "only `vote.sync` is supported (sm_70 and later)",
-        ));
-    }
+    let legacy = !cx.flag("sync");
     let Some(mode) = cx.pick(VoteMode::from_ptx)? else {
-        return err(cx.head, "`vote.sync` needs .all, .any, .uni or .ballot");
+        return err(cx.head, "`vote` needs .all, .any, .uni or .ballot");
     };
     let op = SyncOp::Vote(mode);
     cx.one_type(&[op.d_type()])?;
-    cx.count(ops, 3)?;
+    cx.count(ops, if legacy { 2 } else { 3 })?;
     let d = cx.dst(&ops[0], op.d_type())?;
-    Ok(sync(op, d, Operand::Sink, sources(cx, op, &ops[1..])?))
+    let mut srcs = sources(cx, op, &ops[1..])?;
+    if legacy {
+        srcs.push(active_mask(cx)?);
+    }
+    Ok(sync(op, d, Operand::Sink, srcs))
 }
 
 /// `match.{any,all}.sync.type d[|p], a, membermask` (`|p` for `.all` only).

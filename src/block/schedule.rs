@@ -181,9 +181,23 @@ pub fn run_block(
     ctaid: [u32; 3],
     threads: &mut impl Threads,
 ) -> Result<(), Fault> {
+    let slots = vec![Slot::default(); block.count() as usize];
+    run_block_from(kernel, block, ctaid, threads, slots)
+}
+
+/// Runs the block on from where `slots` say its threads stand, as if a round had just
+/// stopped them there: [`READY`] threads run in the next round, [`WAITING`] ones wait at
+/// their point (with its sources in their slots), [`ENDED`] ones have ended. (An engine
+/// that ran part of the block its own way hands it over so.)
+pub fn run_block_from(
+    kernel: &Function,
+    block: Dim3,
+    ctaid: [u32; 3],
+    threads: &mut impl Threads,
+    mut slots: Vec<Slot>,
+) -> Result<(), Fault> {
     let body = kernel.body.as_deref().unwrap_or(&[]);
     let n = block.count() as usize;
-    let mut slots = vec![Slot::default(); n];
     let mut seen = vec![Seen::Running; n];
     // The threads waiting at each barrier in the order they arrived, and bar.arrive counts.
     let mut queue: [Vec<usize>; BARRIERS] = Default::default();
@@ -214,8 +228,9 @@ pub fn run_block(
         )
     });
     let mut released_all = false;
-    // Threads the schedule holds at a point (`Seen::Waiting`).
-    let mut held = 0;
+    // Threads the schedule holds at a point (`Seen::Waiting`); threads handed over waiting
+    // are counted so that the first round takes no shortcut past them.
+    let mut held = slots.iter().filter(|s| s.status == WAITING).count();
     loop {
         let round = threads.run_round(&mut slots, released_all)?;
         let at_one_barrier = shortcut

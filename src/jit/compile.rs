@@ -6,7 +6,8 @@
 use super::layout::{self, FrameLayout};
 use super::lower::sync::{StepLayout, round_signature};
 use super::lower::{
-    HELPERS, Lower, Refused, Shared, internal_signature, lanes_signature, signature,
+    GroupPlan, HELPERS, Lower, Refused, Shared, group_signature, internal_signature,
+    lanes_signature, lower_group, signature,
 };
 use super::runtime::{AreaName, JitArea, ModuleInfo, Site};
 use super::{Emit, FRAME_OVERHEAD, JitOptions, SMALL_STACK, compile_error, host};
@@ -302,6 +303,9 @@ impl Declared {
 pub(super) struct LanesFunctions {
     pub code: Vec<Option<ir::Function>>,
     pub ids: Vec<Option<CodeId>>,
+    /// Cooperative kernels' group functions (see `lower/lanes/rounds.rs`), with their plans.
+    pub groups: Vec<Option<(ir::Function, GroupPlan)>>,
+    pub group_ids: Vec<Option<CodeId>>,
     /// Each kernel's name and, when it runs on the thread loop only, why.
     pub report: Vec<(String, Option<String>)>,
 }
@@ -317,13 +321,27 @@ impl LanesFunctions {
         let module = shared.ptx;
         let cc = jm.isa().default_call_conv();
         let mut code: Vec<Option<ir::Function>> = vec![None; module.functions.len()];
+        let mut groups: Vec<Option<(ir::Function, GroupPlan)>> =
+            (0..module.functions.len()).map(|_| None).collect();
         let mut report = Vec::new();
         for (i, f) in module.functions.iter().enumerate() {
             if f.kind != FuncKind::Entry || f.body.is_none() {
                 continue;
             }
             let why = if shared.cooperative[i] {
-                Some("barriers or warp collectives".to_string())
+                if !options.lanes {
+                    Some("lanes are off".to_string())
+                } else if shared.checked {
+                    Some("barriers or warp collectives, in checked mode".to_string())
+                } else {
+                    match lower_group(jm, shared, FuncId(i as u32)) {
+                        Ok(g) => {
+                            groups[i] = Some(g);
+                            None
+                        }
+                        Err(Refused(why)) => Some(why),
+                    }
+                }
             } else if options.lanes {
                 let mut func = ir::Function::with_name_signature(
                     ir::UserFuncName::default(),
@@ -357,7 +375,27 @@ impl LanesFunctions {
                 None => None,
             });
         }
-        Ok(LanesFunctions { code, ids, report })
+        let mut group_ids = Vec::new();
+        for (i, g) in groups.iter().enumerate() {
+            group_ids.push(match g {
+                Some(_) => Some(
+                    jm.declare_function(
+                        &format!("ptx{i}.{}.groups", module.functions[i].name),
+                        Linkage::Local,
+                        &group_signature(cc),
+                    )
+                    .map_err(compile_error)?,
+                ),
+                None => None,
+            });
+        }
+        Ok(LanesFunctions {
+            code,
+            ids,
+            groups,
+            group_ids,
+            report,
+        })
     }
 }
 
@@ -368,6 +406,8 @@ pub(super) fn define_functions(
     shared: &Shared,
     declared: &Declared,
     mut lanes_code: Vec<Option<ir::Function>>,
+    mut groups: Vec<Option<(ir::Function, GroupPlan)>>,
+    group_ids: &[Option<CodeId>],
     emit: Emit,
     listing: &mut Listing,
 ) -> Result<usize, RunError> {
@@ -387,6 +427,11 @@ pub(super) fn define_functions(
         define(jm, &mut ctx, id, &f.name, &what, emit, listing)?;
         if let (Some(id), Some(code)) = (shared.lanes[i], lanes_code[i].take()) {
             let name = format!("{}.lanes", f.name);
+            ctx.func = code;
+            define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;
+        }
+        if let (Some(id), Some((code, _))) = (group_ids[i], groups[i].take()) {
+            let name = format!("{}.groups", f.name);
             ctx.func = code;
             define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;
         }

@@ -10,6 +10,7 @@
 //!   drops the checks.
 
 mod compile;
+mod groups;
 pub mod host;
 pub mod hwfloat;
 pub mod layout;
@@ -29,7 +30,7 @@ use crate::memcheck::{self, AreaMap, Extent};
 use compile::{Declared, Frames, LanesFunctions, ModuleVars};
 use cranelift_jit::JITModule;
 use layout::FrameLayout;
-use lower::Shared;
+use lower::{GroupPlan, Shared};
 use lower::sync::StepLayout;
 use rayon::prelude::*;
 use runtime::{AreaName, JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
@@ -135,6 +136,8 @@ pub struct Jit {
     lane_threads: std::sync::atomic::AtomicU64,
     /// The thread state of each cooperative kernel's round function.
     step_layouts: Vec<Option<StepLayout>>,
+    /// Each cooperative kernel's group function (entry address) and plan, where it has one.
+    groups: Vec<Option<(usize, GroupPlan)>>,
     /// Where `.shared` variables lie in a block's window.
     shared_layout: SharedLayout,
     /// The shared window of a call (no dynamic shared memory), opened afresh by each.
@@ -238,11 +241,16 @@ impl Jit {
             ..shared
         };
         let mut listing = Vec::new();
+        let group_plans: Vec<Option<GroupPlan>> = (lanes.groups.iter())
+            .map(|g| g.as_ref().map(|(_, plan)| plan.clone()))
+            .collect();
         let instructions = compile::define_functions(
             &mut jm,
             &shared,
             &declared,
             lanes.code,
+            lanes.groups,
+            &lanes.group_ids,
             options.emit,
             &mut listing,
         )?;
@@ -268,6 +276,11 @@ impl Jit {
             instructions,
         };
         let internal = compile::finalized(&jm, &declared.internal);
+        let groups = compile::finalized(&jm, &lanes.group_ids)
+            .into_iter()
+            .zip(group_plans)
+            .map(|(f, plan)| f.zip(plan))
+            .collect();
         let hosts = compile::finalized(&jm, &wrappers.typed);
         let slot_hosts = compile::finalized(&jm, &wrappers.slots);
         let step_layouts = frames.step_layouts(&module, &declared.cooperative);
@@ -292,6 +305,7 @@ impl Jit {
             lanes_report: lanes.report,
             lane_threads: Default::default(),
             step_layouts,
+            groups,
             shared_layout,
             call_window,
         })
@@ -637,6 +651,9 @@ impl Jit {
         let lanes_ref = &self.lane_threads;
         let module = &self.module;
         let step = self.step_layouts[id.0 as usize];
+        let group = self.groups[id.0 as usize]
+            .as_ref()
+            .filter(|_| groups::Groups::fits(block));
         let window = Window::of(&self.shared_layout, shared_bytes);
         let window = &window;
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
@@ -657,6 +674,29 @@ impl Jit {
             ctx.hits[runtime::HIT_AREAS..].fill([0; 2]);
             let window = window.open(ctx);
             let ended = match step {
+                Some(layout) if group.is_some() => {
+                    let (entry_g, plan) = group.expect("checked");
+                    // SAFETY: `entry` is this kernel's finalized round function and
+                    // `entry_g` its group function, compiled with the signatures
+                    // `RoundFunc` and `GroupFunc`.
+                    let (round, func) = unsafe {
+                        (
+                            std::mem::transmute::<usize, RoundFunc>(entry),
+                            std::mem::transmute::<usize, groups::GroupFunc>(*entry_g),
+                        )
+                    };
+                    groups::Groups {
+                        module,
+                        id,
+                        group: func,
+                        plan,
+                        round,
+                        layout,
+                        block,
+                        ctaid: grid.point(b),
+                    }
+                    .run(ctx, states)
+                }
                 Some(layout) => {
                     // SAFETY: `entry` is this kernel's finalized round function
                     // (cooperative kernels are compiled as one), whose signature

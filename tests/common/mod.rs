@@ -40,6 +40,20 @@ pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
     ]
 }
 
+/// [`engines`] and the JIT without memory checks, for kernels that access nothing out of
+/// bounds (unchecked, cooperative kernels run a warp at a time in SIMD lanes between
+/// barriers: see `lower/lanes/rounds.rs`).
+pub fn engines_and_unchecked(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
+    let mut all = engines(ptx);
+    let options = JitOptions {
+        checked: false,
+        verify: true,
+        ..JitOptions::default()
+    };
+    all.push(("jit-unchecked", Box::new(jit_with(ptx, options))));
+    all
+}
+
 /// [`engines`] and the JIT's soft-float fallback for directed rounding (hardware rounding
 /// off), for the tests of rounding.
 pub fn engines_and_soft_float(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {

@@ -41,11 +41,16 @@ pub struct StepLayout {
 impl StepLayout {
     /// u32: 0 at the thread's start, else 1 + the number of the point it stopped at (the
     /// launch writes this, `TID`, and the zeroed frame before the block's first round).
-    const RESUME: u32 = 0;
+    pub const RESUME: u32 = 0;
     /// 3 × u32: the thread's `%tid`, written by the launch.
     pub const TID: u32 = 4;
     /// u64: CC.CF.
     const CF: u32 = 16;
+
+    /// Where register `k` is saved (8 bytes, its value in the low bytes).
+    pub fn reg(&self, k: u32) -> u32 {
+        self.regs + 8 * k
+    }
 
     pub fn of(f: &ast::Function, frame_size: u32) -> StepLayout {
         let regs = 24;

@@ -42,6 +42,7 @@
 
 mod gate;
 mod memory;
+pub mod rounds;
 mod shape;
 mod vector;
 
@@ -74,7 +75,7 @@ fn refuse<T>(why: impl Into<String>) -> Res<T> {
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
-enum Shape {
+pub enum Shape {
     Uniform,
     Affine(i64),
     Varying,
@@ -161,6 +162,16 @@ struct Lanes<'l, 'a, 'f> {
     /// Group finished; group handed back to the thread loop.
     done: Block,
     bail: Block,
+    /// In a group function ([`rounds`]): each register's one shape for the whole kernel
+    /// (None: written nowhere yet), which every write keeps, and the shapes the writes
+    /// asked for (the next lowering's, when they differ).
+    fixed: Option<Vec<Option<Shape>>>,
+    raised: Vec<Option<Shape>>,
+    /// Registers whose shape is not known yet where they are read (no shape, not written
+    /// since the block began), and whether the instruction being lowered reads one (its
+    /// results then ask for no shape).
+    unknown: Vec<bool>,
+    tainted: bool,
 }
 
 impl<'a, 'f> Lower<'a, 'f> {
@@ -235,6 +246,10 @@ impl<'a, 'f> Lower<'a, 'f> {
             retried,
             done,
             bail,
+            fixed: None,
+            raised: Vec::new(),
+            unknown: Vec::new(),
+            tainted: false,
         };
         lanes.group()?;
         l.b.switch_to_block(done);

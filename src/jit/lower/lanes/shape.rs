@@ -69,7 +69,7 @@ impl<'f> Lanes<'_, '_, 'f> {
 
     /// An instruction without side effects: by the scalar lowering when everything it reads
     /// is uniform, else in lanes.
-    fn pure(&mut self, ins: &Instruction) -> Res<()> {
+    pub(super) fn pure(&mut self, ins: &Instruction) -> Res<()> {
         let dests: Vec<RegId> = (0..self.shape.len() as u32)
             .map(RegId)
             .filter(|r| ins.inst.writes(*r))
@@ -88,6 +88,12 @@ impl<'f> Lanes<'_, '_, 'f> {
             for r in dests {
                 self.shape[r.0 as usize] = Shape::Uniform;
                 self.seq_cmps.remove(&r);
+                if self.fixed.is_some() {
+                    // A group function keeps the register's one shape.
+                    let v = self.l.b.use_var(self.l.regs[r.0 as usize]);
+                    let rty = self.l.f.reg(r).ty;
+                    self.write(&Operand::Reg(r), rty, LaneVal::Uniform(v), None)?;
+                }
             }
             return Ok(());
         }
@@ -130,7 +136,7 @@ impl<'f> Lanes<'_, '_, 'f> {
 
     /// Whether everything an instruction reads is uniform (CC.CF always is: only the scalar
     /// lowering writes it).
-    fn reads_uniform(&self, inst: &Inst) -> bool {
+    pub(super) fn reads_uniform(&self, inst: &Inst) -> bool {
         let u = |op: &Operand| self.operand_shape(op) == Shape::Uniform;
         let reg = |r: &RegId| self.shape[r.0 as usize] == Shape::Uniform;
         let value = |v: VideoValue| match v {
@@ -276,6 +282,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             }
         };
         let k = r.0 as usize;
+        let v = self.keep_fixed(k, rty, v)?;
         match v {
             LaneVal::Uniform(s) => {
                 self.l.b.def_var(self.l.regs[k], s);
@@ -293,6 +300,32 @@ impl<'f> Lanes<'_, '_, 'f> {
             }
         }
         Ok(())
+    }
+
+    /// In a group function, a value written to register `k` in the register's one shape:
+    /// a uniform value or a sequence spread over the lanes where the register is varying.
+    /// A value the shape cannot hold raises the shape the next lowering gives the register.
+    fn keep_fixed(&mut self, k: usize, rty: Type, v: LaneVal) -> Res<LaneVal> {
+        let Some(fixed) = self.fixed.as_ref().map(|f| f[k]) else {
+            return Ok(v);
+        };
+        let got = match v {
+            LaneVal::Uniform(_) => Shape::Uniform,
+            LaneVal::Affine(_, s) => Shape::Affine(s),
+            LaneVal::Varying(_) => Shape::Varying,
+        };
+        if self.tainted {
+            self.unknown[k] = true;
+        } else {
+            self.unknown[k] = false;
+            self.raised[k] = join(Some(got), self.raised[k]);
+        }
+        match (fixed, v) {
+            (Some(Shape::Varying), LaneVal::Uniform(_) | LaneVal::Affine(..)) => {
+                Ok(LaneVal::Varying(self.lanes_of(v, rty)?))
+            }
+            _ => Ok(v),
+        }
     }
 
     /// A guard as a lane mask.
@@ -406,6 +439,15 @@ impl<'f> Lanes<'_, '_, 'f> {
         self.wrap_unchecked = true;
         self.widened.insert((base, signed, tb), wide);
         Ok(self.affine(wide, s, tb))
+    }
+}
+
+/// The least shape holding values of both shapes (None: no value yet).
+pub(super) fn join(a: Option<Shape>, b: Option<Shape>) -> Option<Shape> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(x), Some(y)) if x == y => Some(x),
+        _ => Some(Shape::Varying),
     }
 }
 

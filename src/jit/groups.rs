@@ -1,0 +1,195 @@
+//! Blocks of cooperative kernels run a warp at a time in SIMD lanes (the group functions of
+//! `lower/lanes/rounds.rs`), with the block schedule's rounds kept at the level of groups:
+//! each round runs every group that has not ended, in order, to its next barrier; when
+//! every group stopped at barriers of one id, all go on (what the schedule does for plain
+//! barriers). Anything else, a group that hands over or groups at different barriers, hands
+//! the block to the thread-by-thread round function and [`schedule::run_block_from`], each
+//! thread standing where its group stands.
+
+use super::lower::{
+    GROUP_ENDED, GROUP_FAULT, GROUP_HANDOVER, GROUP_STOPPED, GroupPlan, Home, sync::StepLayout,
+};
+use super::runtime::ThreadCtx;
+use super::{RoundFunc, StepThreads, as_bytes, locate};
+use crate::ast::{FuncId, Module, Type};
+use crate::block::schedule::{self, ENDED, READY, Slot, WAITING};
+use crate::engine::{Dim3, Fault};
+
+/// A group function: `(ctx, state, x, y, z) -> result`.
+pub(super) type GroupFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut u8, u32, u32, u32) -> u32;
+
+/// Threads in a group.
+const WARP: usize = 32;
+
+/// What a cooperative kernel's block needs to run in groups.
+pub(super) struct Groups<'a> {
+    pub module: &'a Module,
+    pub id: FuncId,
+    pub group: GroupFunc,
+    pub plan: &'a GroupPlan,
+    pub round: RoundFunc,
+    pub layout: StepLayout,
+    pub block: Dim3,
+    pub ctaid: [u32; 3],
+}
+
+impl Groups<'_> {
+    /// Whether a block of this shape runs in groups: whole warps in every row.
+    pub fn fits(block: Dim3) -> bool {
+        block.x as usize % WARP == 0
+    }
+
+    /// Runs the block to its end; `states` is the worker's state storage.
+    pub fn run(&self, ctx: &mut ThreadCtx, states: &mut Vec<u128>) -> Result<(), Fault> {
+        let n = self.block.count() as usize;
+        let groups = n / WARP;
+        let size = self.plan.size as usize;
+        states.resize((size * groups).div_ceil(16).max(1), 0);
+        let bytes = as_bytes(states);
+        for g in 0..groups {
+            bytes[g * size..g * size + 4].fill(0);
+        }
+        // Where each group stopped in the round (its barrier's resume number), or ended.
+        let mut stopped: Vec<Option<usize>> = vec![None; groups];
+        let mut ended = vec![false; groups];
+        let body = self.module.func(self.id).body.as_deref().unwrap_or(&[]);
+        let barrier_id = |number: usize| match schedule::plain_barrier(
+            &body[self.plan.points[number - 1]].inst,
+        ) {
+            Some(id) => id,
+            None => unreachable!("group functions stop at plain barriers only"),
+        };
+        loop {
+            let mut id = None;
+            let mut mixed = false;
+            for g in 0..groups {
+                stopped[g] = None;
+                if ended[g] {
+                    continue;
+                }
+                let [x, y, z] = self.block.point((g * WARP) as u64);
+                let state = as_bytes(states)[g * size..].as_mut_ptr();
+                // SAFETY: `group` is this kernel's finalized group function, compiled with
+                // the signature `GroupFunc`; `state` is this group's area of `plan.size`
+                // bytes (16-byte aligned: the size is a multiple of 16), which nothing else
+                // uses during the call; the context is this worker's own and its pointers
+                // (parameters, shared window) outlive the launch.
+                let r = unsafe { (self.group)(ctx, state, x, y, z) };
+                match r {
+                    GROUP_ENDED => ended[g] = true,
+                    GROUP_HANDOVER => return self.hand_over(ctx, states, &stopped, &ended),
+                    GROUP_FAULT => {
+                        let f = ctx.fault.take().expect("a faulting group records its fault");
+                        return Err(locate(self.module, f, self.ctaid, [x, y, z]));
+                    }
+                    s => {
+                        let number = (s - GROUP_STOPPED) as usize;
+                        stopped[g] = Some(number);
+                        let b = barrier_id(number);
+                        mixed |= id.is_some_and(|i| i != b);
+                        id = Some(b);
+                    }
+                }
+            }
+            if ended.iter().all(|e| *e) {
+                ctx.lane_threads += n as u64;
+                return Ok(());
+            }
+            if mixed {
+                return self.hand_over(ctx, states, &stopped, &ended);
+            }
+        }
+    }
+
+    /// Hands the block to the round function and the schedule: each thread's state made
+    /// from its group's, waiting at the barrier where its group stopped in this round, else
+    /// ready to go on from where the group stands.
+    fn hand_over(
+        &self,
+        ctx: &mut ThreadCtx,
+        states: &mut Vec<u128>,
+        stopped: &[Option<usize>],
+        ended: &[bool],
+    ) -> Result<(), Fault> {
+        let size = self.plan.size as usize;
+        let copy = as_bytes(states)[..size * ended.len()].to_vec();
+        let kernel = self.module.func(self.id);
+        let body = kernel.body.as_deref().unwrap_or(&[]);
+        let n = self.block.count() as usize;
+        let mut slots = vec![Slot::default(); n];
+        let mut threads = StepThreads::new(
+            self.module,
+            ctx,
+            self.round,
+            self.layout,
+            self.block,
+            states,
+        );
+        let thread_bytes = as_bytes(threads.states);
+        let tsize = self.layout.size as usize;
+        for (g, gs) in copy.chunks(size).enumerate() {
+            let number = u32::from_le_bytes(gs[0..4].try_into().expect("4 bytes")) as usize;
+            for lane in 0..WARP {
+                let t = g * WARP + lane;
+                let at = GroupPlan::ALIVE as usize + 4 * lane;
+                let alive = number == 0 || gs[at..at + 4] != [0; 4];
+                if ended[g] || !alive {
+                    slots[t].status = ENDED;
+                    continue;
+                }
+                let ts = &mut thread_bytes[t * tsize..(t + 1) * tsize];
+                ts[StepLayout::RESUME as usize..StepLayout::RESUME as usize + 4]
+                    .copy_from_slice(&(number as u32).to_le_bytes());
+                if number > 0 {
+                    for &r in &self.plan.live[number - 1] {
+                        let ty = kernel.reg(r).ty;
+                        let v = lane_value(gs, self.plan.homes[r.0 as usize], ty, lane);
+                        let w = ty.bytes();
+                        let off = self.layout.reg(r.0) as usize;
+                        ts[off..off + w].copy_from_slice(&v.to_le_bytes()[..w]);
+                    }
+                }
+                slots[t] = match stopped[g] {
+                    Some(k) => {
+                        let point = self.plan.points[k - 1];
+                        let id = schedule::plain_barrier(&body[point].inst)
+                            .expect("group functions stop at plain barriers only");
+                        Slot {
+                            status: WAITING,
+                            point: point as u32,
+                            args: [id as u64, 0, 0, 0],
+                            ..Slot::default()
+                        }
+                    }
+                    None => Slot {
+                        status: READY,
+                        ..Slot::default()
+                    },
+                };
+            }
+        }
+        schedule::run_block_from(kernel, self.block, self.ctaid, &mut threads, slots)
+    }
+}
+
+/// Lane `lane`'s value of a register of type `ty` whose home in group state `gs` is `home`.
+fn lane_value(gs: &[u8], home: Home, ty: Type, lane: usize) -> u64 {
+    match home {
+        Home::Scalar { at, stride } => {
+            let w = ty.bytes();
+            let mut b = [0u8; 8];
+            b[..w].copy_from_slice(&gs[at as usize..at as usize + w]);
+            let v = u64::from_le_bytes(b).wrapping_add((lane as i64 * stride) as u64);
+            if w == 8 { v } else { v & ((1u64 << (8 * w)) - 1) }
+        }
+        Home::Lanes { at } => {
+            let at = at as usize + 4 * lane;
+            let v = u32::from_le_bytes(gs[at..at + 4].try_into().expect("4 bytes"));
+            if ty == Type::Pred {
+                (v != 0) as u64
+            } else {
+                v as u64
+            }
+        }
+    }
+}

@@ -1,0 +1,1538 @@
+//! Cooperative kernels in SIMD lanes: a warp of 32 threads (`%tid.x` = x … x+31 of one row)
+//! runs from one barrier to the next as one *group*, its per-thread values in vectors, so a
+//! round of the block schedule costs a few vector instructions per 32 threads instead of a
+//! thread stop each (see `sync.rs` for the thread-by-thread round functions this stands
+//! beside).
+//!
+//! A kernel qualifies when its only sync points are unguarded plain barriers (`bar.sync` with
+//! an immediate id, no thread count, no reduction), it has no calls, `.local` variables or
+//! carries, and every per-thread value the lanes meet has a form they have. The launch uses
+//! it, unchecked, for blocks whose `%ntid.x` is a multiple of 32.
+//!
+//! **One shape per register.** Each register is uniform, a sequence or varying in the whole
+//! kernel (see [`super::Shape`]), found by lowering again until no write asks for a wider
+//! shape; so the registers live across a barrier have one home each in the group's state
+//! area ([`GroupPlan`]).
+//!
+//! **Branches.** A branch on a uniform predicate is a branch. A branch on a per-thread
+//! predicate goes forward: the lanes that take it wait at its target (a mask per target)
+//! while the others run the code in between under the mask of the running lanes, and join
+//! them there (if none is left, the group jumps to the target at once). Writes under a
+//! partial mask keep the other lanes' values where those lanes may read them later. An `exit`
+//! takes its lanes out of the group for good.
+//!
+//! **Memory, and the one order.** The block schedule runs every thread to its next barrier
+//! in x-fastest order, one after another; a group runs its 32 threads in lock step. Loads run
+//! at once (as vectors where the lanes read consecutive words, lane by lane where only some
+//! lanes run), stores and atomics (whose result nothing reads) are held back to the
+//! barrier. There, before anything is written, the *gate* tests each pair of accesses that
+//! may touch the same bytes: where the lock step could differ from the thread order (a load
+//! of a lane after a store of a lower lane, two stores in the other order than the threads
+//! would make them), or where a sequence wrapped as it was widened, the group writes nothing
+//! and returns `GROUP_HANDOVER`. The launch then hands the whole block to the thread-by-thread
+//! round function and the schedule, from where every thread stands (`Jit`'s `run_groups`),
+//! so the result is always the schedule's.
+
+use super::{LaneVal, Lanes, PARTS, Refused, Res, Shape, V, Vecs, refuse};
+use crate::ast::{
+    AddrBase, Guard, Inst, Instruction, Operand, RegId, Space, Type,
+};
+use crate::block::schedule;
+use crate::jit::lower::liveness::{self, RegSet};
+use crate::jit::lower::{Lower, Shared, clif, flags, trusted};
+use crate::jit::runtime::ThreadCtx;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    self, Block, InstBuilder, JumpTableData, StackSlotData, StackSlotKind, Value, types,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_jit::JITModule;
+use cranelift_module::Module as _;
+use std::collections::{BTreeSet, HashMap};
+use std::mem::offset_of;
+
+/// What a group function returns: every lane ended.
+pub const GROUP_ENDED: u32 = 0;
+/// The group wrote nothing and stands where it stood: run the block thread by thread.
+pub const GROUP_HANDOVER: u32 = 1;
+/// A fault (the context holds it; the group's first thread is named).
+pub const GROUP_FAULT: u32 = 2;
+/// The group stopped at a barrier: this plus the barrier's resume number.
+pub const GROUP_STOPPED: u32 = 16;
+
+/// The signature of a group function: `(ctx, state, x, y, z) -> result`.
+pub fn group_signature(cc: cranelift_codegen::isa::CallConv) -> ir::Signature {
+    crate::jit::lower::signature(
+        cc,
+        &[types::I64, types::I64, types::I32, types::I32, types::I32],
+        &[types::I32],
+    )
+}
+
+/// Where a register lives in a group's state area.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Home {
+    /// The register's value in every lane (stride 0), or lane 0's in a sequence: lane k
+    /// holds it plus k × stride. Stored as the register's type.
+    Scalar { at: u32, stride: i64 },
+    /// 32 lanes of 32 bits (predicates as 0 or all ones).
+    Lanes { at: u32 },
+}
+
+/// A group's state area and what the launch needs to hand a block over.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupPlan {
+    /// Bytes of state per group (a multiple of 16).
+    pub size: u32,
+    /// Each register's home.
+    pub homes: Vec<Home>,
+    /// The barriers, by resume number - 1: their instruction index.
+    pub points: Vec<usize>,
+    /// The registers live across each barrier (by resume number - 1).
+    pub live: Vec<Vec<RegId>>,
+}
+
+impl GroupPlan {
+    /// u32: 0 at the group's start, else the resume number of the barrier it stopped at
+    /// (the numbering of the thread-by-thread round function).
+    pub const RESUME: u32 = 0;
+    /// 32 × u32: which lanes have not exited (all ones or 0).
+    pub const ALIVE: u32 = 16;
+    const REGS: u32 = Self::ALIVE + 128;
+
+    fn of(f: &crate::ast::Function, fixed: &[Option<Shape>], live: Vec<Vec<RegId>>) -> Self {
+        let mut at = Self::REGS;
+        let homes = f
+            .regs
+            .iter()
+            .zip(fixed)
+            .map(|(_, s)| match s {
+                Some(Shape::Varying) => {
+                    let h = Home::Lanes { at };
+                    at += 128;
+                    h
+                }
+                Some(Shape::Affine(stride)) => {
+                    let h = Home::Scalar {
+                        at,
+                        stride: *stride,
+                    };
+                    at += 16;
+                    h
+                }
+                _ => {
+                    let h = Home::Scalar { at, stride: 0 };
+                    at += 16;
+                    h
+                }
+            })
+            .collect();
+        let points = sync_points(f);
+        GroupPlan {
+            size: at.next_multiple_of(16),
+            homes,
+            points,
+            live,
+        }
+    }
+}
+
+/// The sync points of `f` in body order (the resume numbers count them from 1).
+fn sync_points(f: &crate::ast::Function) -> Vec<usize> {
+    (f.body.iter().flatten().enumerate())
+        .filter(|(_, i)| matches!(i.inst, Inst::Sync { .. }))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Lowers kernel `fid` as a group function, again until every register keeps one shape;
+/// the function (not yet defined) and its plan, or why the kernel runs thread by thread.
+pub fn lower_group(
+    jm: &mut JITModule,
+    sh: &Shared,
+    fid: crate::ast::FuncId,
+) -> Result<(ir::Function, GroupPlan), Refused> {
+    let f = sh.ptx.func(fid);
+    qualifies(sh, f, fid)?;
+    let cc = jm.isa().default_call_conv();
+    let live_out = liveness::live_out(f);
+    // Registers read before any write start uniform (0 in every lane).
+    let mut fixed: Vec<Option<Shape>> = vec![None; f.regs.len()];
+    let entry_live = live_in(f, &live_out, 0);
+    for (k, s) in fixed.iter_mut().enumerate() {
+        if liveness::has(&entry_live, RegId(k as u32)) {
+            *s = Some(Shape::Uniform);
+        }
+    }
+    let seeds = fixed.clone();
+    for round in 0..16 {
+        // Each lowering's writes give the next one's shapes; after a few, the shapes only
+        // grow (so they settle).
+        let start = if round < 8 { &seeds } else { &fixed };
+        let mut func = ir::Function::with_name_signature(
+            ir::UserFuncName::default(),
+            group_signature(cc),
+        );
+        let mut fc = FunctionBuilderContext::new();
+        let b = FunctionBuilder::new(&mut func, &mut fc);
+        let raised = Lower::group_function(b, sh, jm, fid, &fixed, start, &live_out);
+        if std::env::var("PTXJIT_DEBUG_GROUPS").is_ok() {
+            eprintln!("{} fixed {:?}\n raised {:?}", f.name, fixed, raised.as_ref().map(|r| r.iter().zip(&f.regs).map(|(s, r)| format!("{}={:?}", r.name, s)).collect::<Vec<_>>()));
+        }
+        let raised = raised?;
+        if raised == fixed {
+            let live = live_across(f, &live_out);
+            return Ok((func, GroupPlan::of(f, &fixed, live)));
+        }
+        fixed = raised;
+    }
+    refuse("the registers' shapes did not settle")
+}
+
+/// The kernels the group functions take (besides what the lowering refuses).
+fn qualifies(sh: &Shared, f: &crate::ast::Function, fid: crate::ast::FuncId) -> Res<()> {
+    let layout = &sh.layouts[fid.0 as usize];
+    if layout.frame_size > 0 || layout.call_buf > 0 {
+        return refuse("it has .local variables or calls");
+    }
+    for ins in f.body.iter().flatten() {
+        match &ins.inst {
+            Inst::Sync { .. } if ins.guard.is_some() => return refuse("a guarded barrier"),
+            Inst::Sync { .. } if schedule::plain_barrier(&ins.inst).is_none() => {
+                return refuse("a sync point other than a plain bar.sync");
+            }
+            Inst::IntBin { carry, .. } | Inst::Mad { carry, .. }
+                if carry.carry_in || carry.carry_out =>
+            {
+                return refuse("carry arithmetic");
+            }
+            Inst::Call { .. } => return refuse("a call"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The registers live before instruction `i`.
+fn live_in(f: &crate::ast::Function, live_out: &[RegSet], i: usize) -> RegSet {
+    let body = f.body.as_deref().unwrap_or(&[]);
+    let Some(ins) = body.get(i) else {
+        return vec![0; f.regs.len().div_ceil(64).max(1)];
+    };
+    let mut set = live_out[i].clone();
+    if ins.guard.is_none() {
+        for r in ins.inst.written() {
+            liveness::remove(&mut set, r);
+        }
+    }
+    for r in ins.inst.reads() {
+        liveness::add(&mut set, r);
+    }
+    if let Some(g) = ins.guard {
+        liveness::add(&mut set, g.reg);
+    }
+    set
+}
+
+/// The registers live across each sync point, in body order.
+fn live_across(f: &crate::ast::Function, live_out: &[RegSet]) -> Vec<Vec<RegId>> {
+    sync_points(f)
+        .into_iter()
+        .map(|p| {
+            (0..f.regs.len() as u32)
+                .map(RegId)
+                .filter(|r| liveness::has(&live_out[p], *r))
+                .collect()
+        })
+        .collect()
+}
+
+/// What an access of a segment leaves for the gate.
+struct Access {
+    /// Its instruction, and whether it writes (a store or an atomic).
+    at: usize,
+    writes: bool,
+    atomic: bool,
+    /// Lane 0's host address, and whether any lane ran it.
+    lo: Variable,
+    ran: Variable,
+    /// Lane k's bytes are at `lo + k × stride` (None: every lane's at `lo`).
+    stride: Option<i64>,
+    size: usize,
+    held: Option<Held>,
+}
+
+/// A store or atomic held back to the barrier.
+struct Held {
+    /// The lanes that ran it.
+    mask: [Variable; PARTS],
+    what: HeldWhat,
+}
+
+enum HeldWhat {
+    /// 32-bit values, a lane each.
+    Lanes([Variable; PARTS]),
+    /// One value (of the store's type) for every lane.
+    Scalar(Variable, Type),
+    /// An atomic with uniform operands: the registers it reads and their values then.
+    Atomic(Vec<(RegId, Variable)>),
+}
+
+/// The group function's state while it is lowered.
+struct Group<'l, 'a, 'f> {
+    lanes: Lanes<'l, 'a, 'f>,
+    live_out: &'l [RegSet],
+    /// Before instruction i: the targets of per-thread branches still waited for.
+    open: Vec<BTreeSet<usize>>,
+    gstate: Value,
+    shared_base: Value,
+    window_end: Value,
+    alive: [Variable; PARTS],
+    cur: [Variable; PARTS],
+    /// Lanes waiting at each target of a per-thread branch.
+    pending: HashMap<usize, [Variable; PARTS]>,
+    /// 256 bytes for lane-by-lane work: values, then a mask.
+    scratch: ir::StackSlot,
+    handover: Block,
+    plan_live: Vec<RegSet>,
+    points: Vec<usize>,
+    // The segment being lowered:
+    blocks: HashMap<usize, Block>,
+    accesses: Vec<Access>,
+    stops: Vec<(Option<usize>, Block)>,
+}
+
+impl<'a, 'f> Lower<'a, 'f> {
+    /// One lowering of a group function with register shapes `fixed`; the shapes its
+    /// writes asked for.
+    fn group_function(
+        b: FunctionBuilder<'f>,
+        sh: &'a Shared<'a>,
+        jm: &'a mut JITModule,
+        fid: crate::ast::FuncId,
+        fixed: &[Option<Shape>],
+        start: &[Option<Shape>],
+        live_out: &[RegSet],
+    ) -> Res<Vec<Option<Shape>>> {
+        let (mut l, entry) = Lower::new(b, sh, jm, fid);
+        let params = l.b.block_params(entry).to_vec();
+        let (gstate, x, y, z) = (params[1], params[2], params[3], params[4]);
+        l.kernel_dims();
+        let dims = l.dims.as_ref().expect("kernel_dims sets them");
+        let tid = dims.tid;
+        l.b.def_var(tid[0], x);
+        l.b.def_var(tid[1], y);
+        l.b.def_var(tid[2], z);
+        let ctx = l.ctx;
+        let shared_base = l.b.ins().load(
+            types::I64,
+            trusted(),
+            ctx,
+            offset_of!(ThreadCtx, shared_base) as i32,
+        );
+        let dynamic = l.b.ins().load(
+            types::I32,
+            trusted(),
+            ctx,
+            offset_of!(ThreadCtx, dynamic_smem) as i32,
+        );
+        let dynamic = l.b.ins().uextend(types::I64, dynamic);
+        let window_end = l.b.ins().iadd(shared_base, dynamic);
+        let fixed_window = sh.shared_layout.window_size(0) as i64;
+        let window_end = l.b.ins().iadd_imm_s(window_end, fixed_window);
+        let nregs = l.f.regs.len();
+        let vregs = (0..nregs)
+            .map(|_| [(); PARTS].map(|_| l.b.declare_var(V)))
+            .collect();
+        let (head, done, bail, handover) = (
+            l.b.create_block(),
+            l.b.create_block(),
+            l.b.create_block(),
+            l.b.create_block(),
+        );
+        let retried = l.b.declare_var(types::I8);
+        let wrap = l.b.declare_var(types::I8);
+        let alive = [(); PARTS].map(|_| l.b.declare_var(V));
+        let cur = [(); PARTS].map(|_| l.b.declare_var(V));
+        let scratch = l.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            256,
+            4,
+        ));
+        let resume = l.b.ins().load(
+            types::I32,
+            trusted(),
+            gstate,
+            GroupPlan::RESUME as i32,
+        );
+        let dispatch = l.b.current_block().expect("in the entry block");
+        let f = l.f;
+        let points = sync_points(f);
+        let plan_live: Vec<RegSet> = points
+            .iter()
+            .map(|&p| {
+                let mut s = live_out[p].clone();
+                if let Inst::Sync { d, p: q, .. } = &f.body.as_ref().expect("a kernel")[p].inst
+                {
+                    for o in [d, q] {
+                        if let Operand::Reg(r) = o {
+                            liveness::remove(&mut s, *r);
+                        }
+                    }
+                }
+                s
+            })
+            .collect();
+        let mut lanes = Lanes {
+            l: &mut l,
+            shape: vec![Shape::Uniform; nregs],
+            vregs,
+            splats: HashMap::new(),
+            seq_cmps: HashMap::new(),
+            wrap: Some(wrap),
+            wrap_unchecked: false,
+            widened: HashMap::new(),
+            stored: false,
+            accesses: Vec::new(),
+            ranges: Vec::new(),
+            held: Vec::new(),
+            head,
+            retried,
+            done,
+            bail,
+            fixed: Some(fixed.to_vec()),
+            raised: start.to_vec(),
+            unknown: vec![false; nregs],
+            tainted: false,
+        };
+        let open = regions(&mut lanes)?;
+        let mut g = Group {
+            lanes,
+            live_out,
+            open,
+            gstate,
+            shared_base,
+            window_end,
+            alive,
+            cur,
+            pending: HashMap::new(),
+            scratch,
+            handover,
+            plan_live,
+            points: points.clone(),
+            blocks: HashMap::new(),
+            accesses: Vec::new(),
+            stops: Vec::new(),
+        };
+        let mut starts = Vec::new();
+        for k in 0..=points.len() {
+            let blk = g.b().create_block();
+            starts.push(blk);
+            g.segment(k, blk)?;
+        }
+        let raised = std::mem::take(&mut g.lanes.raised);
+        // The entry: on from where the group stands.
+        let b = g.b();
+        b.switch_to_block(dispatch);
+        let table: Vec<_> = starts
+            .iter()
+            .map(|s| b.func.dfg.block_call(*s, &[]))
+            .collect();
+        let default = b.func.dfg.block_call(starts[0], &[]);
+        let jt = b.create_jump_table(JumpTableData::new(default, &table));
+        b.ins().br_table(resume, jt);
+        b.switch_to_block(handover);
+        let v = b.ins().iconst(types::I32, GROUP_HANDOVER as i64);
+        b.ins().return_(&[v]);
+        let fail = g.lanes.l.fail;
+        let b = g.b();
+        b.switch_to_block(fail);
+        let v = b.ins().iconst(types::I32, GROUP_FAULT as i64);
+        b.ins().return_(&[v]);
+        for blk in [head, done, bail] {
+            b.switch_to_block(blk);
+            b.ins().trap(ir::TrapCode::unwrap_user(1));
+        }
+        drop(g);
+        l.seal_and_finalize();
+        Ok(raised)
+    }
+}
+
+/// Which per-thread branches wait where: before each instruction, the targets still
+/// waited for (a forward scan of the body, with the shapes of this lowering); refuses what
+/// the group functions do not take.
+fn regions(lanes: &mut Lanes) -> Res<Vec<BTreeSet<usize>>> {
+    let f = lanes.l.f;
+    let body = f.body.as_deref().expect("kernels have bodies");
+    let n = body.len();
+    let mut open: BTreeSet<usize> = BTreeSet::new();
+    let mut before = Vec::with_capacity(n + 1);
+    let mut jumps: Vec<usize> = Vec::new();
+    for (i, ins) in body.iter().enumerate() {
+        open.remove(&i);
+        before.push(open.clone());
+        let text = || lanes.text(i);
+        match &ins.inst {
+            Inst::Bra { target, .. } => {
+                let t = f.labels[target.0 as usize];
+                if super::gate::is_exit(body, t) {
+                    continue;
+                }
+                let uniform = match ins.guard {
+                    None => open.is_empty(),
+                    Some(g) => fixed_shape(lanes, g.reg) == Shape::Uniform,
+                };
+                if uniform {
+                    if !open.is_empty() {
+                        return refuse(format!(
+                            "{}: a branch on a uniform value inside a per-thread branch",
+                            text()
+                        ));
+                    }
+                    jumps.push(t);
+                } else {
+                    if t <= i {
+                        return refuse(format!("{}: a per-thread branch backwards", text()));
+                    }
+                    open.insert(t);
+                }
+            }
+            Inst::Sync { .. } if !open.is_empty() => {
+                return refuse(format!(
+                    "{}: a barrier inside a per-thread branch",
+                    text()
+                ));
+            }
+            _ => {}
+        }
+    }
+    open.remove(&n);
+    before.push(open);
+    for t in jumps {
+        if !before[t].is_empty() {
+            return refuse("a branch into the middle of a per-thread branch");
+        }
+    }
+    Ok(before)
+}
+
+fn fixed_shape(lanes: &Lanes, r: RegId) -> Shape {
+    lanes.fixed.as_ref().expect("a group function")[r.0 as usize].unwrap_or(Shape::Uniform)
+}
+
+impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
+    fn b(&mut self) -> &mut FunctionBuilder<'f> {
+        &mut self.lanes.l.b
+    }
+
+    fn body(&self) -> &'a [Instruction] {
+        self.lanes.l.f.body.as_deref().expect("kernels have bodies")
+    }
+
+    /// Where control may go after instruction `i` without leaving the segment.
+    fn next(&self, i: usize) -> Vec<usize> {
+        let ins = &self.body()[i];
+        match ins.inst {
+            Inst::Sync { .. } => Vec::new(),
+            Inst::Ret | Inst::Exit if ins.guard.is_none() => Vec::new(),
+            _ => liveness::successors(self.lanes.l.f, i),
+        }
+    }
+
+    /// Whether instruction `i` is a branch that is a branch in the group function (on a
+    /// uniform predicate, or a jump outside per-thread branches).
+    fn real_branch(&self, i: usize) -> Option<usize> {
+        let ins = &self.body()[i];
+        let Inst::Bra { target, .. } = ins.inst else {
+            return None;
+        };
+        let t = self.lanes.l.f.labels[target.0 as usize];
+        if super::gate::is_exit(self.body(), t) {
+            return None;
+        }
+        let uniform = match ins.guard {
+            None => self.open[i].is_empty(),
+            Some(g) => fixed_shape(&self.lanes, g.reg) == Shape::Uniform,
+        };
+        uniform.then_some(t)
+    }
+
+    /// Segment `k`: from the kernel's start (0) or barrier k on, to the barriers and ends
+    /// it reaches.
+    fn segment(&mut self, k: usize, start_block: Block) -> Res<()> {
+        let body = self.body();
+        let n = body.len();
+        let start = if k == 0 { 0 } else { self.points[k - 1] + 1 };
+        // The instructions it reaches, and where its blocks start.
+        let mut reach = vec![false; n];
+        let mut stack = vec![start];
+        while let Some(i) = stack.pop() {
+            if i >= n || reach[i] {
+                continue;
+            }
+            reach[i] = true;
+            stack.extend(self.next(i));
+        }
+        let mut leaders: BTreeSet<usize> = BTreeSet::new();
+        leaders.insert(start);
+        for i in (0..n).filter(|&i| reach[i]) {
+            let ins = &body[i];
+            if let Some(t) = self.real_branch(i) {
+                leaders.insert(t);
+                if ins.guard.is_some() {
+                    leaders.insert(i + 1);
+                }
+            }
+            if let Inst::Bra { target, .. } = ins.inst {
+                let t = self.lanes.l.f.labels[target.0 as usize];
+                if !super::gate::is_exit(body, t) && self.real_branch(i).is_none() {
+                    leaders.insert(t);
+                }
+            }
+        }
+        leaders.retain(|&i| i < n && reach[i]);
+        // Blocks in an order where every edge goes forward (a loop without a barrier in
+        // it has none).
+        let succ = |g: &Self, l: usize| -> Vec<usize> {
+            let mut out = Vec::new();
+            let mut i = l;
+            loop {
+                let next = g.next(i);
+                out.extend(next.iter().filter(|s| leaders.contains(s)));
+                if i + 1 >= n || leaders.contains(&(i + 1)) || !next.contains(&(i + 1)) {
+                    return out;
+                }
+                i += 1;
+            }
+        };
+        let mut order = Vec::new();
+        let mut state: HashMap<usize, u8> = HashMap::new();
+        let mut dfs: Vec<(usize, bool)> = vec![(start, false)];
+        while let Some((l, post)) = dfs.pop() {
+            if post {
+                state.insert(l, 2);
+                order.push(l);
+                continue;
+            }
+            match state.get(&l) {
+                Some(1) => return refuse("a loop without a barrier in it"),
+                Some(_) => continue,
+                None => {}
+            }
+            state.insert(l, 1);
+            dfs.push((l, true));
+            for s in succ(self, l) {
+                match state.get(&s) {
+                    Some(1) => return refuse("a loop without a barrier in it"),
+                    Some(2) => {}
+                    _ => dfs.push((s, false)),
+                }
+            }
+        }
+        order.reverse();
+        self.blocks = leaders
+            .iter()
+            .map(|&l| (l, self.lanes.l.b.create_block()))
+            .collect();
+        self.accesses.clear();
+        self.stops.clear();
+
+        // The segment's start: the group's state, nothing pending or held.
+        self.b().switch_to_block(start_block);
+        self.start(k);
+        let first = self.blocks[&start];
+        self.b().ins().jump(first, &[]);
+        for &l in &order {
+            self.lower_block(l)?;
+        }
+        self.finish_stops()
+    }
+
+    /// The group's registers and lanes at the start of segment `k`.
+    fn start(&mut self, k: usize) {
+        let f = self.lanes.l.f;
+        let zero_v = {
+            let z = self.b().ins().iconst(types::I32, 0);
+            self.b().ins().splat(V, z)
+        };
+        let ones = {
+            let z = self.b().ins().iconst(types::I32, -1);
+            self.b().ins().splat(V, z)
+        };
+        let live = (k > 0).then(|| self.plan_live[k - 1].clone());
+        let gstate = self.gstate;
+        let mut at = GroupPlan::REGS;
+        for (r, reg) in f.regs.iter().enumerate() {
+            let shape = fixed_shape(&self.lanes, RegId(r as u32));
+            let size = if shape == Shape::Varying { 128 } else { 16 };
+            let home = at;
+            at += size;
+            let saved = live
+                .as_ref()
+                .is_some_and(|s| liveness::has(s, RegId(r as u32)));
+            self.lanes.shape[r] = shape;
+            match shape {
+                Shape::Varying => {
+                    let vars = self.lanes.vregs[r];
+                    for (p, var) in vars.into_iter().enumerate() {
+                        let v = if saved {
+                            let off = (home + 16 * p as u32) as i32;
+                            self.b().ins().load(V, trusted(), gstate, off)
+                        } else {
+                            zero_v
+                        };
+                        self.b().def_var(var, v);
+                    }
+                }
+                _ => {
+                    let v = if saved {
+                        self.lanes
+                            .l
+                            .load_value(clif(reg.ty), trusted(), gstate, home as i32)
+                    } else {
+                        self.lanes.l.zero(reg.ty)
+                    };
+                    let var = self.lanes.l.regs[r];
+                    self.b().def_var(var, v);
+                }
+            }
+        }
+        let zero64 = self.b().ins().iconst(types::I64, 0);
+        let cf = self.lanes.l.cf;
+        self.b().def_var(cf, zero64);
+        for p in 0..PARTS {
+            let a = if k == 0 {
+                ones
+            } else {
+                let off = (GroupPlan::ALIVE + 16 * p as u32) as i32;
+                self.b().ins().load(V, trusted(), gstate, off)
+            };
+            let (alive, cur) = (self.alive[p], self.cur[p]);
+            self.b().def_var(alive, a);
+            self.b().def_var(cur, a);
+        }
+        // Every target waited for in the kernel starts with no lanes.
+        let targets: BTreeSet<usize> = self.open.iter().flatten().copied().collect();
+        for t in targets {
+            let vars = *self
+                .pending
+                .entry(t)
+                .or_insert_with(|| [(); PARTS].map(|_| self.lanes.l.b.declare_var(V)));
+            for v in vars {
+                self.b().def_var(v, zero_v);
+            }
+        }
+        let wrap = self.lanes.wrap.expect("set");
+        let no = self.b().ins().iconst(types::I8, 0);
+        self.b().def_var(wrap, no);
+        self.lanes.wrap_unchecked = false;
+    }
+
+    /// Lowers the block starting at instruction `l`.
+    fn lower_block(&mut self, l: usize) -> Res<()> {
+        let blk = self.blocks[&l];
+        self.b().switch_to_block(blk);
+        self.fresh_block();
+        // Lanes waiting for this instruction join.
+        if let Some(vars) = self.pending.get(&l).copied()
+            && self.open.iter().any(|o| o.contains(&l))
+        {
+            let zero = self.lanes.splat(0);
+            let cur = self.mask(self.cur);
+            let waiting = self.mask(vars);
+            let joined: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().bor(cur[p], waiting[p]));
+            self.set_mask(self.cur, joined);
+            self.set_mask(vars, [zero; PARTS]);
+        }
+        let body = self.body();
+        let n = body.len();
+        let mut i = l;
+        loop {
+            self.lanes.l.at = i;
+            self.lanes.l.site = crate::jit::runtime::Site {
+                func: self.lanes.l.fid,
+                inst: i as u32,
+            }
+            .pack();
+            let ins = &body[i];
+            let unknown = &self.lanes.unknown;
+            self.lanes.tainted = (ins.inst.reads().into_iter())
+                .chain(ins.guard.map(|g| g.reg))
+                .any(|r| unknown[r.0 as usize]);
+            let goes_on = self
+                .inst(i, ins)
+                .map_err(|Refused(why)| Refused(format!("{}: {why}", self.lanes.text(i))))?;
+            if !goes_on {
+                return Ok(());
+            }
+            i += 1;
+            if i >= n {
+                let end = self.stop_block(None);
+                self.b().ins().jump(end, &[]);
+                return Ok(());
+            }
+            if let Some(&next) = self.blocks.get(&i) {
+                self.b().ins().jump(next, &[]);
+                return Ok(());
+            }
+        }
+    }
+
+    /// Forgets what the lowering knew of values before the block it starts.
+    fn fresh_block(&mut self) {
+        self.lanes.splats.clear();
+        self.lanes.widened.clear();
+        self.lanes.seq_cmps.clear();
+        let fixed = self.lanes.fixed.as_ref().expect("set");
+        for (k, s) in self.lanes.shape.iter_mut().enumerate() {
+            *s = fixed[k].unwrap_or(Shape::Uniform);
+            self.lanes.unknown[k] = fixed[k].is_none();
+        }
+    }
+
+    /// The block of a per-thread branch's target (made before the branch when it is not a
+    /// leader; the lowering reaches it later in the same block walk).
+    fn target_block(&mut self, t: usize) -> Block {
+        match self.blocks.get(&t) {
+            Some(b) => *b,
+            None => {
+                let b = self.b().create_block();
+                self.blocks.insert(t, b);
+                b
+            }
+        }
+    }
+
+    fn mask(&mut self, vars: [Variable; PARTS]) -> Vecs {
+        vars.map(|v| self.lanes.l.b.use_var(v))
+    }
+
+    fn set_mask(&mut self, vars: [Variable; PARTS], m: Vecs) {
+        for (v, x) in vars.into_iter().zip(m) {
+            self.b().def_var(v, x);
+        }
+    }
+
+    /// Whether any lane of a mask is set (an i8).
+    fn any(&mut self, m: Vecs) -> Value {
+        let mut a = m[0];
+        for p in &m[1..] {
+            a = self.b().ins().bor(a, *p);
+        }
+        let bits = self.b().ins().vhigh_bits(types::I32, a);
+        self.b().ins().icmp_imm_s(IntCC::NotEqual, bits, 0)
+    }
+
+    /// Whether every lane of a mask is set (an i8).
+    fn all(&mut self, m: Vecs) -> Value {
+        let mut a = m[0];
+        for p in &m[1..] {
+            a = self.b().ins().band(a, *p);
+        }
+        let bits = self.b().ins().vhigh_bits(types::I32, a);
+        self.b().ins().icmp_imm_s(IntCC::Equal, bits, 0xf)
+    }
+
+    fn and(&mut self, a: Vecs, b: Vecs) -> Vecs {
+        std::array::from_fn(|p| self.lanes.l.b.ins().band(a[p], b[p]))
+    }
+
+    /// The guard of an instruction as a mask of the running lanes.
+    fn guard_lanes(&mut self, guard: Option<Guard>) -> Res<Vecs> {
+        let cur = self.mask(self.cur);
+        match guard {
+            None => Ok(cur),
+            Some(g) => {
+                let m = self.lanes.guard_mask(g)?;
+                Ok(self.and(cur, m))
+            }
+        }
+    }
+
+    /// The mask a write of instruction `i` needs: the running lanes' if some lane waiting
+    /// at a target may read a register it writes there, with the guard's.
+    fn write_mask(&mut self, i: usize, ins: &Instruction) -> Res<Option<Vecs>> {
+        let f = self.lanes.l.f;
+        let waiting_read = self.open[i].iter().any(|&t| {
+            let live = live_in(f, self.live_out, t);
+            ins.inst.written().into_iter().any(|r| liveness::has(&live, r))
+        });
+        let region = waiting_read.then(|| self.mask(self.cur));
+        let guard = match ins.guard {
+            Some(g) if fixed_shape(&self.lanes, g.reg) != Shape::Uniform || region.is_some() => {
+                Some(self.lanes.guard_mask(g)?)
+            }
+            _ => None,
+        };
+        Ok(match (region, guard) {
+            (Some(r), Some(g)) => Some(self.and(r, g)),
+            (r, g) => r.or(g),
+        })
+    }
+
+    /// Lowers instruction `i`; whether the block goes on after it.
+    fn inst(&mut self, i: usize, ins: &Instruction) -> Res<bool> {
+        let body = self.body();
+        let f = self.lanes.l.f;
+        match &ins.inst {
+            Inst::Sync { .. } => {
+                let stop = self.stop_block(Some(i));
+                self.b().ins().jump(stop, &[]);
+                Ok(false)
+            }
+            Inst::Ret | Inst::Exit => self.exit(i, ins.guard),
+            Inst::Bra { target, .. } => {
+                let t = f.labels[target.0 as usize];
+                if super::gate::is_exit(body, t) {
+                    return self.exit(i, ins.guard);
+                }
+                if let Some(t) = self.real_branch(i) {
+                    let to = self.blocks[&t];
+                    match ins.guard {
+                        None => {
+                            self.b().ins().jump(to, &[]);
+                        }
+                        Some(g) => {
+                            let p = self.lanes.l.b.use_var(self.lanes.l.regs[g.reg.0 as usize]);
+                            let on = match self.blocks.get(&(i + 1)) {
+                                Some(b) => *b,
+                                None => self.stop_block(None),
+                            };
+                            if g.negated {
+                                self.b().ins().brif(p, on, &[], to, &[]);
+                            } else {
+                                self.b().ins().brif(p, to, &[], on, &[]);
+                            }
+                        }
+                    }
+                    return Ok(false);
+                }
+                // Per-thread: the lanes that take it wait at the target.
+                let m = self.guard_lanes(ins.guard)?;
+                let vars = self.pending[&t];
+                let waiting = self.mask(vars);
+                let w: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], m[p]));
+                self.set_mask(vars, w);
+                let cur = self.mask(self.cur);
+                let rest: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
+                self.set_mask(self.cur, rest);
+                let any = self.any(rest);
+                let to = self.target_block(t);
+                let on = self.b().create_block();
+                self.b().ins().brif(any, on, &[], to, &[]);
+                self.b().switch_to_block(on);
+                Ok(true)
+            }
+            Inst::Ld { space, addr, .. } | Inst::St { space, addr, .. } | Inst::Atom { space, addr, .. }
+                if matches!(
+                    crate::interp::access_space(self.lanes.l.sh.ptx, f, *space, addr),
+                    Some(Space::Global | Space::Shared)
+                ) =>
+            {
+                self.access(i, ins)?;
+                Ok(true)
+            }
+            Inst::St { .. } | Inst::Atom { .. } => refuse("a store outside global and shared memory"),
+            Inst::Ld { addr, .. } if !matches!(addr.base, AddrBase::Var(_)) => {
+                refuse("a load outside global and shared memory that may fault")
+            }
+            Inst::Fence => refuse("a fence"),
+            Inst::Call { .. } => refuse("a call"),
+            _ => {
+                self.pure(i, ins)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// `ret`/`exit` (or a branch to the end) under `guard`.
+    fn exit(&mut self, i: usize, guard: Option<Guard>) -> Res<bool> {
+        let uniform = guard.is_none_or(|g| fixed_shape(&self.lanes, g.reg) == Shape::Uniform);
+        if uniform && self.open[i].is_empty() {
+            let end = self.stop_block(None);
+            match guard {
+                None => {
+                    self.b().ins().jump(end, &[]);
+                    return Ok(false);
+                }
+                Some(g) => {
+                    let p = self.lanes.l.b.use_var(self.lanes.l.regs[g.reg.0 as usize]);
+                    let on = self.b().create_block();
+                    if g.negated {
+                        self.b().ins().brif(p, on, &[], end, &[]);
+                    } else {
+                        self.b().ins().brif(p, end, &[], on, &[]);
+                    }
+                    self.b().switch_to_block(on);
+                    return Ok(true);
+                }
+            }
+        }
+        let m = self.guard_lanes(guard)?;
+        let alive = self.mask(self.alive);
+        let a: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(alive[p], m[p]));
+        self.set_mask(self.alive, a);
+        let cur = self.mask(self.cur);
+        let c: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
+        self.set_mask(self.cur, c);
+        Ok(true)
+    }
+
+    /// An instruction without side effects.
+    fn pure(&mut self, i: usize, ins: &Instruction) -> Res<()> {
+        let mask = self.write_mask(i, ins)?;
+        let Some(mask) = mask else {
+            return self.lanes.pure(ins);
+        };
+        if self.lanes.reads_uniform(&ins.inst) {
+            // The scalar lowering's result, written under the mask.
+            let dests: Vec<RegId> = ins.inst.written();
+            let old: Vec<Value> = dests
+                .iter()
+                .map(|r| self.lanes.l.b.use_var(self.lanes.l.regs[r.0 as usize]))
+                .collect();
+            self.lanes.l.inst(&ins.inst, &[]);
+            for (r, old) in dests.iter().zip(old) {
+                let var = self.lanes.l.regs[r.0 as usize];
+                let new = self.b().use_var(var);
+                self.b().def_var(var, old);
+                let rty = self.lanes.l.f.reg(*r).ty;
+                self.lanes
+                    .write(&Operand::Reg(*r), rty, LaneVal::Uniform(new), Some(mask))?;
+            }
+            return Ok(());
+        }
+        self.lanes.vector(&ins.inst, Some(mask))
+    }
+
+    /// A host address: the address's base and offset, in the shared window's host memory
+    /// for a shared access.
+    fn host_address(&mut self, space: Space, addr: &crate::ast::Address) -> Res<LaneVal> {
+        let a = match addr.base {
+            AddrBase::Reg(r) => self.lanes.read(&Operand::Reg(r), Type::U64)?,
+            AddrBase::Var(v) => LaneVal::Uniform(self.lanes.l.var_addr(v)),
+            AddrBase::None => LaneVal::Uniform(self.b().ins().iconst(types::I64, 0)),
+        };
+        let base = if space == Space::Shared {
+            self.shared_base
+        } else {
+            self.b().ins().iconst(types::I64, 0)
+        };
+        let plus = |g: &mut Self, v: Value| {
+            let v = g.lanes.l.plus(v, addr.offset);
+            if space == Space::Shared {
+                g.b().ins().iadd(v, base)
+            } else {
+                v
+            }
+        };
+        Ok(match a {
+            LaneVal::Uniform(v) => LaneVal::Uniform(plus(self, v)),
+            LaneVal::Affine(v, s) => LaneVal::Affine(plus(self, v), s),
+            LaneVal::Varying(_) => return refuse("per-thread addresses that are not a sequence"),
+        })
+    }
+
+    /// Goes to the hand-over if a sequence wrapped as it was widened since the last test.
+    fn wrap_test(&mut self) {
+        if !self.lanes.wrap_unchecked {
+            return;
+        }
+        self.lanes.wrap_unchecked = false;
+        let w = self.lanes.wrap.expect("set");
+        let w = self.b().use_var(w);
+        let (on, h) = (self.b().create_block(), self.handover);
+        self.b().ins().brif(w, h, &[], on, &[]);
+        self.b().switch_to_block(on);
+    }
+
+    /// A global or shared access.
+    fn access(&mut self, i: usize, ins: &Instruction) -> Res<()> {
+        let f = self.lanes.l.f;
+        let (space, addr, size, vec) = match &ins.inst {
+            Inst::Ld { space, addr, ty, vec, .. } | Inst::St { space, addr, ty, vec, .. } => {
+                (*space, addr, ty.bytes(), *vec)
+            }
+            Inst::Atom { space, addr, ty, .. } => (*space, addr, ty.bytes(), 1),
+            _ => unreachable!("an access"),
+        };
+        if vec != 1 {
+            return refuse("a vector access");
+        }
+        if let Inst::Ld { order, .. } | Inst::St { order, .. } = &ins.inst
+            && *order != crate::ast::MemOrder::Weak
+        {
+            return refuse("an ordered access");
+        }
+        let space = crate::interp::access_space(self.lanes.l.sh.ptx, f, space, addr)
+            .expect("global or shared");
+        let a = self.host_address(space, addr)?;
+        let (lo, stride) = match a {
+            LaneVal::Uniform(v) => (v, None),
+            LaneVal::Affine(v, s) if s >= size as i64 && s % size as i64 == 0 && s < 1 << 24 => {
+                (v, Some(s))
+            }
+            _ => return refuse("per-thread addresses that are not elements at a constant distance"),
+        };
+        let exec = self.guard_lanes(ins.guard)?;
+        let ran = self.any(exec);
+        let lo_var = self.b().declare_var(types::I64);
+        let ran_var = self.b().declare_var(types::I8);
+        self.b().def_var(lo_var, lo);
+        self.b().def_var(ran_var, ran);
+        let mut acc = Access {
+            at: i,
+            writes: !matches!(ins.inst, Inst::Ld { .. }),
+            atomic: matches!(ins.inst, Inst::Atom { .. }),
+            lo: lo_var,
+            ran: ran_var,
+            stride,
+            size,
+            held: None,
+        };
+        match &ins.inst {
+            Inst::Ld { ty, d, .. } => {
+                self.wrap_test();
+                let Operand::Reg(r) = d else {
+                    return refuse("a load to a vector of registers");
+                };
+                let rty = self.lanes.l.f.reg(*r).ty;
+                let v = match stride {
+                    None => {
+                        let (load, skip, join) = (
+                            self.b().create_block(),
+                            self.b().create_block(),
+                            self.b().create_block(),
+                        );
+                        let cty = clif(*ty);
+                        self.b().append_block_param(join, cty);
+                        self.b().ins().brif(ran, load, &[], skip, &[]);
+                        self.b().switch_to_block(load);
+                        let v = self.lanes.l.load_value(cty, flags(), lo, 0);
+                        self.b().ins().jump(join, &[v.into()]);
+                        self.b().switch_to_block(skip);
+                        let z = self.lanes.l.zero(*ty);
+                        self.b().ins().jump(join, &[z.into()]);
+                        self.b().switch_to_block(join);
+                        self.fresh_block_keeping_shapes();
+                        let v = self.b().block_params(join)[0];
+                        let v = self.lanes.l.conv(v, *ty, rty, ty.is_signed());
+                        LaneVal::Uniform(v)
+                    }
+                    Some(s) => {
+                        if rty.bits() != 32 {
+                            return refuse("a per-thread load to a register of other than 32 bits");
+                        }
+                        LaneVal::Varying(self.load_lanes(lo, s, *ty, exec, space)?)
+                    }
+                };
+                let mask = self.write_mask(i, ins)?;
+                self.lanes.write(d, rty, v, mask)?;
+            }
+            Inst::St { ty, a, .. } => {
+                let v = self.lanes.read(a, *ty)?;
+                let mask = [(); PARTS].map(|_| self.lanes.l.b.declare_var(V));
+                self.set_mask(mask, exec);
+                let what = match (v, stride) {
+                    (LaneVal::Uniform(x), None) => {
+                        let var = self.b().declare_var(clif(*ty));
+                        self.b().def_var(var, x);
+                        HeldWhat::Scalar(var, *ty)
+                    }
+                    _ if size == 4 => {
+                        let x = self.lanes.lanes_of(v, *ty)?;
+                        let vars = [(); PARTS].map(|_| self.lanes.l.b.declare_var(V));
+                        self.set_mask(vars, x);
+                        HeldWhat::Lanes(vars)
+                    }
+                    _ => return refuse("a per-thread store of other than 32 bits"),
+                };
+                acc.held = Some(Held { mask, what });
+            }
+            Inst::Atom { d, .. } => {
+                let dead = match d {
+                    Operand::Sink => true,
+                    Operand::Reg(r) => !liveness::has(&self.live_out[i], *r),
+                    _ => false,
+                };
+                if !dead || stride.is_some() {
+                    return refuse("an atomic whose result is read, or at per-thread addresses");
+                }
+                let mut regs = Vec::new();
+                for r in ins.inst.reads() {
+                    if fixed_shape(&self.lanes, r) != Shape::Uniform {
+                        return refuse("an atomic with per-thread operands");
+                    }
+                    let var = self.lanes.l.regs[r.0 as usize];
+                    let v = self.b().use_var(var);
+                    let ty = self.lanes.l.f.reg(r).ty;
+                    let keep = self.b().declare_var(clif(ty));
+                    self.b().def_var(keep, v);
+                    regs.push((r, keep));
+                }
+                let mask = [(); PARTS].map(|_| self.lanes.l.b.declare_var(V));
+                self.set_mask(mask, exec);
+                acc.held = Some(Held {
+                    mask,
+                    what: HeldWhat::Atomic(regs),
+                });
+            }
+            _ => unreachable!("an access"),
+        }
+        self.accesses.push(acc);
+        Ok(())
+    }
+
+    /// After a join made inside an instruction's lowering: the caches no longer hold.
+    fn fresh_block_keeping_shapes(&mut self) {
+        self.lanes.splats.clear();
+        self.lanes.widened.clear();
+    }
+
+    /// Lane k's `ty` at `lo + k × stride` for the lanes of `exec`, as 32-bit lanes: four
+    /// consecutive words a vector where every lane runs (for shared memory, where the
+    /// window holds all 32), else lane by lane.
+    fn load_lanes(
+        &mut self,
+        lo: Value,
+        stride: i64,
+        ty: Type,
+        exec: Vecs,
+        space: Space,
+    ) -> Res<Vecs> {
+        let (slow, join) = (self.b().create_block(), self.b().create_block());
+        for _ in 0..PARTS {
+            self.b().append_block_param(join, V);
+        }
+        if stride == 4 && ty.bytes() == 4 {
+            let ok = if space == Space::Shared {
+                let base = self.shared_base;
+                let lo_ok = self
+                    .b()
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThanOrEqual, lo, base);
+                let hi = self.b().ins().iadd_imm_s(lo, 128);
+                let end = self.window_end;
+                let hi_ok = self.b().ins().icmp(IntCC::UnsignedLessThanOrEqual, hi, end);
+                self.b().ins().band(lo_ok, hi_ok)
+            } else {
+                self.all(exec)
+            };
+            let fast = self.b().create_block();
+            self.b().ins().brif(ok, fast, &[], slow, &[]);
+            self.b().switch_to_block(fast);
+            let v: Vec<ir::BlockArg> = (0..PARTS)
+                .map(|p| self.lanes.l.b.ins().load(V, flags(), lo, 16 * p as i32).into())
+                .collect();
+            self.b().ins().jump(join, &v);
+        } else {
+            self.b().ins().jump(slow, &[]);
+        }
+        self.b().switch_to_block(slow);
+        // Lane by lane: the mask to the scratch area, each running lane's value into it.
+        let scratch = self.scratch;
+        let zero = self.lanes.splat(0);
+        for (p, m) in exec.iter().enumerate() {
+            self.b().ins().stack_store(types::I64, *m, scratch, 128 + 16 * p as i32);
+            self.b().ins().stack_store(types::I64, zero, scratch, 16 * p as i32);
+        }
+        let (head, body, next, out) = (
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+        );
+        self.b().append_block_param(head, types::I64);
+        let k0 = self.b().ins().iconst(types::I64, 0);
+        self.b().ins().jump(head, &[k0.into()]);
+        self.b().switch_to_block(head);
+        let k = self.b().block_params(head)[0];
+        let more = self.b().ins().icmp_imm_s(IntCC::UnsignedLessThan, k, 32);
+        let check = self.b().create_block();
+        self.b().ins().brif(more, check, &[], out, &[]);
+        self.b().switch_to_block(check);
+        let base = self.b().ins().stack_addr(types::I64, scratch, 0);
+        let at4 = self.b().ins().ishl_imm_s(k, 2);
+        let slot = self.b().ins().iadd(base, at4);
+        let m = self.b().ins().load(types::I32, trusted(), slot, 128);
+        self.b().ins().brif(m, body, &[], next, &[]);
+        self.b().switch_to_block(body);
+        let off = self.b().ins().imul_imm_s(k, stride);
+        let a = self.b().ins().iadd(lo, off);
+        let x = self.lanes.l.load_value(clif(ty), flags(), a, 0);
+        let x = if ty.is_float() {
+            self.lanes.l.bitcast(types::I32, x)
+        } else {
+            self.lanes.l.resize(x, types::I32, ty.is_signed())
+        };
+        self.b().ins().store(trusted(), x, slot, 0);
+        self.b().ins().jump(next, &[]);
+        self.b().switch_to_block(next);
+        let k1 = self.b().ins().iadd_imm_s(k, 1);
+        self.b().ins().jump(head, &[k1.into()]);
+        self.b().switch_to_block(out);
+        let v: Vec<ir::BlockArg> = (0..PARTS)
+            .map(|p| {
+                self.lanes
+                    .l
+                    .b
+                    .ins()
+                    .stack_load(types::I64, V, scratch, 16 * p as i32)
+                    .into()
+            })
+            .collect();
+        self.b().ins().jump(join, &v);
+        self.b().switch_to_block(join);
+        self.fresh_block_keeping_shapes();
+        let params = self.b().block_params(join).to_vec();
+        Ok(std::array::from_fn(|p| params[p]))
+    }
+
+    /// The block where the segment stops at barrier `at` (None: where the group ends).
+    fn stop_block(&mut self, at: Option<usize>) -> Block {
+        if let Some((_, b)) = self.stops.iter().find(|(a, _)| *a == at) {
+            return *b;
+        }
+        let b = self.b().create_block();
+        self.stops.push((at, b));
+        b
+    }
+
+    /// The stops: the gate, the held stores, then the state saved at a barrier.
+    fn finish_stops(&mut self) -> Res<()> {
+        let stops = std::mem::take(&mut self.stops);
+        for (at, blk) in stops {
+            self.b().switch_to_block(blk);
+            self.fresh_block();
+            self.gate();
+            self.apply_held();
+            match at {
+                None => {
+                    let v = self.b().ins().iconst(types::I32, GROUP_ENDED as i64);
+                    self.b().ins().return_(&[v]);
+                }
+                Some(i) => self.save(i),
+            }
+        }
+        Ok(())
+    }
+
+    /// Goes to the hand-over if the lock step could differ from the threads' order, or a
+    /// sequence wrapped.
+    fn gate(&mut self) {
+        let w = self.lanes.wrap.expect("set");
+        let mut bad = self.b().use_var(w);
+        let n = self.accesses.len();
+        for j in 0..n {
+            for i in 0..j {
+                let (a, b) = (&self.accesses[i], &self.accesses[j]);
+                if !a.writes && !b.writes {
+                    continue;
+                }
+                let (a_lo, a_ran, a_stride, a_size, a_w, a_atomic) =
+                    (a.lo, a.ran, a.stride, a.size, a.writes, a.atomic);
+                let (b_lo, b_ran, b_stride, b_size, b_w, b_atomic) =
+                    (b.lo, b.ran, b.stride, b.size, b.writes, b.atomic);
+                let bb = self.b();
+                let (alo, blo) = (bb.use_var(a_lo), bb.use_var(b_lo));
+                let span = |s: Option<i64>, size: usize| s.map_or(size as i64, |s| 31 * s + size as i64);
+                let ahi = bb.ins().iadd_imm_s(alo, span(a_stride, a_size));
+                let bhi = bb.ins().iadd_imm_s(blo, span(b_stride, b_size));
+                let o1 = bb.ins().icmp(IntCC::UnsignedLessThan, alo, bhi);
+                let o2 = bb.ins().icmp(IntCC::UnsignedLessThan, blo, ahi);
+                let mut c = bb.ins().band(o1, o2);
+                let (ar, br) = (bb.use_var(a_ran), bb.use_var(b_ran));
+                let ran = bb.ins().band(ar, br);
+                c = bb.ins().band(c, ran);
+                // Same stride, same size: which lanes meet is known from the distance.
+                if let (Some(s), Some(t)) = (a_stride, b_stride)
+                    && s == t
+                    && a_size == b_size
+                    && !a_atomic
+                    && !b_atomic
+                {
+                    let diff = bb.ins().isub(blo, alo);
+                    // (a earlier, b later) load-store and store-store meet harmlessly when
+                    // diff <= 0 (no lane meets a lower one's bytes after it); store-load
+                    // when diff >= size (no lane reads its own or a lower lane's store).
+                    let harmless = if a_w && !b_w {
+                        bb.ins()
+                            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, diff, a_size as i64)
+                    } else {
+                        bb.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, diff, 0)
+                    };
+                    c = bb.ins().band_not(c, harmless);
+                }
+                bad = self.b().ins().bor(bad, c);
+            }
+        }
+        let (on, h) = (self.b().create_block(), self.handover);
+        self.b().ins().brif(bad, h, &[], on, &[]);
+        self.b().switch_to_block(on);
+    }
+
+    /// The held stores and atomics, in program order, each lane by lane in lane order
+    /// unless every lane stores consecutive words.
+    fn apply_held(&mut self) {
+        let n = self.accesses.len();
+        for k in 0..n {
+            let a = &self.accesses[k];
+            let Some(held) = &a.held else {
+                continue;
+            };
+            let (lo, stride, at) = (a.lo, a.stride, a.at);
+            let mask = held.mask;
+            let what = match &held.what {
+                HeldWhat::Lanes(v) => HeldWhat::Lanes(*v),
+                HeldWhat::Scalar(v, t) => HeldWhat::Scalar(*v, *t),
+                HeldWhat::Atomic(r) => HeldWhat::Atomic(r.clone()),
+            };
+            let m = self.mask(mask);
+            let lo = self.b().use_var(lo);
+            let done = self.b().create_block();
+            if let (HeldWhat::Lanes(vals), Some(4)) = (&what, stride) {
+                let full = self.all(m);
+                let (fast, slow) = (self.b().create_block(), self.b().create_block());
+                self.b().ins().brif(full, fast, &[], slow, &[]);
+                self.b().switch_to_block(fast);
+                for (p, v) in vals.iter().enumerate() {
+                    let x = self.b().use_var(*v);
+                    self.b().ins().store(flags(), x, lo, 16 * p as i32);
+                }
+                self.b().ins().jump(done, &[]);
+                self.b().switch_to_block(slow);
+            }
+            // Lane by lane.
+            let scratch = self.scratch;
+            for (p, x) in m.iter().enumerate() {
+                self.b().ins().stack_store(types::I64, *x, scratch, 128 + 16 * p as i32);
+            }
+            if let HeldWhat::Lanes(vals) = &what {
+                for (p, v) in vals.iter().enumerate() {
+                    let x = self.b().use_var(*v);
+                    self.b().ins().stack_store(types::I64, x, scratch, 16 * p as i32);
+                }
+            }
+            let (head, check, body, next) = (
+                self.b().create_block(),
+                self.b().create_block(),
+                self.b().create_block(),
+                self.b().create_block(),
+            );
+            self.b().append_block_param(head, types::I64);
+            let k0 = self.b().ins().iconst(types::I64, 0);
+            self.b().ins().jump(head, &[k0.into()]);
+            self.b().switch_to_block(head);
+            let kv = self.b().block_params(head)[0];
+            let more = self.b().ins().icmp_imm_s(IntCC::UnsignedLessThan, kv, 32);
+            self.b().ins().brif(more, check, &[], done, &[]);
+            self.b().switch_to_block(check);
+            let base = self.b().ins().stack_addr(types::I64, scratch, 0);
+            let at4 = self.b().ins().ishl_imm_s(kv, 2);
+            let slot = self.b().ins().iadd(base, at4);
+            let mk = self.b().ins().load(types::I32, trusted(), slot, 128);
+            self.b().ins().brif(mk, body, &[], next, &[]);
+            self.b().switch_to_block(body);
+            let addr = match stride {
+                Some(s) => {
+                    let off = self.b().ins().imul_imm_s(kv, s);
+                    self.b().ins().iadd(lo, off)
+                }
+                None => lo,
+            };
+            match &what {
+                HeldWhat::Lanes(_) => {
+                    let x = self.b().ins().load(types::I32, trusted(), slot, 0);
+                    self.b().ins().store(flags(), x, addr, 0);
+                }
+                HeldWhat::Scalar(v, _) => {
+                    let x = self.b().use_var(*v);
+                    self.b().ins().store(flags(), x, addr, 0);
+                }
+                HeldWhat::Atomic(regs) => {
+                    let ins = &self.body()[at];
+                    let mut old = Vec::new();
+                    for (r, keep) in regs {
+                        let var = self.lanes.l.regs[r.0 as usize];
+                        old.push((var, self.lanes.l.b.use_var(var)));
+                        let v = self.lanes.l.b.use_var(*keep);
+                        self.b().def_var(var, v);
+                    }
+                    let written: Vec<(Variable, Value)> = ins
+                        .inst
+                        .written()
+                        .into_iter()
+                        .map(|r| {
+                            let var = self.lanes.l.regs[r.0 as usize];
+                            (var, self.lanes.l.b.use_var(var))
+                        })
+                        .collect();
+                    self.lanes.l.at = at;
+                    self.lanes.l.inst(&ins.inst, &[]);
+                    for (var, v) in old.into_iter().chain(written) {
+                        self.b().def_var(var, v);
+                    }
+                }
+            }
+            self.b().ins().jump(next, &[]);
+            self.b().switch_to_block(next);
+            let k1 = self.b().ins().iadd_imm_s(kv, 1);
+            self.b().ins().jump(head, &[k1.into()]);
+            self.b().switch_to_block(done);
+            self.fresh_block_keeping_shapes();
+        }
+    }
+
+    /// At barrier `i`: ended if no lane is left, else the registers live across it and the
+    /// lanes saved, and the stop returned.
+    fn save(&mut self, i: usize) {
+        let number = self.points.iter().position(|&p| p == i).expect("a point") + 1;
+        let alive = self.mask(self.alive);
+        let any = self.any(alive);
+        let (go, ended) = (self.b().create_block(), self.b().create_block());
+        self.b().ins().brif(any, go, &[], ended, &[]);
+        self.b().switch_to_block(ended);
+        let v = self.b().ins().iconst(types::I32, GROUP_ENDED as i64);
+        self.b().ins().return_(&[v]);
+        self.b().switch_to_block(go);
+        let gstate = self.gstate;
+        let live = self.plan_live[number - 1].clone();
+        let f = self.lanes.l.f;
+        let mut at = GroupPlan::REGS;
+        for r in 0..f.regs.len() {
+            let shape = fixed_shape(&self.lanes, RegId(r as u32));
+            let home = at;
+            at += if shape == Shape::Varying { 128 } else { 16 };
+            if !liveness::has(&live, RegId(r as u32)) {
+                continue;
+            }
+            match shape {
+                Shape::Varying => {
+                    for p in 0..PARTS {
+                        let v = self.lanes.l.b.use_var(self.lanes.vregs[r][p]);
+                        self.b()
+                            .ins()
+                            .store(trusted(), v, gstate, (home + 16 * p as u32) as i32);
+                    }
+                }
+                _ => {
+                    let v = self.lanes.l.b.use_var(self.lanes.l.regs[r]);
+                    self.b().ins().store(trusted(), v, gstate, home as i32);
+                }
+            }
+        }
+        for (p, v) in alive.iter().enumerate() {
+            self.b()
+                .ins()
+                .store(trusted(), *v, gstate, (GroupPlan::ALIVE + 16 * p as u32) as i32);
+        }
+        let n = self.b().ins().iconst(types::I32, number as i64);
+        self.b().ins().store(trusted(), n, gstate, GroupPlan::RESUME as i32);
+        let v = self
+            .b()
+            .ins()
+            .iconst(types::I32, (GROUP_STOPPED as usize + number) as i64);
+        self.b().ins().return_(&[v]);
+    }
+}

@@ -405,9 +405,7 @@ pub(super) fn define_functions(
     jm: &mut JITModule,
     shared: &Shared,
     declared: &Declared,
-    mut lanes_code: Vec<Option<ir::Function>>,
-    mut groups: Vec<Option<(ir::Function, GroupPlan)>>,
-    group_ids: &[Option<CodeId>],
+    lanes: &mut LanesFunctions,
     emit: Emit,
     listing: &mut Listing,
 ) -> Result<usize, RunError> {
@@ -425,12 +423,12 @@ pub(super) fn define_functions(
         Lower::function(b, shared, jm, FuncId(i as u32));
         let what = format!("`{}`", f.name);
         define(jm, &mut ctx, id, &f.name, &what, emit, listing)?;
-        if let (Some(id), Some(code)) = (shared.lanes[i], lanes_code[i].take()) {
+        if let (Some(id), Some(code)) = (shared.lanes[i], lanes.code[i].take()) {
             let name = format!("{}.lanes", f.name);
             ctx.func = code;
             define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;
         }
-        if let (Some(id), Some((code, _))) = (group_ids[i], groups[i].take()) {
+        if let (Some(id), Some((code, _))) = (lanes.group_ids[i], lanes.groups[i].take()) {
             let name = format!("{}.groups", f.name);
             ctx.func = code;
             define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;

@@ -36,7 +36,7 @@ pub(super) struct Groups<'a> {
 impl Groups<'_> {
     /// Whether a block of this shape runs in groups: whole warps in every row.
     pub fn fits(block: Dim3) -> bool {
-        block.x as usize % WARP == 0
+        (block.x as usize).is_multiple_of(WARP)
     }
 
     /// Runs the block to its end; `states` is the worker's state storage.
@@ -53,12 +53,12 @@ impl Groups<'_> {
         let mut stopped: Vec<Option<usize>> = vec![None; groups];
         let mut ended = vec![false; groups];
         let body = self.module.func(self.id).body.as_deref().unwrap_or(&[]);
-        let barrier_id = |number: usize| match schedule::plain_barrier(
-            &body[self.plan.points[number - 1]].inst,
-        ) {
-            Some(id) => id,
-            None => unreachable!("group functions stop at plain barriers only"),
-        };
+        let barrier_id =
+            |number: usize| match schedule::plain_barrier(&body[self.plan.points[number - 1]].inst)
+            {
+                Some(id) => id,
+                None => unreachable!("group functions stop at plain barriers only"),
+            };
         loop {
             let mut id = None;
             let mut mixed = false;
@@ -79,7 +79,10 @@ impl Groups<'_> {
                     GROUP_ENDED => ended[g] = true,
                     GROUP_HANDOVER => return self.hand_over(ctx, states, &stopped, &ended),
                     GROUP_FAULT => {
-                        let f = ctx.fault.take().expect("a faulting group records its fault");
+                        let f = ctx
+                            .fault
+                            .take()
+                            .expect("a faulting group records its fault");
                         return Err(locate(self.module, f, self.ctaid, [x, y, z]));
                     }
                     s => {
@@ -180,7 +183,11 @@ fn lane_value(gs: &[u8], home: Home, ty: Type, lane: usize) -> u64 {
             let mut b = [0u8; 8];
             b[..w].copy_from_slice(&gs[at as usize..at as usize + w]);
             let v = u64::from_le_bytes(b).wrapping_add((lane as i64 * stride) as u64);
-            if w == 8 { v } else { v & ((1u64 << (8 * w)) - 1) }
+            if w == 8 {
+                v
+            } else {
+                v & ((1u64 << (8 * w)) - 1)
+            }
         }
         Home::Lanes { at } => {
             let at = at as usize + 4 * lane;

@@ -30,8 +30,8 @@ use crate::memcheck::{self, AreaMap, Extent};
 use compile::{Declared, Frames, LanesFunctions, ModuleVars};
 use cranelift_jit::JITModule;
 use layout::FrameLayout;
-use lower::{GroupPlan, Shared};
 use lower::sync::StepLayout;
+use lower::{GroupPlan, Shared};
 use rayon::prelude::*;
 use runtime::{AreaName, JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
 use std::sync::Arc;
@@ -235,9 +235,10 @@ impl Jit {
             shared_layout: &shared_layout,
             cooperative: &declared.cooperative,
         };
-        let lanes = LanesFunctions::lower(&mut jm, &shared, &options)?;
+        let mut lanes = LanesFunctions::lower(&mut jm, &shared, &options)?;
+        let lane_ids = lanes.ids.clone();
         let shared = Shared {
-            lanes: &lanes.ids,
+            lanes: &lane_ids,
             ..shared
         };
         let mut listing = Vec::new();
@@ -248,9 +249,7 @@ impl Jit {
             &mut jm,
             &shared,
             &declared,
-            lanes.code,
-            lanes.groups,
-            &lanes.group_ids,
+            &mut lanes,
             options.emit,
             &mut listing,
         )?;

@@ -34,9 +34,7 @@
 //! so the result is always the schedule's.
 
 use super::{LaneVal, Lanes, PARTS, Refused, Res, Shape, V, Vecs, refuse};
-use crate::ast::{
-    AddrBase, Guard, Inst, Instruction, Operand, RegId, Space, Type,
-};
+use crate::ast::{AddrBase, Guard, Inst, Instruction, Operand, RegId, Space, Type};
 use crate::block::schedule;
 use crate::jit::lower::liveness::{self, RegSet};
 use crate::jit::lower::{Lower, Shared, clif, flags, trusted};
@@ -169,16 +167,11 @@ pub fn lower_group(
         // Each lowering's writes give the next one's shapes; after a few, the shapes only
         // grow (so they settle).
         let start = if round < 8 { &seeds } else { &fixed };
-        let mut func = ir::Function::with_name_signature(
-            ir::UserFuncName::default(),
-            group_signature(cc),
-        );
+        let mut func =
+            ir::Function::with_name_signature(ir::UserFuncName::default(), group_signature(cc));
         let mut fc = FunctionBuilderContext::new();
         let b = FunctionBuilder::new(&mut func, &mut fc);
         let raised = Lower::group_function(b, sh, jm, fid, &fixed, start, &live_out);
-        if std::env::var("PTXJIT_DEBUG_GROUPS").is_ok() {
-            eprintln!("{} fixed {:?}\n raised {:?}", f.name, fixed, raised.as_ref().map(|r| r.iter().zip(&f.regs).map(|(s, r)| format!("{}={:?}", r.name, s)).collect::<Vec<_>>()));
-        }
         let raised = raised?;
         if raised == fixed {
             let live = live_across(f, &live_out);
@@ -300,6 +293,7 @@ struct Group<'l, 'a, 'f> {
     blocks: HashMap<usize, Block>,
     accesses: Vec<Access>,
     stops: Vec<(Option<usize>, Block)>,
+    seg_vars: Vec<(Variable, ir::Type)>,
 }
 
 impl<'a, 'f> Lower<'a, 'f> {
@@ -354,17 +348,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         let wrap = l.b.declare_var(types::I8);
         let alive = [(); PARTS].map(|_| l.b.declare_var(V));
         let cur = [(); PARTS].map(|_| l.b.declare_var(V));
-        let scratch = l.b.create_sized_stack_slot(StackSlotData::new(
-            StackSlotKind::ExplicitSlot,
-            256,
-            4,
-        ));
-        let resume = l.b.ins().load(
-            types::I32,
-            trusted(),
-            gstate,
-            GroupPlan::RESUME as i32,
-        );
+        let scratch =
+            l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 256, 4));
+        let resume =
+            l.b.ins()
+                .load(types::I32, trusted(), gstate, GroupPlan::RESUME as i32);
         let dispatch = l.b.current_block().expect("in the entry block");
         let f = l.f;
         let points = sync_points(f);
@@ -372,8 +360,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             .iter()
             .map(|&p| {
                 let mut s = live_out[p].clone();
-                if let Inst::Sync { d, p: q, .. } = &f.body.as_ref().expect("a kernel")[p].inst
-                {
+                if let Inst::Sync { d, p: q, .. } = &f.body.as_ref().expect("a kernel")[p].inst {
                     for o in [d, q] {
                         if let Operand::Reg(r) = o {
                             liveness::remove(&mut s, *r);
@@ -423,6 +410,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             blocks: HashMap::new(),
             accesses: Vec::new(),
             stops: Vec::new(),
+            seg_vars: Vec::new(),
         };
         let mut starts = Vec::new();
         for k in 0..=points.len() {
@@ -499,10 +487,7 @@ fn regions(lanes: &mut Lanes) -> Res<Vec<BTreeSet<usize>>> {
                 }
             }
             Inst::Sync { .. } if !open.is_empty() => {
-                return refuse(format!(
-                    "{}: a barrier inside a per-thread branch",
-                    text()
-                ));
+                return refuse(format!("{}: a barrier inside a per-thread branch", text()));
             }
             _ => {}
         }
@@ -638,15 +623,40 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         self.accesses.clear();
         self.stops.clear();
 
-        // The segment's start: the group's state, nothing pending or held.
+        // The segment's start: the group's state, nothing pending or held (the variables
+        // of its accesses start at 0 in `init`, filled once they are known).
         self.b().switch_to_block(start_block);
         self.start(k);
-        let first = self.blocks[&start];
-        self.b().ins().jump(first, &[]);
+        let init = self.b().create_block();
+        self.b().ins().jump(init, &[]);
         for &l in &order {
             self.lower_block(l)?;
         }
-        self.finish_stops()
+        self.finish_stops()?;
+        self.b().switch_to_block(init);
+        for (var, ty) in std::mem::take(&mut self.seg_vars) {
+            let z = if ty.is_vector() {
+                let z = self.b().ins().iconst(types::I32, 0);
+                self.b().ins().splat(ty, z)
+            } else if ty == types::F32 {
+                self.b().ins().f32const(0.0)
+            } else if ty == types::F64 {
+                self.b().ins().f64const(0.0)
+            } else {
+                self.b().ins().iconst(ty, 0)
+            };
+            self.b().def_var(var, z);
+        }
+        let first = self.blocks[&start];
+        self.b().ins().jump(first, &[]);
+        Ok(())
+    }
+
+    /// A variable of the segment's accesses, 0 where the segment starts.
+    fn seg_var(&mut self, ty: ir::Type) -> Variable {
+        let v = self.b().declare_var(ty);
+        self.seg_vars.push((v, ty));
+        v
     }
 
     /// The group's registers and lanes at the start of segment `k`.
@@ -674,6 +684,9 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             self.lanes.shape[r] = shape;
             match shape {
                 Shape::Varying => {
+                    let z = self.lanes.l.zero(reg.ty);
+                    let var = self.lanes.l.regs[r];
+                    self.b().def_var(var, z);
                     let vars = self.lanes.vregs[r];
                     for (p, var) in vars.into_iter().enumerate() {
                         let v = if saved {
@@ -741,7 +754,8 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             let zero = self.lanes.splat(0);
             let cur = self.mask(self.cur);
             let waiting = self.mask(vars);
-            let joined: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().bor(cur[p], waiting[p]));
+            let joined: Vecs =
+                std::array::from_fn(|p| self.lanes.l.b.ins().bor(cur[p], waiting[p]));
             self.set_mask(self.cur, joined);
             self.set_mask(vars, [zero; PARTS]);
         }
@@ -856,7 +870,10 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         let f = self.lanes.l.f;
         let waiting_read = self.open[i].iter().any(|&t| {
             let live = live_in(f, self.live_out, t);
-            ins.inst.written().into_iter().any(|r| liveness::has(&live, r))
+            ins.inst
+                .written()
+                .into_iter()
+                .any(|r| liveness::has(&live, r))
         });
         let region = waiting_read.then(|| self.mask(self.cur));
         let guard = match ins.guard {
@@ -915,7 +932,8 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                 let w: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], m[p]));
                 self.set_mask(vars, w);
                 let cur = self.mask(self.cur);
-                let rest: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
+                let rest: Vecs =
+                    std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
                 self.set_mask(self.cur, rest);
                 let any = self.any(rest);
                 let to = self.target_block(t);
@@ -924,7 +942,9 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                 self.b().switch_to_block(on);
                 Ok(true)
             }
-            Inst::Ld { space, addr, .. } | Inst::St { space, addr, .. } | Inst::Atom { space, addr, .. }
+            Inst::Ld { space, addr, .. }
+            | Inst::St { space, addr, .. }
+            | Inst::Atom { space, addr, .. }
                 if matches!(
                     crate::interp::access_space(self.lanes.l.sh.ptx, f, *space, addr),
                     Some(Space::Global | Space::Shared)
@@ -933,7 +953,9 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                 self.access(i, ins)?;
                 Ok(true)
             }
-            Inst::St { .. } | Inst::Atom { .. } => refuse("a store outside global and shared memory"),
+            Inst::St { .. } | Inst::Atom { .. } => {
+                refuse("a store outside global and shared memory")
+            }
             Inst::Ld { addr, .. } if !matches!(addr.base, AddrBase::Var(_)) => {
                 refuse("a load outside global and shared memory that may fault")
             }
@@ -1051,10 +1073,23 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
     fn access(&mut self, i: usize, ins: &Instruction) -> Res<()> {
         let f = self.lanes.l.f;
         let (space, addr, size, vec) = match &ins.inst {
-            Inst::Ld { space, addr, ty, vec, .. } | Inst::St { space, addr, ty, vec, .. } => {
-                (*space, addr, ty.bytes(), *vec)
+            Inst::Ld {
+                space,
+                addr,
+                ty,
+                vec,
+                ..
             }
-            Inst::Atom { space, addr, ty, .. } => (*space, addr, ty.bytes(), 1),
+            | Inst::St {
+                space,
+                addr,
+                ty,
+                vec,
+                ..
+            } => (*space, addr, ty.bytes(), *vec),
+            Inst::Atom {
+                space, addr, ty, ..
+            } => (*space, addr, ty.bytes(), 1),
             _ => unreachable!("an access"),
         };
         if vec != 1 {
@@ -1070,15 +1105,21 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         let a = self.host_address(space, addr)?;
         let (lo, stride) = match a {
             LaneVal::Uniform(v) => (v, None),
-            LaneVal::Affine(v, s) if s >= size as i64 && s % size as i64 == 0 && s < 1 << 24 => {
+            LaneVal::Affine(v, s)
+                if s.unsigned_abs() >= size as u64
+                    && s % size as i64 == 0
+                    && s.unsigned_abs() < 1 << 24 =>
+            {
                 (v, Some(s))
             }
-            _ => return refuse("per-thread addresses that are not elements at a constant distance"),
+            _ => {
+                return refuse("per-thread addresses that are not elements at a constant distance");
+            }
         };
         let exec = self.guard_lanes(ins.guard)?;
         let ran = self.any(exec);
-        let lo_var = self.b().declare_var(types::I64);
-        let ran_var = self.b().declare_var(types::I8);
+        let lo_var = self.seg_var(types::I64);
+        let ran_var = self.seg_var(types::I8);
         self.b().def_var(lo_var, lo);
         self.b().def_var(ran_var, ran);
         let mut acc = Access {
@@ -1132,17 +1173,17 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             }
             Inst::St { ty, a, .. } => {
                 let v = self.lanes.read(a, *ty)?;
-                let mask = [(); PARTS].map(|_| self.lanes.l.b.declare_var(V));
+                let mask = [(); PARTS].map(|_| self.seg_var(V));
                 self.set_mask(mask, exec);
                 let what = match (v, stride) {
                     (LaneVal::Uniform(x), None) => {
-                        let var = self.b().declare_var(clif(*ty));
+                        let var = self.seg_var(clif(*ty));
                         self.b().def_var(var, x);
                         HeldWhat::Scalar(var, *ty)
                     }
                     _ if size == 4 => {
                         let x = self.lanes.lanes_of(v, *ty)?;
-                        let vars = [(); PARTS].map(|_| self.lanes.l.b.declare_var(V));
+                        let vars = [(); PARTS].map(|_| self.seg_var(V));
                         self.set_mask(vars, x);
                         HeldWhat::Lanes(vars)
                     }
@@ -1167,11 +1208,11 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                     let var = self.lanes.l.regs[r.0 as usize];
                     let v = self.b().use_var(var);
                     let ty = self.lanes.l.f.reg(r).ty;
-                    let keep = self.b().declare_var(clif(ty));
+                    let keep = self.seg_var(clif(ty));
                     self.b().def_var(keep, v);
                     regs.push((r, keep));
                 }
-                let mask = [(); PARTS].map(|_| self.lanes.l.b.declare_var(V));
+                let mask = [(); PARTS].map(|_| self.seg_var(V));
                 self.set_mask(mask, exec);
                 acc.held = Some(Held {
                     mask,
@@ -1223,7 +1264,14 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             self.b().ins().brif(ok, fast, &[], slow, &[]);
             self.b().switch_to_block(fast);
             let v: Vec<ir::BlockArg> = (0..PARTS)
-                .map(|p| self.lanes.l.b.ins().load(V, flags(), lo, 16 * p as i32).into())
+                .map(|p| {
+                    self.lanes
+                        .l
+                        .b
+                        .ins()
+                        .load(V, flags(), lo, 16 * p as i32)
+                        .into()
+                })
                 .collect();
             self.b().ins().jump(join, &v);
         } else {
@@ -1234,8 +1282,12 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         let scratch = self.scratch;
         let zero = self.lanes.splat(0);
         for (p, m) in exec.iter().enumerate() {
-            self.b().ins().stack_store(types::I64, *m, scratch, 128 + 16 * p as i32);
-            self.b().ins().stack_store(types::I64, zero, scratch, 16 * p as i32);
+            self.b()
+                .ins()
+                .stack_store(types::I64, *m, scratch, 128 + 16 * p as i32);
+            self.b()
+                .ins()
+                .stack_store(types::I64, zero, scratch, 16 * p as i32);
         }
         let (head, body, next, out) = (
             self.b().create_block(),
@@ -1336,11 +1388,17 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                     (b.lo, b.ran, b.stride, b.size, b.writes, b.atomic);
                 let bb = self.b();
                 let (alo, blo) = (bb.use_var(a_lo), bb.use_var(b_lo));
-                let span = |s: Option<i64>, size: usize| s.map_or(size as i64, |s| 31 * s + size as i64);
-                let ahi = bb.ins().iadd_imm_s(alo, span(a_stride, a_size));
-                let bhi = bb.ins().iadd_imm_s(blo, span(b_stride, b_size));
-                let o1 = bb.ins().icmp(IntCC::UnsignedLessThan, alo, bhi);
-                let o2 = bb.ins().icmp(IntCC::UnsignedLessThan, blo, ahi);
+                // The bytes of all 32 lanes: from lane 0 up, or from lane 31 for a stride
+                // below 0.
+                let ends = |s: Option<i64>, size: usize| {
+                    let s = s.unwrap_or(0);
+                    ((31 * s).min(0), (31 * s).max(0) + size as i64)
+                };
+                let ((a0, a1), (b0, b1)) = (ends(a_stride, a_size), ends(b_stride, b_size));
+                let (alo_r, ahi) = (bb.ins().iadd_imm_s(alo, a0), bb.ins().iadd_imm_s(alo, a1));
+                let (blo_r, bhi) = (bb.ins().iadd_imm_s(blo, b0), bb.ins().iadd_imm_s(blo, b1));
+                let o1 = bb.ins().icmp(IntCC::UnsignedLessThan, alo_r, bhi);
+                let o2 = bb.ins().icmp(IntCC::UnsignedLessThan, blo_r, ahi);
                 let mut c = bb.ins().band(o1, o2);
                 let (ar, br) = (bb.use_var(a_ran), bb.use_var(b_ran));
                 let ran = bb.ins().band(ar, br);
@@ -1352,7 +1410,12 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                     && !a_atomic
                     && !b_atomic
                 {
-                    let diff = bb.ins().isub(blo, alo);
+                    // In the direction the lanes go.
+                    let diff = if s > 0 {
+                        bb.ins().isub(blo, alo)
+                    } else {
+                        bb.ins().isub(alo, blo)
+                    };
                     // (a earlier, b later) load-store and store-store meet harmlessly when
                     // diff <= 0 (no lane meets a lower one's bytes after it); store-load
                     // when diff >= size (no lane reads its own or a lower lane's store).
@@ -1391,6 +1454,10 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             let m = self.mask(mask);
             let lo = self.b().use_var(lo);
             let done = self.b().create_block();
+            let any = self.any(m);
+            let some = self.b().create_block();
+            self.b().ins().brif(any, some, &[], done, &[]);
+            self.b().switch_to_block(some);
             if let (HeldWhat::Lanes(vals), Some(4)) = (&what, stride) {
                 let full = self.all(m);
                 let (fast, slow) = (self.b().create_block(), self.b().create_block());
@@ -1406,12 +1473,16 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             // Lane by lane.
             let scratch = self.scratch;
             for (p, x) in m.iter().enumerate() {
-                self.b().ins().stack_store(types::I64, *x, scratch, 128 + 16 * p as i32);
+                self.b()
+                    .ins()
+                    .stack_store(types::I64, *x, scratch, 128 + 16 * p as i32);
             }
             if let HeldWhat::Lanes(vals) = &what {
                 for (p, v) in vals.iter().enumerate() {
                     let x = self.b().use_var(*v);
-                    self.b().ins().stack_store(types::I64, x, scratch, 16 * p as i32);
+                    self.b()
+                        .ins()
+                        .stack_store(types::I64, x, scratch, 16 * p as i32);
                 }
             }
             let (head, check, body, next) = (
@@ -1523,12 +1594,17 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             }
         }
         for (p, v) in alive.iter().enumerate() {
-            self.b()
-                .ins()
-                .store(trusted(), *v, gstate, (GroupPlan::ALIVE + 16 * p as u32) as i32);
+            self.b().ins().store(
+                trusted(),
+                *v,
+                gstate,
+                (GroupPlan::ALIVE + 16 * p as u32) as i32,
+            );
         }
         let n = self.b().ins().iconst(types::I32, number as i64);
-        self.b().ins().store(trusted(), n, gstate, GroupPlan::RESUME as i32);
+        self.b()
+            .ins()
+            .store(trusted(), n, gstate, GroupPlan::RESUME as i32);
         let v = self
             .b()
             .ins()

@@ -1,0 +1,186 @@
+//! Cooperative kernels a warp at a time in SIMD lanes (unchecked JIT, `lower/lanes/rounds.rs`):
+//! results against values worked out here, and the block schedule's order kept where the
+//! lock step of a warp would differ from it (the block is handed to the thread-by-thread
+//! rounds: a racy kernel gets the schedule's defined result, which the interpreter also
+//! gives).
+
+mod common;
+
+use common::jit_with;
+use ptxjit::{Arg, Dim3, Engine, Interpreter, JitOptions, LaunchConfig, Module};
+
+const HEAD: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
+
+fn unchecked(ptx: &str) -> ptxjit::Jit {
+    jit_with(
+        ptx,
+        JitOptions {
+            checked: false,
+            verify: true,
+            ..JitOptions::default()
+        },
+    )
+}
+
+/// Runs `kernel` (one `.u64 out` parameter) on the unchecked JIT and the interpreter;
+/// returns the JIT's words (which must equal the interpreter's) and the threads it ran in
+/// lanes.
+fn run(ptx: &str, kernel: &str, grid: u32, block: Dim3, words: usize) -> (Vec<u32>, u64) {
+    let jit = unchecked(ptx);
+    let interp = Interpreter::new(Module::parse(ptx).expect("test PTX parses"));
+    let mut outs = Vec::new();
+    for e in [&jit as &dyn Engine, &interp] {
+        let mut out = vec![0u8; words * 4];
+        let config = LaunchConfig {
+            grid: Dim3::x(grid),
+            block,
+            shared_bytes: 0,
+        };
+        e.launch_with(kernel, config, &mut [Arg::Buffer(&mut out)])
+            .unwrap_or_else(|err| panic!("{kernel}: {err}"));
+        outs.push(
+            out.chunks(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect::<Vec<u32>>(),
+        );
+    }
+    assert_eq!(
+        outs[0], outs[1],
+        "{kernel}: the JIT against the interpreter"
+    );
+    (outs.swap_remove(0), jit.lane_threads())
+}
+
+/// `out[t]` = the word thread t-1 stored, read without a barrier between: in the
+/// schedule's order (thread after thread) each thread sees its predecessor's store; in lock
+/// step no lane would. The group hands the block over and the result is the schedule's.
+#[test]
+fn a_racy_read_gets_the_schedules_order() {
+    let ptx = format!(
+        "{HEAD}.visible .entry racy(.param .u64 out) {{
+  .reg .b32 %r<4>; .reg .b64 %rd<6>;
+  .shared .align 4 .b32 s[65];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd1, %r0, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  add.u32 %r1, %r0, 100;
+  st.shared.u32 [%rd3+4], %r1;
+  ld.shared.u32 %r2, [%rd3];
+  bar.sync 0;
+  add.s64 %rd4, %rd0, %rd1;
+  st.global.u32 [%rd4], %r2;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "racy", 1, Dim3::x(64), 64);
+    let want: Vec<u32> = (0..64).map(|t| if t == 0 { 0 } else { t + 99 }).collect();
+    assert_eq!(out, want);
+    assert_eq!(lanes, 0, "the block went to the thread-by-thread rounds");
+}
+
+/// A shared-memory reversal over two barriers, with the upper threads of the second warp
+/// exited first and a per-thread branch around a store: in lanes, and as worked out here.
+#[test]
+fn exits_and_per_thread_branches_in_lanes() {
+    let ptx = format!(
+        "{HEAD}.visible .entry rev(.param .u64 out) {{
+  .reg .pred %p<4>; .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[64];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r0, %tid.x;
+  setp.ge.u32 %p0, %r0, 40;
+  @%p0 bra DONE;
+  mul.wide.u32 %rd1, %r0, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  mul.lo.u32 %r1, %r0, 3;
+  st.shared.u32 [%rd3], %r1;
+  bar.sync 0;
+  sub.u32 %r2, 63, %r0;
+  mul.wide.u32 %rd4, %r2, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  ld.shared.u32 %r3, [%rd5];
+  setp.lt.u32 %p1, %r0, 10;
+  @%p1 bra SKIP;
+  add.u32 %r3, %r3, 1000;
+SKIP:
+  bar.sync 0;
+  add.s64 %rd6, %rd0, %rd1;
+  st.global.u32 [%rd6], %r3;
+DONE:
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "rev", 2, Dim3::x(64), 64);
+    let want: Vec<u32> = (0..64u32)
+        .map(|t| match t {
+            40.. => 0,
+            _ => {
+                let read = if 63 - t < 40 { 3 * (63 - t) } else { 0 };
+                if t < 10 { read } else { read + 1000 }
+            }
+        })
+        .collect();
+    assert_eq!(out, want);
+    assert_eq!(lanes, 2 * 64, "both blocks ran in lanes");
+}
+
+/// Warps waiting at barriers of different ids: the block cannot go on, a fault as the
+/// thread-by-thread rounds give it; blocks whose rows are not whole warps run thread by
+/// thread.
+#[test]
+fn different_barriers_fault_and_odd_rows_run_thread_by_thread() {
+    let ptx = format!(
+        "{HEAD}.visible .entry split(.param .u64 out) {{
+  .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r0, %tid.x;
+  setp.lt.u32 %p0, %r0, 32;
+  @%p0 bra FIRST;
+  bar.sync 2;
+  bra.uni END;
+FIRST:
+  bar.sync 1;
+END:
+  mul.wide.u32 %rd1, %r0, 4;
+  add.s64 %rd2, %rd0, %rd1;
+  st.global.u32 [%rd2], %r0;
+  ret;
+}}"
+    );
+    let jit = unchecked(&ptx);
+    let mut out = vec![0u8; 64 * 4];
+    let err = jit
+        .launch(
+            "split",
+            Dim3::x(1),
+            Dim3::x(64),
+            &mut [Arg::Buffer(&mut out)],
+        )
+        .expect_err("warps at different barriers are stuck");
+    let msg = err.to_string();
+    assert!(msg.contains("cannot go on"), "{msg}");
+    assert!(
+        msg.contains("32 at barrier 1") && msg.contains("32 at barrier 2"),
+        "{msg}"
+    );
+    // 48 threads a row: the rounds run thread by thread (and the block is stuck too).
+    let (out_jit, out_interp) = {
+        let interp = Interpreter::new(Module::parse(&ptx).unwrap());
+        let mut a = vec![0u8; 48 * 4];
+        let mut b = vec![0u8; 48 * 4];
+        let e1 = jit
+            .launch("split", Dim3::x(1), Dim3::x(48), &mut [Arg::Buffer(&mut a)])
+            .unwrap_err()
+            .to_string();
+        let e2 = interp
+            .launch("split", Dim3::x(1), Dim3::x(48), &mut [Arg::Buffer(&mut b)])
+            .unwrap_err()
+            .to_string();
+        (e1, e2)
+    };
+    assert_eq!(out_jit, out_interp);
+    assert_eq!(jit.lane_threads(), 0);
+}

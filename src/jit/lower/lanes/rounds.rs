@@ -1289,27 +1289,8 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                 .ins()
                 .stack_store(types::I64, zero, scratch, 16 * p as i32);
         }
-        let (head, body, next, out) = (
-            self.b().create_block(),
-            self.b().create_block(),
-            self.b().create_block(),
-            self.b().create_block(),
-        );
-        self.b().append_block_param(head, types::I64);
-        let k0 = self.b().ins().iconst(types::I64, 0);
-        self.b().ins().jump(head, &[k0.into()]);
-        self.b().switch_to_block(head);
-        let k = self.b().block_params(head)[0];
-        let more = self.b().ins().icmp_imm_s(IntCC::UnsignedLessThan, k, 32);
-        let check = self.b().create_block();
-        self.b().ins().brif(more, check, &[], out, &[]);
-        self.b().switch_to_block(check);
-        let base = self.b().ins().stack_addr(types::I64, scratch, 0);
-        let at4 = self.b().ins().ishl_imm_s(k, 2);
-        let slot = self.b().ins().iadd(base, at4);
-        let m = self.b().ins().load(types::I32, trusted(), slot, 128);
-        self.b().ins().brif(m, body, &[], next, &[]);
-        self.b().switch_to_block(body);
+        let out = self.b().create_block();
+        let (k, slot, next) = self.lane_loop(out);
         let off = self.b().ins().imul_imm_s(k, stride);
         let a = self.b().ins().iadd(lo, off);
         let x = self.lanes.l.load_value(clif(ty), flags(), a, 0);
@@ -1320,9 +1301,6 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         };
         self.b().ins().store(trusted(), x, slot, 0);
         self.b().ins().jump(next, &[]);
-        self.b().switch_to_block(next);
-        let k1 = self.b().ins().iadd_imm_s(k, 1);
-        self.b().ins().jump(head, &[k1.into()]);
         self.b().switch_to_block(out);
         let v: Vec<ir::BlockArg> = (0..PARTS)
             .map(|p| {
@@ -1339,6 +1317,38 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         self.fresh_block_keeping_shapes();
         let params = self.b().block_params(join).to_vec();
         Ok(std::array::from_fn(|p| params[p]))
+    }
+
+    /// A loop over the 32 lanes whose word in the scratch area's mask (bytes 128..256) is
+    /// set, in lane order, going to `out` after the last: positioned in its body, with the
+    /// lane's index (i64), the address of its word among the scratch area's values (its
+    /// mask word 128 bytes on) and the block the body jumps to when done.
+    fn lane_loop(&mut self, out: Block) -> (Value, Value, Block) {
+        let (head, check, body, next) = (
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+        );
+        self.b().append_block_param(head, types::I64);
+        let k0 = self.b().ins().iconst(types::I64, 0);
+        self.b().ins().jump(head, &[k0.into()]);
+        self.b().switch_to_block(head);
+        let k = self.b().block_params(head)[0];
+        let more = self.b().ins().icmp_imm_s(IntCC::UnsignedLessThan, k, 32);
+        self.b().ins().brif(more, check, &[], out, &[]);
+        self.b().switch_to_block(check);
+        let scratch = self.scratch;
+        let base = self.b().ins().stack_addr(types::I64, scratch, 0);
+        let at4 = self.b().ins().ishl_imm_s(k, 2);
+        let slot = self.b().ins().iadd(base, at4);
+        let m = self.b().ins().load(types::I32, trusted(), slot, 128);
+        self.b().ins().brif(m, body, &[], next, &[]);
+        self.b().switch_to_block(next);
+        let k1 = self.b().ins().iadd_imm_s(k, 1);
+        self.b().ins().jump(head, &[k1.into()]);
+        self.b().switch_to_block(body);
+        (k, slot, next)
     }
 
     /// The block where the segment stops at barrier `at` (None: where the group ends).
@@ -1485,26 +1495,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                         .stack_store(types::I64, x, scratch, 16 * p as i32);
                 }
             }
-            let (head, check, body, next) = (
-                self.b().create_block(),
-                self.b().create_block(),
-                self.b().create_block(),
-                self.b().create_block(),
-            );
-            self.b().append_block_param(head, types::I64);
-            let k0 = self.b().ins().iconst(types::I64, 0);
-            self.b().ins().jump(head, &[k0.into()]);
-            self.b().switch_to_block(head);
-            let kv = self.b().block_params(head)[0];
-            let more = self.b().ins().icmp_imm_s(IntCC::UnsignedLessThan, kv, 32);
-            self.b().ins().brif(more, check, &[], done, &[]);
-            self.b().switch_to_block(check);
-            let base = self.b().ins().stack_addr(types::I64, scratch, 0);
-            let at4 = self.b().ins().ishl_imm_s(kv, 2);
-            let slot = self.b().ins().iadd(base, at4);
-            let mk = self.b().ins().load(types::I32, trusted(), slot, 128);
-            self.b().ins().brif(mk, body, &[], next, &[]);
-            self.b().switch_to_block(body);
+            let (kv, slot, next) = self.lane_loop(done);
             let addr = match stride {
                 Some(s) => {
                     let off = self.b().ins().imul_imm_s(kv, s);
@@ -1547,9 +1538,6 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                 }
             }
             self.b().ins().jump(next, &[]);
-            self.b().switch_to_block(next);
-            let k1 = self.b().ins().iadd_imm_s(kv, 1);
-            self.b().ins().jump(head, &[k1.into()]);
             self.b().switch_to_block(done);
             self.fresh_block_keeping_shapes();
         }

@@ -53,12 +53,6 @@ impl Groups<'_> {
         let mut stopped: Vec<Option<usize>> = vec![None; groups];
         let mut ended = vec![false; groups];
         let body = self.module.func(self.id).body.as_deref().unwrap_or(&[]);
-        let barrier_id =
-            |number: usize| match schedule::plain_barrier(&body[self.plan.points[number - 1]].inst)
-            {
-                Some(id) => id,
-                None => unreachable!("group functions stop at plain barriers only"),
-            };
         loop {
             let mut id = None;
             let mut mixed = false;
@@ -88,7 +82,7 @@ impl Groups<'_> {
                     s => {
                         let number = (s - GROUP_STOPPED) as usize;
                         stopped[g] = Some(number);
-                        let b = barrier_id(number);
+                        let (_, b) = self.barrier(body, number);
                         mixed |= id.is_some_and(|i| i != b);
                         id = Some(b);
                     }
@@ -102,6 +96,14 @@ impl Groups<'_> {
                 return self.hand_over(ctx, states, &stopped, &ended);
             }
         }
+    }
+
+    /// The barrier of resume number `number`: its instruction and id.
+    fn barrier(&self, body: &[crate::ast::Instruction], number: usize) -> (usize, u32) {
+        let point = self.plan.points[number - 1];
+        let id = schedule::plain_barrier(&body[point].inst)
+            .expect("group functions stop at plain barriers only");
+        (point, id)
     }
 
     /// Hands the block to the round function and the schedule: each thread's state made
@@ -154,9 +156,7 @@ impl Groups<'_> {
                 }
                 slots[t] = match stopped[g] {
                     Some(k) => {
-                        let point = self.plan.points[k - 1];
-                        let id = schedule::plain_barrier(&body[point].inst)
-                            .expect("group functions stop at plain barriers only");
+                        let (point, id) = self.barrier(body, k);
                         Slot {
                             status: WAITING,
                             point: point as u32,

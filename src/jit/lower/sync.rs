@@ -66,7 +66,7 @@ impl StepLayout {
 /// For each sync point of `f`, by instruction index, the registers live after it (see
 /// [`liveness::live_out`]). The point's own results are written when the thread goes on,
 /// so they are not live across it. Only these are saved and reloaded.
-fn live_across_points(f: &ast::Function) -> HashMap<usize, RegSet> {
+pub(super) fn live_across_points(f: &ast::Function) -> HashMap<usize, RegSet> {
     let body = f.body.as_deref().unwrap_or(&[]);
     let live_out = liveness::live_out(f);
     body.iter()

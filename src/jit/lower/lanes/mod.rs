@@ -229,8 +229,40 @@ impl<'a, 'f> Lower<'a, 'f> {
         let vregs = (0..nregs)
             .map(|_| [(); PARTS].map(|_| l.b.declare_var(V)))
             .collect();
-        let mut lanes = Lanes {
-            l: &mut l,
+        let mut lanes = Lanes::new(&mut l, vregs, head, retried, done, bail);
+        lanes.group()?;
+        l.b.switch_to_block(done);
+        let ctx = l.ctx;
+        let at = std::mem::offset_of!(super::ThreadCtx, lane_threads) as i32;
+        let count = l.b.ins().load(types::I64, super::trusted(), ctx, at);
+        let count = l.b.ins().iadd_imm_s(count, LANES as i64);
+        l.b.ins().store(super::trusted(), count, ctx, at);
+        let x = l.b.use_var(tid[0]);
+        let next = l.b.ins().iadd_imm_s(x, LANES as i64);
+        let no = l.b.ins().iconst(types::I8, 0);
+        l.b.ins().jump(head, &[next.into(), no.into()]);
+        l.b.switch_to_block(bail);
+        let x = l.b.use_var(tid[0]);
+        l.b.ins().return_(&[x]);
+        l.seal_and_finalize();
+        Ok(())
+    }
+}
+
+impl<'l, 'a, 'f> Lanes<'l, 'a, 'f> {
+    /// A group's lowering state with every register uniform and nothing seen yet; `head`,
+    /// `retried`, `done` and `bail` are the lanes function's loop (see the fields).
+    fn new(
+        l: &'l mut Lower<'a, 'f>,
+        vregs: Vec<[Variable; PARTS]>,
+        head: Block,
+        retried: Variable,
+        done: Block,
+        bail: Block,
+    ) -> Self {
+        let nregs = vregs.len();
+        Lanes {
+            l,
             shape: vec![Shape::Uniform; nregs],
             vregs,
             splats: HashMap::new(),
@@ -250,23 +282,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             raised: Vec::new(),
             unknown: Vec::new(),
             tainted: false,
-        };
-        lanes.group()?;
-        l.b.switch_to_block(done);
-        let ctx = l.ctx;
-        let at = std::mem::offset_of!(super::ThreadCtx, lane_threads) as i32;
-        let count = l.b.ins().load(types::I64, super::trusted(), ctx, at);
-        let count = l.b.ins().iadd_imm_s(count, LANES as i64);
-        l.b.ins().store(super::trusted(), count, ctx, at);
-        let x = l.b.use_var(tid[0]);
-        let next = l.b.ins().iadd_imm_s(x, LANES as i64);
-        let no = l.b.ins().iconst(types::I8, 0);
-        l.b.ins().jump(head, &[next.into(), no.into()]);
-        l.b.switch_to_block(bail);
-        let x = l.b.use_var(tid[0]);
-        l.b.ins().return_(&[x]);
-        l.seal_and_finalize();
-        Ok(())
+        }
     }
 }
 

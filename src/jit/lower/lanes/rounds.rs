@@ -98,7 +98,11 @@ impl GroupPlan {
     pub const ALIVE: u32 = 16;
     const REGS: u32 = Self::ALIVE + 128;
 
-    fn of(f: &crate::ast::Function, fixed: &[Option<Shape>], live: Vec<Vec<RegId>>) -> Self {
+    fn of(
+        f: &crate::ast::Function,
+        fixed: &[Option<Shape>],
+        across: &HashMap<usize, RegSet>,
+    ) -> Self {
         let mut at = Self::REGS;
         let homes = f
             .regs
@@ -126,12 +130,28 @@ impl GroupPlan {
             })
             .collect();
         let points = sync_points(f);
+        let live = points
+            .iter()
+            .map(|p| {
+                (0..f.regs.len() as u32)
+                    .map(RegId)
+                    .filter(|r| liveness::has(&across[p], *r))
+                    .collect()
+            })
+            .collect();
         GroupPlan {
             size: at.next_multiple_of(16),
             homes,
             points,
             live,
         }
+    }
+}
+
+/// Where a home starts in the state area.
+fn home_at(h: Home) -> u32 {
+    match h {
+        Home::Scalar { at, .. } | Home::Lanes { at } => at,
     }
 }
 
@@ -154,6 +174,8 @@ pub fn lower_group(
     qualifies(sh, f, fid)?;
     let cc = jm.isa().default_call_conv();
     let live_out = liveness::live_out(f);
+    // The registers saved at each barrier: those the round function saves.
+    let across = crate::jit::lower::sync::live_across_points(f);
     // Registers read before any write start uniform (0 in every lane).
     let mut fixed: Vec<Option<Shape>> = vec![None; f.regs.len()];
     let entry_live = live_in(f, &live_out, 0);
@@ -171,11 +193,10 @@ pub fn lower_group(
             ir::Function::with_name_signature(ir::UserFuncName::default(), group_signature(cc));
         let mut fc = FunctionBuilderContext::new();
         let b = FunctionBuilder::new(&mut func, &mut fc);
-        let raised = Lower::group_function(b, sh, jm, fid, &fixed, start, &live_out);
-        let raised = raised?;
+        let plan = GroupPlan::of(f, &fixed, &across);
+        let raised = Lower::group_function(b, sh, jm, fid, &fixed, start, &plan)?;
         if raised == fixed {
-            let live = live_across(f, &live_out);
-            return Ok((func, GroupPlan::of(f, &fixed, live)));
+            return Ok((func, plan));
         }
         fixed = raised;
     }
@@ -227,19 +248,6 @@ fn live_in(f: &crate::ast::Function, live_out: &[RegSet], i: usize) -> RegSet {
     set
 }
 
-/// The registers live across each sync point, in body order.
-fn live_across(f: &crate::ast::Function, live_out: &[RegSet]) -> Vec<Vec<RegId>> {
-    sync_points(f)
-        .into_iter()
-        .map(|p| {
-            (0..f.regs.len() as u32)
-                .map(RegId)
-                .filter(|r| liveness::has(&live_out[p], *r))
-                .collect()
-        })
-        .collect()
-}
-
 /// What an access of a segment leaves for the gate.
 struct Access {
     /// Its instruction, and whether it writes (a store or an atomic).
@@ -288,6 +296,8 @@ struct Group<'l, 'a, 'f> {
     scratch: ir::StackSlot,
     handover: Block,
     plan_live: Vec<RegSet>,
+    /// Each register's home in the state area (the plan's).
+    homes: Vec<Home>,
     points: Vec<usize>,
     // The segment being lowered:
     blocks: HashMap<usize, Block>,
@@ -306,9 +316,10 @@ impl<'a, 'f> Lower<'a, 'f> {
         fid: crate::ast::FuncId,
         fixed: &[Option<Shape>],
         start: &[Option<Shape>],
-        live_out: &[RegSet],
+        plan: &GroupPlan,
     ) -> Res<Vec<Option<Shape>>> {
         let (mut l, entry) = Lower::new(b, sh, jm, fid);
+        let live_out = &liveness::live_out(l.f);
         let params = l.b.block_params(entry).to_vec();
         let (gstate, x, y, z) = (params[1], params[2], params[3], params[4]);
         l.kernel_dims();
@@ -354,44 +365,14 @@ impl<'a, 'f> Lower<'a, 'f> {
             l.b.ins()
                 .load(types::I32, trusted(), gstate, GroupPlan::RESUME as i32);
         let dispatch = l.b.current_block().expect("in the entry block");
-        let f = l.f;
-        let points = sync_points(f);
-        let plan_live: Vec<RegSet> = points
-            .iter()
-            .map(|&p| {
-                let mut s = live_out[p].clone();
-                if let Inst::Sync { d, p: q, .. } = &f.body.as_ref().expect("a kernel")[p].inst {
-                    for o in [d, q] {
-                        if let Operand::Reg(r) = o {
-                            liveness::remove(&mut s, *r);
-                        }
-                    }
-                }
-                s
-            })
-            .collect();
-        let mut lanes = Lanes {
-            l: &mut l,
-            shape: vec![Shape::Uniform; nregs],
-            vregs,
-            splats: HashMap::new(),
-            seq_cmps: HashMap::new(),
-            wrap: Some(wrap),
-            wrap_unchecked: false,
-            widened: HashMap::new(),
-            stored: false,
-            accesses: Vec::new(),
-            ranges: Vec::new(),
-            held: Vec::new(),
-            head,
-            retried,
-            done,
-            bail,
-            fixed: Some(fixed.to_vec()),
-            raised: start.to_vec(),
-            unknown: vec![false; nregs],
-            tainted: false,
-        };
+        let points = plan.points.clone();
+        let across = crate::jit::lower::sync::live_across_points(l.f);
+        let plan_live: Vec<RegSet> = points.iter().map(|p| across[p].clone()).collect();
+        let mut lanes = Lanes::new(&mut l, vregs, head, retried, done, bail);
+        lanes.wrap = Some(wrap);
+        lanes.fixed = Some(fixed.to_vec());
+        lanes.raised = start.to_vec();
+        lanes.unknown = vec![false; nregs];
         let open = regions(&mut lanes)?;
         let mut g = Group {
             lanes,
@@ -406,6 +387,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             scratch,
             handover,
             plan_live,
+            homes: plan.homes.clone(),
             points: points.clone(),
             blocks: HashMap::new(),
             accesses: Vec::new(),
@@ -672,12 +654,9 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         };
         let live = (k > 0).then(|| self.plan_live[k - 1].clone());
         let gstate = self.gstate;
-        let mut at = GroupPlan::REGS;
         for (r, reg) in f.regs.iter().enumerate() {
             let shape = fixed_shape(&self.lanes, RegId(r as u32));
-            let size = if shape == Shape::Varying { 128 } else { 16 };
-            let home = at;
-            at += size;
+            let home = home_at(self.homes[r]);
             let saved = live
                 .as_ref()
                 .is_some_and(|s| liveness::has(s, RegId(r as u32)));
@@ -1558,11 +1537,9 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         let gstate = self.gstate;
         let live = self.plan_live[number - 1].clone();
         let f = self.lanes.l.f;
-        let mut at = GroupPlan::REGS;
         for r in 0..f.regs.len() {
             let shape = fixed_shape(&self.lanes, RegId(r as u32));
-            let home = at;
-            at += if shape == Shape::Varying { 128 } else { 16 };
+            let home = home_at(self.homes[r]);
             if !liveness::has(&live, RegId(r as u32)) {
                 continue;
             }

@@ -1399,27 +1399,14 @@ impl Inst {
     }
 }
 
-/// New names for what an instruction copied into another function names (inlining): its
-/// registers, its function's variables (module variables keep theirs) and its labels, each
-/// by old index.
-pub struct Renaming<'a> {
-    pub regs: &'a [RegId],
-    pub vars: &'a [VarId],
-    pub labels: &'a [LabelId],
-}
+/// The names an instruction holds (registers, function or module variables, labels), each
+/// visited in place by [`Instruction::visit_names`].
+pub trait Names {
+    fn reg(&mut self, r: &mut RegId);
+    fn var(&mut self, v: &mut VarId);
+    fn label(&mut self, l: &mut LabelId);
 
-impl Renaming<'_> {
-    fn reg(&self, r: &mut RegId) {
-        *r = self.regs[r.0 as usize];
-    }
-
-    fn var(&self, v: &mut VarId) {
-        if let VarId::Function(i) = *v {
-            *v = self.vars[i as usize];
-        }
-    }
-
-    fn address(&self, a: &mut Address) {
+    fn address(&mut self, a: &mut Address) {
         match &mut a.base {
             AddrBase::Reg(r) => self.reg(r),
             AddrBase::Var(v) => self.var(v),
@@ -1427,7 +1414,7 @@ impl Renaming<'_> {
         }
     }
 
-    fn operand(&self, o: &mut Operand) {
+    fn operand(&mut self, o: &mut Operand) {
         match o {
             Operand::Reg(r)
             | Operand::RegSel(r, _)
@@ -1441,58 +1428,116 @@ impl Renaming<'_> {
         }
     }
 
-    fn video(&self, v: &mut VideoValue) {
+    fn video(&mut self, v: &mut VideoValue) {
         if let VideoValue::Reg(r) = v {
             self.reg(r)
         }
     }
 }
 
+/// New names for what an instruction copied into another function names (inlining): its
+/// registers, its function's variables (module variables keep theirs) and its labels, each
+/// by old index.
+pub struct Renaming<'a> {
+    pub regs: &'a [RegId],
+    pub vars: &'a [VarId],
+    pub labels: &'a [LabelId],
+}
+
+impl Names for Renaming<'_> {
+    fn reg(&mut self, r: &mut RegId) {
+        *r = self.regs[r.0 as usize];
+    }
+
+    fn var(&mut self, v: &mut VarId) {
+        if let VarId::Function(i) = *v {
+            *v = self.vars[i as usize];
+        }
+    }
+
+    fn label(&mut self, l: &mut LabelId) {
+        *l = self.labels[l.0 as usize];
+    }
+}
+
+/// Collects the variables an instruction names.
+struct VarsNamed(Vec<VarId>);
+
+impl Names for VarsNamed {
+    fn reg(&mut self, _: &mut RegId) {}
+    fn var(&mut self, v: &mut VarId) {
+        self.0.push(*v);
+    }
+    fn label(&mut self, _: &mut LabelId) {}
+}
+
 impl Instruction {
     /// Gives the instruction (and its guard) the names of `to`.
     pub fn rename(&mut self, to: &Renaming) {
+        let mut to = Renaming { ..*to };
+        self.visit_names(&mut to);
+    }
+
+    /// The variables the instruction names (as addresses, operands or call arguments), in
+    /// no particular order; a variable may appear twice.
+    pub fn vars(&self) -> Vec<VarId> {
+        let mut named = VarsNamed(Vec::new());
+        self.clone().visit_names(&mut named);
+        named.0
+    }
+
+    /// Visits every name the instruction (and its guard) holds.
+    pub fn visit_names(&mut self, to: &mut impl Names) {
         if let Some(g) = &mut self.guard {
             to.reg(&mut g.reg);
         }
-        let o = |x: &mut Operand| to.operand(x);
         use Inst::*;
         match &mut self.inst {
             Mov { d, a, .. }
             | Cvta { d, a, .. }
             | IntUn { d, a, .. }
             | Cvt { d, a, .. }
-            | FloatUn { d, a, .. } => [d, a].into_iter().for_each(o),
-            Isspacep { p, a, .. } => [p, a].into_iter().for_each(o),
+            | FloatUn { d, a, .. } => [d, a].into_iter().for_each(|x| to.operand(x)),
+            Isspacep { p, a, .. } => [p, a].into_iter().for_each(|x| to.operand(x)),
             Ld { d, addr, .. } => {
-                o(d);
+                to.operand(d);
                 to.address(addr);
             }
             St { addr, a, .. } => {
                 to.address(addr);
-                o(a);
+                to.operand(a);
             }
             Atom { d, addr, b, c, .. } => {
                 to.address(addr);
-                [d, b].into_iter().chain(c.as_mut()).for_each(o);
+                [d, b]
+                    .into_iter()
+                    .chain(c.as_mut())
+                    .for_each(|x| to.operand(x));
             }
             IntBin { d, a, b, .. } | Mul { d, a, b, .. } | FloatBin { d, a, b, .. } => {
-                [d, a, b].into_iter().for_each(o)
+                [d, a, b].into_iter().for_each(|x| to.operand(x))
             }
             Mad { d, a, b, c, .. }
             | Shf { d, a, b, c, .. }
             | Prmt { d, a, b, c, .. }
             | Selp { d, a, b, c, .. }
             | Slct { d, a, b, c, .. }
-            | Fma { d, a, b, c, .. } => [d, a, b, c].into_iter().for_each(o),
-            Bfe { d, a, pos, len, .. } => [d, a, pos, len].into_iter().for_each(o),
+            | Fma { d, a, b, c, .. } => [d, a, b, c].into_iter().for_each(|x| to.operand(x)),
+            Bfe { d, a, pos, len, .. } => [d, a, pos, len].into_iter().for_each(|x| to.operand(x)),
             Bfi {
                 d, a, b, pos, len, ..
-            } => [d, a, b, pos, len].into_iter().for_each(o),
-            Setp { p, q, a, b, c, .. } => [p, q, a, b].into_iter().chain(c.as_mut()).for_each(o),
-            Video { d, a, b, .. } => {
+            } => [d, a, b, pos, len].into_iter().for_each(|x| to.operand(x)),
+            Setp { p, q, a, b, c, .. } => [p, q, a, b]
+                .into_iter()
+                .chain(c.as_mut())
+                .for_each(|x| to.operand(x)),
+            Video { d, a, b, form } => {
                 to.reg(d);
                 to.video(&mut a.value);
                 to.video(&mut b.value);
+                if let VideoTail::Secondary(_, c) | VideoTail::Merge(_, c) = &mut form.tail {
+                    to.video(c);
+                }
             }
             Vset { d, a, b, tail, .. } => {
                 to.reg(d);
@@ -1509,11 +1554,15 @@ impl Instruction {
                 to.video(c);
             }
             VideoSimd { d, a, b, c, .. } => [d, a, b, c].into_iter().for_each(|r| to.reg(r)),
-            Bra { target, .. } => *target = to.labels[target.0 as usize],
-            Call { rets, args, .. } => rets.iter_mut().chain(args.iter_mut()).for_each(o),
-            Sync { d, p, srcs, .. } | Compute { d, p, srcs, .. } => {
-                [d, p].into_iter().chain(srcs.iter_mut()).for_each(o)
-            }
+            Bra { target, .. } => to.label(target),
+            Call { rets, args, .. } => rets
+                .iter_mut()
+                .chain(args.iter_mut())
+                .for_each(|x| to.operand(x)),
+            Sync { d, p, srcs, .. } | Compute { d, p, srcs, .. } => [d, p]
+                .into_iter()
+                .chain(srcs.iter_mut())
+                .for_each(|x| to.operand(x)),
             Fence | Hint | Ret | Exit => {}
         }
     }
@@ -1703,6 +1752,19 @@ pub struct Function {
     /// A `.func` with barriers or warp collectives: it runs inlined into the kernels that
     /// call it (`refused` says why it cannot run on its own).
     pub inlined: bool,
+    /// Calls the JIT replaced by the callee's body ([`InlinedCall`]), so that a fault inside
+    /// one is reported as the call's, as the interpreter reports it.
+    pub inlined_calls: Vec<InlinedCall>,
+}
+
+/// A call replaced by its callee's body: instructions `body` of the caller are the callee's
+/// (`callee`), called by the instruction at `span` on `line`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InlinedCall {
+    pub body: std::ops::Range<usize>,
+    pub callee: FuncId,
+    pub span: Span,
+    pub line: u32,
 }
 
 impl Function {

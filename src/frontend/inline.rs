@@ -1,3 +1,7 @@
+//! Calls replaced by the callee's body, for two reasons: barriers and warp collectives
+//! inside a `.func` ([`inline_sync_calls`], for both engines), and the cost of a call
+//! through memory ([`inline_small_calls`], for the JIT only).
+//!
 //! Barriers and warp collectives inside a `.func` (CUDA's debug builds and `__noinline__`
 //! device functions have them): each call of such a function from a kernel is replaced by
 //! the function's body, so that every sync point is a point of the kernel itself, where the
@@ -41,8 +45,9 @@ pub(super) fn inline_sync_calls(m: &mut Module) {
         if f.kind != FuncKind::Entry || !calls_sync {
             continue;
         }
-        match Inliner::kernel(m, &syncs, FuncId(k as u32)) {
-            Ok(f) => m.functions[k] = f,
+        // The engines report a fault in such a body as the kernel's, at the callee's line.
+        match Inliner::function(m, &syncs, FuncId(k as u32)) {
+            Ok((f, _)) => m.functions[k] = f,
             Err(d) => {
                 let f = &mut m.functions[k];
                 f.refused = vec![d];
@@ -72,6 +77,106 @@ pub(super) fn inline_sync_calls(m: &mut Module) {
         f.body = None;
         f.inlined = true;
     }
+}
+
+/// Longest callee the JIT inlines, in instructions.
+const SMALL_CALLEE: usize = 48;
+/// Most bytes of `.param`/`.local` variables of a callee the JIT inlines (zeroed per call).
+const SMALL_FRAME: usize = 256;
+/// Most instructions inlining may add to one caller.
+const INLINE_BUDGET: usize = 4096;
+
+/// The module the JIT compiles: each call of a small leaf `.func` (no calls, barriers or
+/// `.shared` variables, at most [`SMALL_CALLEE`] instructions) replaced by the callee's body,
+/// in every function without sync points, so that its arguments and results are register
+/// copies instead of a call through memory (the lowering keeps such `.param` variables in
+/// registers, `jit::lower::promote`). A module with recursion is left whole: a call chain's
+/// depth, which can fault, must stay what the interpreter counts. Each rebuilt function
+/// lists its inlined calls, by which the JIT reports a fault inside one as the interpreter
+/// does (at the call, "in call to" the callee).
+pub fn inline_small_calls(mut m: Module) -> Module {
+    if has_recursion(&m) {
+        return m;
+    }
+    let small: Vec<bool> = m
+        .functions
+        .iter()
+        .map(|f| {
+            let Some(body) = &f.body else { return false };
+            f.kind == FuncKind::Func
+                && body.len() <= SMALL_CALLEE
+                && !body
+                    .iter()
+                    .any(|i| matches!(i.inst, Inst::Call { .. } | Inst::Sync { .. }))
+                && f.vars.iter().all(|v| v.space != Space::Shared)
+                && f.vars.iter().map(|v| v.size).sum::<usize>() <= SMALL_FRAME
+        })
+        .collect();
+    for k in 0..m.functions.len() {
+        let f = &m.functions[k];
+        let Some(body) = &f.body else { continue };
+        if body.iter().any(|i| matches!(i.inst, Inst::Sync { .. })) {
+            continue;
+        }
+        let mut added = 0;
+        let mut any = false;
+        for i in body {
+            let Inst::Call {
+                func, rets, args, ..
+            } = &i.inst
+            else {
+                continue;
+            };
+            let callee = m.func(*func);
+            let plain = rets
+                .iter()
+                .chain(args)
+                .all(|o| !matches!(o, Operand::Vector(_)))
+                && args.len() == callee.params.len()
+                && rets.len() == callee.rets.len();
+            if !small[func.0 as usize] || !plain {
+                any = false;
+                break;
+            }
+            any = true;
+            added += callee.body.as_ref().map_or(0, Vec::len) + callee.regs.len();
+        }
+        if !any || added > INLINE_BUDGET {
+            continue;
+        }
+        if let Ok((mut f, calls)) = Inliner::function(&m, &small, FuncId(k as u32)) {
+            f.inlined_calls = calls;
+            m.functions[k] = f;
+        }
+    }
+    m
+}
+
+/// Whether some function can reach itself through calls.
+fn has_recursion(m: &Module) -> bool {
+    let callees: Vec<Vec<usize>> = (m.functions.iter())
+        .map(|f| {
+            (f.body.iter().flatten())
+                .filter_map(|i| match i.inst {
+                    Inst::Call { func, .. } => Some(func.0 as usize),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    // Depth-first, colouring each function: 0 unseen, 1 on the path, 2 done.
+    let mut colour = vec![0u8; callees.len()];
+    fn visit(k: usize, callees: &[Vec<usize>], colour: &mut [u8]) -> bool {
+        colour[k] = 1;
+        for &c in &callees[k] {
+            if colour[c] == 1 || (colour[c] == 0 && visit(c, callees, colour)) {
+                return true;
+            }
+        }
+        colour[k] = 2;
+        false
+    }
+    (0..callees.len()).any(|k| colour[k] == 0 && visit(k, &callees, &mut colour))
 }
 
 /// Which functions reach a sync point: have one, or call a function that does.
@@ -105,10 +210,11 @@ fn reaching_sync_points(m: &Module) -> Vec<bool> {
     }
 }
 
-/// A kernel being rebuilt with its calls inlined.
+/// A function being rebuilt with its calls inlined.
 struct Inliner<'m> {
     m: &'m Module,
-    syncs: &'m [bool],
+    /// The callees whose calls are inlined.
+    inline: &'m [bool],
     f: Function,
     body: Vec<Instruction>,
     /// The functions being inlined, innermost last (a repeat is recursion).
@@ -117,22 +223,29 @@ struct Inliner<'m> {
     scratch: HashMap<usize, RegId>,
     /// The kernel's variable for each inlined function's `.shared` variable.
     shared: HashMap<(FuncId, usize), VarId>,
+    /// The calls inlined so far.
+    calls: Vec<InlinedCall>,
 }
 
 impl<'m> Inliner<'m> {
-    /// Kernel `k` with every call of a function in `syncs` inlined.
-    fn kernel(m: &'m Module, syncs: &'m [bool], k: FuncId) -> Result<Function, Diagnostic> {
+    /// Function `k` with every call of a function in `inline` inlined, and those calls.
+    fn function(
+        m: &'m Module,
+        inline: &'m [bool],
+        k: FuncId,
+    ) -> Result<(Function, Vec<InlinedCall>), Diagnostic> {
         let kernel = m.func(k);
         let mut f = kernel.clone();
         f.body = None;
         let mut me = Inliner {
             m,
-            syncs,
+            inline,
             f,
             body: Vec::new(),
             stack: vec![k],
             scratch: HashMap::new(),
             shared: HashMap::new(),
+            calls: Vec::new(),
         };
         let regs: Vec<RegId> = (0..kernel.regs.len() as u32).map(RegId).collect();
         let vars: Vec<VarId> = (0..kernel.vars.len() as u32).map(VarId::Function).collect();
@@ -144,7 +257,7 @@ impl<'m> Inliner<'m> {
         };
         me.emit(k, &same, None)?;
         me.f.body = Some(me.body);
-        Ok(me.f)
+        Ok((me.f, me.calls))
     }
 
     /// Appends function `id`'s body under the names `to`; in a callee (`end` given), `ret`
@@ -161,7 +274,7 @@ impl<'m> Inliner<'m> {
             let mut ins = ins.clone();
             ins.rename(to);
             match (&ins.inst, end) {
-                (Inst::Call { func, .. }, _) if self.syncs[func.0 as usize] => self.call(ins)?,
+                (Inst::Call { func, .. }, _) if self.inline[func.0 as usize] => self.call(ins)?,
                 (Inst::Ret, Some(end)) => {
                     ins.inst = Inst::Bra {
                         uni: false,
@@ -334,7 +447,14 @@ impl<'m> Inliner<'m> {
             labels: &labels,
         };
         self.stack.push(*func);
+        let from = self.body.len();
         self.emit(*func, &renaming, Some(end))?;
+        self.calls.push(InlinedCall {
+            body: from..self.body.len(),
+            callee: *func,
+            span,
+            line,
+        });
         self.stack.pop();
         self.f.labels[end.0 as usize] = self.body.len();
         for (d, p) in rets.iter().zip(&callee.rets) {

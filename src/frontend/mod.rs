@@ -7,6 +7,7 @@
 
 pub mod diag;
 mod inline;
+pub use inline::inline_small_calls;
 mod instr;
 pub mod literal;
 
@@ -967,6 +968,7 @@ fn placeholder_function() -> Function {
         span: Span::default(),
         refused: Vec::new(),
         inlined: false,
+        inlined_calls: Vec::new(),
     }
 }
 

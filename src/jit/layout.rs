@@ -51,6 +51,8 @@ pub struct FrameLayout {
     pub call_buf: u32,
     /// The frame's variables, for checked accesses.
     pub frame_vars: Vec<FrameVar>,
+    /// Variables kept in registers instead of the frame ([`in_registers`]).
+    pub in_registers: Vec<bool>,
 }
 
 impl FrameLayout {
@@ -62,6 +64,7 @@ impl FrameLayout {
     pub fn of(module: &Module, f: &Function) -> FrameLayout {
         // A kernel's parameters are the launch's; `.shared` variables are the block's
         // (see `crate::block`).
+        let in_registers = in_registers(f);
         let in_frame = |v: &crate::ast::VarDecl| {
             !(f.kind == FuncKind::Entry && matches!(v.role, VarRole::Param(_)))
                 && v.space != crate::ast::Space::Shared
@@ -69,8 +72,8 @@ impl FrameLayout {
         let mut vars = Vec::with_capacity(f.vars.len());
         let mut frame_vars = Vec::new();
         let mut at = 0;
-        for v in &f.vars {
-            if in_frame(v) {
+        for (v, in_register) in f.vars.iter().zip(&in_registers) {
+            if in_frame(v) && !in_register {
                 at = align_up(at, VAR_ALIGN);
                 vars.push(at);
                 frame_vars.push(FrameVar {
@@ -96,7 +99,8 @@ impl FrameLayout {
                     let c = module.func(*func);
                     let a = packed(sizes_of(c, &c.params), 8).1;
                     let r = packed(sizes_of(c, &c.rets), 8).1;
-                    Some(a + r)
+                    // A call without parameters still passes the buffer's address.
+                    Some((a + r).max(8))
                 }
                 _ => None,
             })
@@ -113,8 +117,74 @@ impl FrameLayout {
             kernel_params_size,
             call_buf,
             frame_vars,
+            in_registers,
         }
     }
+}
+
+/// Which of `f`'s variables live in registers: a `.param` or `.local` variable of 1, 2, 4 or
+/// 8 bytes declared in the body (a call sequence's parameters, an inlined callee's, see
+/// `frontend::inline_small_calls`) that only plain `ld`/`st` of its whole width at its own
+/// address touch. Nothing can take its address, so nothing can tell it is not in memory:
+/// the load reads the bits the last store wrote (or zero, as the frame starts). A function
+/// with sync points keeps its frame (its round function saves registers, not these).
+pub fn in_registers(f: &Function) -> Vec<bool> {
+    use crate::ast::{AddrBase, Inst, MemOrder, Space, VarId};
+    let mut ok: Vec<bool> = (f.vars.iter())
+        .map(|v| {
+            v.role == VarRole::Body
+                && matches!(v.space, Space::Param | Space::Local)
+                && matches!(v.size, 1 | 2 | 4 | 8)
+        })
+        .collect();
+    let body = f.body.as_deref().unwrap_or(&[]);
+    if body.iter().any(|i| matches!(i.inst, Inst::Sync { .. })) {
+        return vec![false; f.vars.len()];
+    }
+    for ins in body {
+        // The variable a whole-width plain access at its own address reads or writes.
+        let whole = match &ins.inst {
+            Inst::Ld {
+                space,
+                order: MemOrder::Weak,
+                vec: 1,
+                ty,
+                addr,
+                ..
+            }
+            | Inst::St {
+                space,
+                order: MemOrder::Weak,
+                vec: 1,
+                ty,
+                addr,
+                ..
+            } => match addr.base {
+                AddrBase::Var(VarId::Function(i))
+                    if addr.offset == 0
+                        && ty.bytes() == f.var(i).size
+                        && space.is_none_or(|s| s == f.var(i).space) =>
+                {
+                    Some(i)
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        // The access names its own variable once; any other naming (an address taken, a
+        // call's argument, a partial access) keeps the variable in memory.
+        let mut own = whole;
+        for v in ins.vars() {
+            if let VarId::Function(i) = v {
+                if own == Some(i) {
+                    own = None;
+                } else {
+                    ok[i as usize] = false;
+                }
+            }
+        }
+    }
+    ok
 }
 
 fn sizes_of(f: &Function, ps: &[crate::ast::Param]) -> Vec<usize> {

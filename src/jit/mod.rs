@@ -73,6 +73,9 @@ pub struct JitOptions {
     /// Run kernels that allow it a warp (32 threads) at a time in SIMD lanes (the default is
     /// on; see `lower/lanes/`).
     pub lanes: bool,
+    /// Inline calls of small leaf functions (`frontend::inline_small_calls`; the default is
+    /// on).
+    pub inline: bool,
 }
 
 impl Default for JitOptions {
@@ -84,6 +87,7 @@ impl Default for JitOptions {
             hardware_rounding: true,
             egraph: false,
             lanes: true,
+            inline: true,
         }
     }
 }
@@ -208,6 +212,11 @@ impl Jit {
     /// the host wrappers, and the finalized entry points (the steps are in `compile.rs`).
     pub fn with_options(module: Module, options: JitOptions) -> Result<Jit, RunError> {
         let start = Instant::now();
+        let module = if options.inline {
+            crate::frontend::inline_small_calls(module)
+        } else {
+            module
+        };
         let mut jm = compile::code_module(&options)?;
         let vars = ModuleVars::of(&module);
         let module_vars = vars.bases();
@@ -414,17 +423,30 @@ impl Window {
     }
 }
 
-/// The fault a helper recorded, at its PTX instruction.
+/// The fault a helper recorded, at its PTX instruction; inside an inlined call, at the call
+/// "in call to" the callee, as the interpreter reports a fault that a call returns.
 fn locate(module: &Module, f: PendingFault, ctaid: [u32; 3], tid: [u32; 3]) -> Fault {
     let func = module.func(FuncId(f.site.func));
-    let ins = &func.body.as_ref().expect("faults come from bodies")[f.site.inst as usize];
+    let at = f.site.inst as usize;
+    let ins = &func.body.as_ref().expect("faults come from bodies")[at];
+    let (mut message, mut span, mut line) = (f.message, ins.span, ins.line);
+    // Innermost call first: inlined calls nest, and the inner one starts later.
+    let mut calls: Vec<_> = (func.inlined_calls.iter())
+        .filter(|c| c.body.contains(&at))
+        .collect();
+    calls.sort_by_key(|c| std::cmp::Reverse(c.body.start));
+    for call in calls {
+        let callee = &module.func(call.callee).name;
+        message = format!("{message}\n  = in call to `{callee}` (fault at line {line})");
+        (span, line) = (call.span, call.line);
+    }
     Fault {
-        message: f.message,
+        message,
         function: func.name.clone(),
         ctaid,
         tid,
-        span: ins.span,
-        line: ins.line,
+        span,
+        line,
         address: f.address,
     }
 }

@@ -8,7 +8,8 @@ pub mod host;
 pub mod ptxas;
 
 /// Every engine the tests run on, by name. Tests loop over this list, so a new engine is
-/// covered by every test at once.
+/// covered by every test at once. `jit-plain` is the JIT without SIMD lanes and without
+/// inlining small calls: every thread alone, every call through memory.
 pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
     let module = Module::parse(ptx).unwrap_or_else(|e| panic!("test PTX does not parse:\n{e}"));
     let jit = |egraph| {
@@ -27,12 +28,13 @@ pub fn engines(ptx: &str) -> Vec<(&'static str, Box<dyn Engine>)> {
         ("jit", jit(false)),
         ("jit-egraph", jit(true)),
         (
-            "jit-no-lanes",
+            "jit-plain",
             Box::new(jit_with(
                 ptx,
                 JitOptions {
                     verify: true,
                     lanes: false,
+                    inline: false,
                     ..JitOptions::default()
                 },
             )) as Box<dyn Engine>,

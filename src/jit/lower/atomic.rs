@@ -51,21 +51,8 @@ impl Lower<'_, '_> {
             }
             (None, _) => self.cas_loop(p, it, |l, old| l.new_value(op, ty, old, b)),
         };
-        let old = if super::clif(ty).is_float() {
-            self.bitcast(super::clif(ty), old)
-        } else {
-            old
-        };
+        let old = self.of_int_bits(ty, old);
         self.set(d, ty, old);
-    }
-
-    /// The bits of a value of type `ty` as an integer of its width.
-    fn int_bits(&mut self, ty: Type, v: Value) -> Value {
-        if super::clif(ty).is_float() {
-            self.bitcast(int_type(ty.bits()), v)
-        } else {
-            v
-        }
     }
 
     /// What `inc`, `dec` and float `add` store where `old` was (`interp::atomic::new_value`).

@@ -204,6 +204,12 @@ impl Lower<'_, '_> {
                 addr,
                 order,
             } => {
+                if let Some(var) = self.var_reg(addr) {
+                    let bits = self.b.use_var(var);
+                    let v = self.of_int_bits(*ty, bits);
+                    self.set(d, *ty, v);
+                    return;
+                }
                 if let Some(values) = self.hoisted.get(&self.at).cloned() {
                     // A kernel parameter loaded once per block (`Lower::hoist_param_loads`).
                     match d {
@@ -244,6 +250,12 @@ impl Lower<'_, '_> {
                 a,
                 order,
             } => {
+                if let Some(var) = self.var_reg(addr) {
+                    let v = self.get(a, *ty);
+                    let bits = self.int_bits(*ty, v);
+                    self.b.def_var(var, bits);
+                    return;
+                }
                 let n = ty.bytes();
                 let values: Vec<Value> = match a {
                     Operand::Vector(parts) => parts.iter().map(|p| self.get(p, *ty)).collect(),
@@ -258,6 +270,15 @@ impl Lower<'_, '_> {
                 }
             }
             _ => unreachable!("not a memory instruction"),
+        }
+    }
+
+    /// The register holding the variable an access reads or writes whole, when it lives in
+    /// one (`layout::in_registers` admits only such accesses to it).
+    fn var_reg(&self, a: &Address) -> Option<Variable> {
+        match a.base {
+            AddrBase::Var(VarId::Function(i)) => self.var_regs[i as usize],
+            _ => None,
         }
     }
 

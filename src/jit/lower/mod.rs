@@ -224,6 +224,9 @@ pub struct Lower<'a, 'f> {
     /// By instruction index: float arithmetic whose NaN result needs no canonical form
     /// (see [`float::nan`]).
     nan_unobserved: Vec<bool>,
+    /// The variables kept in registers (`layout::in_registers`): an integer of the
+    /// variable's width each, holding its bits.
+    var_regs: Vec<Option<Variable>>,
 }
 
 /// Memory flags of ordinary accesses (may trap only in unchecked mode).
@@ -272,6 +275,9 @@ impl<'a, 'f> Lower<'a, 'f> {
         let layout = &sh.layouts[fid.0 as usize];
         let mut b = b;
         let regs: Vec<Variable> = f.regs.iter().map(|r| b.declare_var(clif(r.ty))).collect();
+        let var_regs = (f.vars.iter().zip(&layout.in_registers))
+            .map(|(v, &r)| r.then(|| b.declare_var(int_type(8 * v.size as u32))))
+            .collect();
         let cf = b.declare_var(types::I64);
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
@@ -326,6 +332,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             hoisted: HashMap::new(),
             nan_unobserved: float::nan::unobserved(f),
             step: None,
+            var_regs,
         };
         (l, entry)
     }
@@ -607,6 +614,15 @@ impl<'a, 'f> Lower<'a, 'f> {
             let z = self.zero(r.ty);
             self.b.def_var(self.regs[k], z);
         }
+        for k in 0..self.var_regs.len() {
+            if let Some(v) = self.var_regs[k] {
+                let z = self
+                    .b
+                    .ins()
+                    .iconst(int_type(8 * self.f.vars[k].size as u32), 0);
+                self.b.def_var(v, z);
+            }
+        }
         // Variables start zeroed, except a `.func`'s parameters, which the arguments fill.
         let mut from = 0;
         for (start, end) in self.copied_params() {
@@ -850,6 +866,24 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     fn bitcast(&mut self, to: ir::Type, v: Value) -> Value {
         self.b.ins().bitcast(to, MemFlagsData::new(), v)
+    }
+
+    /// The bits of a value of PTX type `ty` as an integer of its width.
+    fn int_bits(&mut self, ty: Type, v: Value) -> Value {
+        if clif(ty).is_float() {
+            self.bitcast(int_type(ty.bits()), v)
+        } else {
+            v
+        }
+    }
+
+    /// The value of PTX type `ty` whose bits are the integer `bits` of its width.
+    fn of_int_bits(&mut self, ty: Type, bits: Value) -> Value {
+        if clif(ty).is_float() {
+            self.bitcast(clif(ty), bits)
+        } else {
+            bits
+        }
     }
 
     /// A value of PTX type `from` as PTX type `to`: same width → reinterpreted; wider →

@@ -87,7 +87,7 @@ const SMALL_FRAME: usize = 256;
 const INLINE_BUDGET: usize = 4096;
 
 /// The module the JIT compiles: each call of a small leaf `.func` (no calls, barriers or
-/// `.shared` variables, at most [`SMALL_CALLEE`] instructions) replaced by the callee's body,
+/// `.shared` variables, at most `SMALL_CALLEE` instructions) replaced by the callee's body,
 /// in every function without sync points, so that its arguments and results are register
 /// copies instead of a call through memory (the lowering keeps such `.param` variables in
 /// registers, `jit::lower::promote`). A module with recursion is left whole: a call chain's

@@ -7,6 +7,7 @@
 //! such accesses through one base register tries the span of the whole run once, at its first
 //! access.
 
+use super::bounded::BoundedSpan;
 use super::{Lower, clif, flags, trusted};
 use crate::ast::{
     AddrBase, Address, Function, Inst, MemOrder, Operand, RegId, Space, VarId, VarRole,
@@ -15,7 +16,7 @@ use crate::jit::runtime::AccessDesc;
 use crate::jit::runtime::{HIT_AREAS, SHARED_HITS, ThreadCtx};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
-use cranelift_frontend::Variable;
+use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::{HashMap, HashSet};
 use std::mem::offset_of;
 
@@ -38,6 +39,11 @@ pub(super) struct CheckPlan {
     start: HashMap<usize, usize>,
     runs: Vec<CheckRun>,
     slots: HashMap<RegId, usize>,
+    /// Accesses through a base register plus a bounded index, by instruction index, and
+    /// for each of their spans the base value whose span last passed the test
+    /// ([`super::bounded`]; `u64::MAX`, which no span of an area starts at, before one has).
+    bounded: HashMap<usize, BoundedSpan>,
+    proved: HashMap<BoundedSpan, Variable>,
 }
 
 /// The slot of accesses through no register (absolute or variable addresses).
@@ -126,7 +132,23 @@ impl CheckPlan {
             }
         }
         plan.close_all(&mut open);
+        plan.bounded = super::bounded::bounded_accesses(f);
+        plan.bounded.retain(|i, _| !plan.member.contains_key(i));
         plan
+    }
+
+    /// Declares the proof variable of each bounded span (once) and sets it to "nothing
+    /// proved", as a thread starts.
+    pub(super) fn forget_proofs(&mut self, b: &mut FunctionBuilder) {
+        let spans: HashSet<BoundedSpan> = self.bounded.values().copied().collect();
+        for span in spans {
+            let var = *self
+                .proved
+                .entry(span)
+                .or_insert_with(|| b.declare_var(types::I64));
+            let none = b.ins().iconst(types::I64, u64::MAX as i64);
+            b.def_var(var, none);
+        }
     }
 
     /// The recent-area slot of an access through `base`.
@@ -329,7 +351,12 @@ impl Lower<'_, '_> {
                         store,
                         slot,
                     };
-                    self.check(at, desc, run_ok);
+                    let span = self.checks.bounded.get(&self.at).copied();
+                    let proof = span.map(|span| {
+                        let base = self.get(&Operand::Reg(span.base), crate::ast::Type::U64);
+                        (base, span, self.checks.proved[&span])
+                    });
+                    self.check(at, desc, run_ok, proof);
                 }
                 (at, 0)
             }
@@ -396,7 +423,17 @@ impl Lower<'_, '_> {
     /// Checks an access: passes if its run's span test passed (`run_ok`), then, for global,
     /// generic and shared-space accesses, if it lies aligned in its slot's recent area; else calls
     /// `rt_check`.
-    fn check(&mut self, at: Value, d: AccessDesc, run_ok: Option<Value>) {
+    ///
+    /// A bounded access (`proof`: its base's value, span and proof variable) first compares
+    /// the base with the value whose span was proved; after a test of its own passes, it
+    /// tests its whole span and, if that passes, proves it for this base value.
+    fn check(
+        &mut self,
+        at: Value,
+        d: AccessDesc,
+        run_ok: Option<Value>,
+        proof: Option<(Value, BoundedSpan, Variable)>,
+    ) {
         // What runs only when an inline test fails is laid out at the end of the function
         // (cold blocks), away from the straight-line code the tests sit in.
         let slow = self.b.create_block();
@@ -408,12 +445,34 @@ impl Lower<'_, '_> {
             self.b.ins().brif(ok, done, &[], inline, &[]);
             self.b.switch_to_block(inline);
         }
+        let mut passed = done;
+        if let Some((base, _, var)) = proof {
+            let known = self.b.use_var(var);
+            let same = self.b.ins().icmp(IntCC::Equal, base, known);
+            let (inline, learn) = (self.b.create_block(), self.b.create_block());
+            self.b.set_cold_block(inline);
+            self.b.set_cold_block(learn);
+            self.b.ins().brif(same, done, &[], inline, &[]);
+            self.b.switch_to_block(inline);
+            passed = learn;
+        }
         if matches!(d.space, None | Some(Space::Global | Space::Shared)) {
             let end = self.b.ins().iadd_imm_s(at, d.size as i64);
             let ok = self.in_recent_area(at, end, d.slot, at, d.size as u64);
-            self.b.ins().brif(ok, done, &[], slow, &[]);
+            self.b.ins().brif(ok, passed, &[], slow, &[]);
         } else {
             self.b.ins().jump(slow, &[]);
+        }
+        if let Some((base, span, var)) = proof {
+            // The access passed, so its area is in its slot now: try the whole span there.
+            self.b.switch_to_block(passed);
+            let lo = self.plus(base, span.lowest);
+            let hi = self.plus(base, span.end);
+            let ok = self.in_recent_area(lo, hi, d.slot, base, span.align);
+            let known = self.b.use_var(var);
+            let known = self.b.ins().select(ok, base, known);
+            self.b.def_var(var, known);
+            self.b.ins().jump(done, &[]);
         }
         self.b.switch_to_block(slow);
         let desc = self.iconst(types::I32, d.pack() as u64);
@@ -423,7 +482,7 @@ impl Lower<'_, '_> {
             .helper("rt_check", &[ctx, at, desc, site])
             .expect("rt_check returns a status");
         self.fail_if(failed);
-        self.b.ins().jump(done, &[]);
+        self.b.ins().jump(passed, &[]);
         self.b.switch_to_block(done);
     }
 

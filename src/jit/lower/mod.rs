@@ -7,6 +7,7 @@
 
 mod atomic;
 mod bits;
+mod bounded;
 mod convert;
 mod float;
 mod fold;
@@ -614,6 +615,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             let z = self.zero(r.ty);
             self.b.def_var(self.regs[k], z);
         }
+        self.checks.forget_proofs(&mut self.b);
         for k in 0..self.var_regs.len() {
             if let Some(v) = self.var_regs[k] {
                 let z = self

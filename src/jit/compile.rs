@@ -408,11 +408,12 @@ pub(super) fn define_functions(
     lanes: &mut LanesFunctions,
     emit: Emit,
     listing: &mut Listing,
-) -> Result<usize, RunError> {
+) -> Result<Defined, RunError> {
     let mut fctx = FunctionBuilderContext::new();
     let mut ctx = jm.make_context();
     ctx.set_disasm(emit == Emit::Asm);
     let mut instructions = 0;
+    let mut context_free = vec![false; shared.ptx.functions.len()];
     for (i, f) in shared.ptx.functions.iter().enumerate() {
         let Some(id) = declared.internal[i] else {
             continue;
@@ -421,6 +422,7 @@ pub(super) fn define_functions(
         ctx.func.signature = declared.code_signature(i, f.kind);
         let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
         Lower::function(b, shared, jm, FuncId(i as u32));
+        context_free[i] = !reads_first_param(&ctx.func);
         let what = format!("`{}`", f.name);
         define(jm, &mut ctx, id, &f.name, &what, emit, listing)?;
         if let (Some(id), Some(code)) = (shared.lanes[i], lanes.code[i].take()) {
@@ -434,7 +436,31 @@ pub(super) fn define_functions(
             define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;
         }
     }
-    Ok(instructions)
+    Ok(Defined {
+        instructions,
+        context_free,
+    })
+}
+
+/// What [`define_functions`] found.
+pub(super) struct Defined {
+    /// PTX instructions compiled.
+    pub instructions: usize,
+    /// By function: its code never reads the thread context it is given (no checked access,
+    /// helper, call, frame or special register needs it), so a host call may pass none.
+    pub context_free: Vec<bool>,
+}
+
+/// Whether any instruction of `func` uses its first parameter.
+fn reads_first_param(func: &ir::Function) -> bool {
+    let Some(entry) = func.layout.entry_block() else {
+        return false;
+    };
+    let first = func.dfg.block_params(entry)[0];
+    func.layout
+        .blocks()
+        .flat_map(|b| func.layout.block_insts(b))
+        .any(|inst| func.dfg.inst_values(inst).any(|v| v == first))
 }
 
 /// Compiles the function in `ctx` as `id` and clears `ctx` for the next one; `name` is its

@@ -148,12 +148,15 @@ pub(super) struct WrapperModule {
 /// slots both), and an out struct whose fields lie where the return buffer has them (a single
 /// array return, say) is the return buffer, as is a single array parameter's bytes the
 /// argument buffer. The internal function zeroes its own frame and registers; the wrapper
-/// zeroes nothing unless the call faults (then the results).
+/// zeroes nothing unless the call faults (then the results). A function whose code never
+/// reads its context (`context_free`) gets none: its wrapper is the call alone.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn define_wrappers(
     jm: &mut JITModule,
     module: &Module,
     layouts: &[FrameLayout],
     internal: &[Option<FuncId>],
+    context_free: &[bool],
     wm: &WrapperModule,
     emit: Emit,
     listing: &mut Listing,
@@ -294,11 +297,15 @@ pub(super) fn define_wrappers(
                 let enter_ref = jm.declare_func_in_func(enter, b.func);
                 let fault_ref = jm.declare_func_in_func(fault, b.func);
                 let target_ref = jm.declare_func_in_func(target, b.func);
-                let jit_id = b.ins().iconst(types::I64, wm.jit_id as i64);
-                let areas = b.ins().iconst(types::I64, wm.call_areas as i64);
-                let info = b.ins().iconst(types::I64, wm.info as i64);
-                let call = b.ins().call(enter_ref, &[jit_id, areas, info]);
-                let tctx = b.inst_results(call)[0];
+                let tctx = if context_free[i] {
+                    b.ins().iconst(types::I64, 0)
+                } else {
+                    let jit_id = b.ins().iconst(types::I64, wm.jit_id as i64);
+                    let areas = b.ins().iconst(types::I64, wm.call_areas as i64);
+                    let info = b.ins().iconst(types::I64, wm.info as i64);
+                    let call = b.ins().call(enter_ref, &[jit_id, areas, info]);
+                    b.inst_results(call)[0]
+                };
                 let args_buf = match direct_args_buf {
                     Some(v) => v,
                     None => buf_at(&mut b, 0),

@@ -124,15 +124,16 @@ impl FrameLayout {
 
 /// Which of `f`'s variables live in registers: a `.param` or `.local` variable of 1, 2, 4 or
 /// 8 bytes declared in the body (a call sequence's parameters, an inlined callee's, see
-/// `frontend::inline_small_calls`) that only plain `ld`/`st` of its whole width at its own
-/// address touch. Nothing can take its address, so nothing can tell it is not in memory:
-/// the load reads the bits the last store wrote (or zero, as the frame starts). A function
-/// with sync points keeps its frame (its round function saves registers, not these).
+/// `frontend::inline_small_calls`), or a `.func`'s own parameter or return parameter, that
+/// only plain `ld`/`st` of its whole width at its own address touch. Nothing can take its
+/// address, so nothing can tell it is not in memory: the load reads the bits the last store
+/// wrote (or the argument, or zero, as the frame starts). A function with sync points keeps
+/// its frame (its round function saves registers, not these).
 pub fn in_registers(f: &Function) -> Vec<bool> {
     use crate::ast::{AddrBase, Inst, MemOrder, Space, VarId};
     let mut ok: Vec<bool> = (f.vars.iter())
         .map(|v| {
-            v.role == VarRole::Body
+            (v.role == VarRole::Body || f.kind == FuncKind::Func)
                 && matches!(v.space, Space::Param | Space::Local)
                 && matches!(v.size, 1 | 2 | 4 | 8)
         })

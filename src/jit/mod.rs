@@ -254,7 +254,7 @@ impl Jit {
         let group_plans: Vec<Option<GroupPlan>> = (lanes.groups.iter())
             .map(|g| g.as_ref().map(|(_, plan)| plan.clone()))
             .collect();
-        let instructions = compile::define_functions(
+        let defined = compile::define_functions(
             &mut jm,
             &shared,
             &declared,
@@ -273,6 +273,7 @@ impl Jit {
             &module,
             &frames.layouts,
             &declared.internal,
+            &defined.context_free,
             &wrapper_module,
             options.emit,
             &mut listing,
@@ -281,7 +282,7 @@ impl Jit {
         let stats = CompileStats {
             millis: start.elapsed().as_secs_f64() * 1e3,
             functions: declared.internal.iter().flatten().count(),
-            instructions,
+            instructions: defined.instructions,
         };
         let internal = compile::finalized(&jm, &declared.internal);
         let groups = compile::finalized(&jm, &lanes.group_ids)

@@ -347,6 +347,12 @@ impl<'a, 'f> Lower<'a, 'f> {
         for (k, p) in self.f.params.iter().enumerate() {
             let off = self.layout.args[k] as i32;
             match p {
+                Param::Mem(ast::VarId::Function(i)) if self.var_regs[*i as usize].is_some() => {
+                    let ty = int_type(8 * self.f.var(*i).size as u32);
+                    let v = self.load_value(ty, trusted(), args, off);
+                    self.b
+                        .def_var(self.var_regs[*i as usize].expect("tested"), v);
+                }
                 Param::Mem(ast::VarId::Function(i)) => {
                     let dst = self.frame_var(*i);
                     let n = self.f.var(*i).size;
@@ -383,6 +389,10 @@ impl<'a, 'f> Lower<'a, 'f> {
         for (k, p) in self.f.rets.iter().enumerate() {
             let off = self.layout.rets[k] as i32;
             match p {
+                Param::Mem(ast::VarId::Function(i)) if self.var_regs[*i as usize].is_some() => {
+                    let v = self.b.use_var(self.var_regs[*i as usize].expect("tested"));
+                    self.b.ins().store(trusted(), v, rets, off);
+                }
                 Param::Mem(ast::VarId::Function(i)) => {
                     let src = self.frame_var(*i);
                     let n = self.f.var(*i).size;
@@ -645,7 +655,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             .params
             .iter()
             .filter_map(|p| match p {
-                Param::Mem(ast::VarId::Function(i)) => {
+                Param::Mem(ast::VarId::Function(i)) if !self.layout.in_registers[*i as usize] => {
                     let start = self.layout.vars[*i as usize];
                     let end = start + self.f.var(*i).size as u32 / 8 * 8;
                     (end > start).then_some((start, end))

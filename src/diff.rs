@@ -197,6 +197,7 @@ pub struct Report {
 struct JitChoice {
     egraph: bool,
     checked: bool,
+    inline: bool,
 }
 
 impl JitChoice {
@@ -204,6 +205,9 @@ impl JitChoice {
         let mut s = String::new();
         if self.egraph {
             s += "(JIT with --egraph) ";
+        }
+        if !self.inline {
+            s += "(JIT with --no-inline) ";
         }
         if !self.checked {
             s += "(JIT with --unchecked) ";
@@ -215,7 +219,8 @@ impl JitChoice {
 /// Runs a generated program on both engines over `inputs` random inputs and reports the
 /// first disagreement, shrunk to as few body lines as still disagree. A program that does
 /// not parse or compile is a disagreement too (the generator promises valid PTX). One
-/// program in four runs on the JIT with the e-graph optimizer on (`--egraph`); half the
+/// program in four runs on the JIT with the e-graph optimizer on (`--egraph`), one in four
+/// with every call kept a call (`--no-inline`); half the
 /// array programs and a quarter of the cooperative ones, whose accesses all stay in their
 /// buffers and shared arrays (each address computed in the body line that uses it, so also
 /// when shrinking deletes lines), run unchecked. Inputs on which both engines fault alike
@@ -223,6 +228,7 @@ impl JitChoice {
 pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Report {
     let choice = JitChoice {
         egraph: rng.below(4) == 0,
+        inline: rng.below(4) != 0,
         checked: match program.layout {
             Layout::Slots => true,
             Layout::Arrays { .. } => rng.below(2) == 0,
@@ -308,6 +314,7 @@ fn build(module: Module, choice: JitChoice) -> Result<(Jit, Interpreter), RunErr
             verify: true,
             egraph: choice.egraph,
             checked: choice.checked,
+            inline: choice.inline,
             ..JitOptions::default()
         },
     )?;

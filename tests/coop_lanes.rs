@@ -128,8 +128,8 @@ DONE:
 }
 
 /// Warps waiting at barriers of different ids: the block cannot go on, a fault as the
-/// thread-by-thread rounds give it; blocks whose rows are not whole warps run thread by
-/// thread.
+/// thread-by-thread rounds give it; blocks whose rows are not whole groups (of 32 or 16)
+/// run thread by thread.
 #[test]
 fn different_barriers_fault_and_odd_rows_run_thread_by_thread() {
     let ptx = format!(
@@ -166,21 +166,66 @@ END:
         msg.contains("32 at barrier 1") && msg.contains("32 at barrier 2"),
         "{msg}"
     );
-    // 48 threads a row: the rounds run thread by thread (and the block is stuck too).
+    // 40 threads a row (not whole groups of 16): the rounds run thread by thread (and the
+    // block is stuck too).
     let (out_jit, out_interp) = {
         let interp = Interpreter::new(Module::parse(&ptx).unwrap());
-        let mut a = vec![0u8; 48 * 4];
-        let mut b = vec![0u8; 48 * 4];
+        let mut a = vec![0u8; 40 * 4];
+        let mut b = vec![0u8; 40 * 4];
         let e1 = jit
-            .launch("split", Dim3::x(1), Dim3::x(48), &mut [Arg::Buffer(&mut a)])
+            .launch("split", Dim3::x(1), Dim3::x(40), &mut [Arg::Buffer(&mut a)])
             .unwrap_err()
             .to_string();
         let e2 = interp
-            .launch("split", Dim3::x(1), Dim3::x(48), &mut [Arg::Buffer(&mut b)])
+            .launch("split", Dim3::x(1), Dim3::x(40), &mut [Arg::Buffer(&mut b)])
             .unwrap_err()
             .to_string();
         (e1, e2)
     };
     assert_eq!(out_jit, out_interp);
     assert_eq!(jit.lane_threads(), 0);
+}
+
+/// Rows of 16 threads (a 16×4 block, as tiled kernels have) run in groups of 16: each thread
+/// writes `100 ty + tx` to a shared tile and, after the barrier, reads the element mirrored
+/// in both dimensions.
+#[test]
+fn rows_of_sixteen_run_in_groups_of_sixteen() {
+    let ptx = format!(
+        "{HEAD}.visible .entry mirror(.param .u64 out) {{
+  .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[64];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, %tid.y;
+  mad.lo.u32 %r2, %r1, 16, %r0;
+  mad.lo.u32 %r3, %r1, 100, %r0;
+  mul.wide.u32 %rd1, %r2, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  st.shared.u32 [%rd3], %r3;
+  bar.sync 0;
+  sub.u32 %r4, 63, %r2;
+  mul.wide.u32 %rd4, %r4, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  ld.shared.u32 %r5, [%rd5];
+  mov.u32 %r6, %ctaid.x;
+  mad.lo.u32 %r7, %r6, 64, %r2;
+  mul.wide.u32 %rd6, %r7, 4;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %r5;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "mirror", 3, Dim3::new(16, 4, 1), 3 * 64);
+    let want: Vec<u32> = (0..3 * 64u32)
+        .map(|i| {
+            // Thread (tx, ty) reads what thread (15 - tx, 3 - ty) wrote.
+            let t = i % 64;
+            let (tx, ty) = (15 - t % 16, 3 - t / 16);
+            100 * ty + tx
+        })
+        .collect();
+    assert_eq!(out, want);
+    assert_eq!(lanes, 3 * 64, "every block ran in groups");
 }

@@ -83,6 +83,11 @@ struct EngineOpts {
     /// --stats says which kernels do and why the others do not.
     #[arg(long)]
     no_lanes: bool,
+    /// JIT: keep every call a call
+    ///
+    /// By default calls of small leaf functions are compiled as the callee's body.
+    #[arg(long)]
+    no_inline: bool,
     /// Print the compile time, which kernels run in SIMD lanes, and the run time and
     /// threads/s or calls/s to stderr
     #[arg(long)]
@@ -258,9 +263,14 @@ impl EngineOpts {
         err: &mut dyn Write,
     ) -> Result<Box<dyn Engine>, Exit> {
         if self.engine == EngineKind::Interp {
-            if self.emit.is_some() || self.unchecked || self.egraph || self.no_lanes {
+            if self.emit.is_some()
+                || self.unchecked
+                || self.egraph
+                || self.no_lanes
+                || self.no_inline
+            {
                 return Err(bad(
-                    "error: --emit, --unchecked, --egraph and --no-lanes apply to the JIT engine",
+                    "error: --emit, --unchecked, --egraph, --no-lanes and --no-inline apply to the JIT engine",
                 ));
             }
             return Ok(Box::new(Interpreter::new(module)));
@@ -272,6 +282,7 @@ impl EngineOpts {
                 emit: self.emit.unwrap_or(Emit::None),
                 egraph: self.egraph,
                 lanes: !self.no_lanes,
+                inline: !self.no_inline,
                 ..JitOptions::default()
             },
         )?;

@@ -38,8 +38,9 @@ const EXTRA: u32 = 32;
 const HEADER: &str = ".version 8.3\n.target sm_90\n.address_size 64\n";
 
 /// The blocks a cooperative program runs as (x, y, z): whole warps, partial last warps,
-/// rows shorter than a warp or one thread past it, and a 3-D block.
-const BLOCKS: [(u32, u32, u32); 10] = [
+/// rows shorter than a warp or one thread past it (rows of 16 run in groups of 16 in the
+/// unchecked JIT), and 3-D blocks.
+const BLOCKS: [(u32, u32, u32); 11] = [
     (32, 1, 1),
     (48, 1, 1),
     (64, 1, 1),
@@ -50,6 +51,7 @@ const BLOCKS: [(u32, u32, u32); 10] = [
     (16, 3, 1),
     (33, 2, 1),
     (8, 4, 2),
+    (16, 2, 2),
 ];
 
 /// A random cooperative program of about `size` body items, with the helper `.func` of

@@ -303,9 +303,10 @@ impl Declared {
 pub(super) struct LanesFunctions {
     pub code: Vec<Option<ir::Function>>,
     pub ids: Vec<Option<CodeId>>,
-    /// Cooperative kernels' group functions (see `lower/lanes/rounds.rs`), with their plans.
-    pub groups: Vec<Option<(ir::Function, GroupPlan)>>,
-    pub group_ids: Vec<Option<CodeId>>,
+    /// Cooperative kernels' group functions (see `lower/lanes/rounds.rs`), with their plans:
+    /// of 32 lanes, then of 16 (for rows of 16 threads), or none.
+    pub groups: Vec<Vec<(ir::Function, GroupPlan)>>,
+    pub group_ids: Vec<Vec<CodeId>>,
     /// Each kernel's name and, when it runs on the thread loop only, why.
     pub report: Vec<(String, Option<String>)>,
 }
@@ -321,8 +322,8 @@ impl LanesFunctions {
         let module = shared.ptx;
         let cc = jm.isa().default_call_conv();
         let mut code: Vec<Option<ir::Function>> = vec![None; module.functions.len()];
-        let mut groups: Vec<Option<(ir::Function, GroupPlan)>> =
-            (0..module.functions.len()).map(|_| None).collect();
+        let mut groups: Vec<Vec<(ir::Function, GroupPlan)>> =
+            (0..module.functions.len()).map(|_| Vec::new()).collect();
         let mut report = Vec::new();
         for (i, f) in module.functions.iter().enumerate() {
             if f.kind != FuncKind::Entry || f.body.is_none() {
@@ -334,9 +335,13 @@ impl LanesFunctions {
                 } else if shared.checked {
                     Some("barriers or warp collectives, in checked mode".to_string())
                 } else {
-                    match lower_group(jm, shared, FuncId(i as u32)) {
+                    let id = FuncId(i as u32);
+                    match lower_group::<8>(jm, shared, id) {
                         Ok(g) => {
-                            groups[i] = Some(g);
+                            groups[i].push(g);
+                            // The same kernel in groups of 16: what one refuses, so would
+                            // the other.
+                            groups[i].extend(lower_group::<4>(jm, shared, id).ok());
                             None
                         }
                         Err(Refused(why)) => Some(why),
@@ -376,18 +381,16 @@ impl LanesFunctions {
             });
         }
         let mut group_ids = Vec::new();
-        for (i, g) in groups.iter().enumerate() {
-            group_ids.push(match g {
-                Some(_) => Some(
-                    jm.declare_function(
-                        &format!("ptx{i}.{}.groups", module.functions[i].name),
-                        Linkage::Local,
-                        &group_signature(cc),
-                    )
-                    .map_err(compile_error)?,
-                ),
-                None => None,
-            });
+        for (i, gs) in groups.iter().enumerate() {
+            let mut ids = Vec::new();
+            for (_, plan) in gs {
+                let name = format!("ptx{i}.{}.groups{}", module.functions[i].name, plan.lanes);
+                ids.push(
+                    jm.declare_function(&name, Linkage::Local, &group_signature(cc))
+                        .map_err(compile_error)?,
+                );
+            }
+            group_ids.push(ids);
         }
         Ok(LanesFunctions {
             code,
@@ -430,8 +433,9 @@ pub(super) fn define_functions(
             ctx.func = code;
             define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;
         }
-        if let (Some(id), Some((code, _))) = (lanes.group_ids[i], lanes.groups[i].take()) {
-            let name = format!("{}.groups", f.name);
+        let groups = std::mem::take(&mut lanes.groups[i]);
+        for (&id, (code, plan)) in lanes.group_ids[i].iter().zip(groups) {
+            let name = format!("{}.groups{}", f.name, plan.lanes);
             ctx.func = code;
             define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;
         }

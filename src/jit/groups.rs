@@ -1,5 +1,5 @@
-//! Blocks of cooperative kernels run a warp at a time in SIMD lanes (the group functions of
-//! `lower/lanes/rounds.rs`), with the block schedule's rounds kept at the level of groups:
+//! Blocks of cooperative kernels run a group of 32 threads (or 16, for rows of 16) at a time
+//! in SIMD lanes (the group functions of `lower/lanes/rounds.rs`), with the block schedule's rounds kept at the level of groups:
 //! each round runs every group that has not ended, in order, to its next barrier; when
 //! every group stopped at barriers of one id, all go on (what the schedule does for plain
 //! barriers). Anything else, a group that hands over or groups at different barriers, hands
@@ -18,9 +18,6 @@ use crate::engine::{Dim3, Fault};
 /// A group function: `(ctx, state, x, y, z) -> result`.
 pub(super) type GroupFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut u8, u32, u32, u32) -> u32;
 
-/// Threads in a group.
-const WARP: usize = 32;
-
 /// What a cooperative kernel's block needs to run in groups.
 pub(super) struct Groups<'a> {
     pub module: &'a Module,
@@ -34,15 +31,16 @@ pub(super) struct Groups<'a> {
 }
 
 impl Groups<'_> {
-    /// Whether a block of this shape runs in groups: whole warps in every row.
-    pub fn fits(block: Dim3) -> bool {
-        (block.x as usize).is_multiple_of(WARP)
+    /// Whether a block of this shape runs in groups of `plan`: whole groups in every row.
+    pub fn fits(plan: &GroupPlan, block: Dim3) -> bool {
+        block.x.is_multiple_of(plan.lanes)
     }
 
     /// Runs the block to its end; `states` is the worker's state storage.
     pub fn run(&self, ctx: &mut ThreadCtx, states: &mut Vec<u128>) -> Result<(), Fault> {
         let n = self.block.count() as usize;
-        let groups = n / WARP;
+        let lanes = self.plan.lanes as usize;
+        let groups = n / lanes;
         let size = self.plan.size as usize;
         states.resize((size * groups).div_ceil(16).max(1), 0);
         let bytes = as_bytes(states);
@@ -61,7 +59,7 @@ impl Groups<'_> {
                 if ended[g] {
                     continue;
                 }
-                let [x, y, z] = self.block.point((g * WARP) as u64);
+                let [x, y, z] = self.block.point((g * lanes) as u64);
                 let state = as_bytes(states)[g * size..].as_mut_ptr();
                 // SAFETY: `group` is this kernel's finalized group function, compiled with
                 // the signature `GroupFunc`; `state` is this group's area of `plan.size`
@@ -134,8 +132,9 @@ impl Groups<'_> {
         let tsize = self.layout.size as usize;
         for (g, gs) in copy.chunks(size).enumerate() {
             let number = u32::from_le_bytes(gs[0..4].try_into().expect("4 bytes")) as usize;
-            for lane in 0..WARP {
-                let t = g * WARP + lane;
+            let lanes = self.plan.lanes as usize;
+            for lane in 0..lanes {
+                let t = g * lanes + lane;
                 let at = GroupPlan::ALIVE as usize + 4 * lane;
                 let alive = number == 0 || gs[at..at + 4] != [0; 4];
                 if ended[g] || !alive {

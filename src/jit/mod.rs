@@ -140,8 +140,9 @@ pub struct Jit {
     lane_threads: std::sync::atomic::AtomicU64,
     /// The thread state of each cooperative kernel's round function.
     step_layouts: Vec<Option<StepLayout>>,
-    /// Each cooperative kernel's group function (entry address) and plan, where it has one.
-    groups: Vec<Option<(usize, GroupPlan)>>,
+    /// Each cooperative kernel's group functions (entry address) and plans, where it has
+    /// them: of 32 lanes, then of 16.
+    groups: Vec<Vec<(usize, GroupPlan)>>,
     /// Where `.shared` variables lie in a block's window.
     shared_layout: SharedLayout,
     /// The shared window of a call (no dynamic shared memory), opened afresh by each.
@@ -251,8 +252,8 @@ impl Jit {
             ..shared
         };
         let mut listing = Vec::new();
-        let group_plans: Vec<Option<GroupPlan>> = (lanes.groups.iter())
-            .map(|g| g.as_ref().map(|(_, plan)| plan.clone()))
+        let group_plans: Vec<Vec<GroupPlan>> = (lanes.groups.iter())
+            .map(|gs| gs.iter().map(|(_, plan)| plan.clone()).collect())
             .collect();
         let defined = compile::define_functions(
             &mut jm,
@@ -285,10 +286,12 @@ impl Jit {
             instructions: defined.instructions,
         };
         let internal = compile::finalized(&jm, &declared.internal);
-        let groups = compile::finalized(&jm, &lanes.group_ids)
-            .into_iter()
-            .zip(group_plans)
-            .map(|(f, plan)| f.zip(plan))
+        let groups = (lanes.group_ids.iter().zip(group_plans))
+            .map(|(ids, plans)| {
+                (ids.iter().zip(plans))
+                    .map(|(&id, plan)| (jm.get_finalized_function(id) as usize, plan))
+                    .collect()
+            })
             .collect();
         let hosts = compile::finalized(&jm, &wrappers.typed);
         let slot_hosts = compile::finalized(&jm, &wrappers.slots);
@@ -674,8 +677,8 @@ impl Jit {
         let module = &self.module;
         let step = self.step_layouts[id.0 as usize];
         let group = self.groups[id.0 as usize]
-            .as_ref()
-            .filter(|_| groups::Groups::fits(block));
+            .iter()
+            .find(|(_, plan)| groups::Groups::fits(plan, block));
         let window = Window::of(&self.shared_layout, shared_bytes);
         let window = &window;
         // Every block runs; the fault reported is that of the lowest-numbered block, so a

@@ -2,7 +2,7 @@
 //! that wrapped, and at the end the gate over the stores' ranges and the order of accesses
 //! that touch the same bytes.
 
-use super::{LANES, Lanes, Range, Res, SeqCmp, Shape, refuse};
+use super::{Lanes, Range, Res, SeqCmp, Shape, refuse};
 use crate::ast::{Guard, Inst, Instruction};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
@@ -13,7 +13,7 @@ pub(super) fn is_exit(body: &[Instruction], pos: usize) -> bool {
         .is_none_or(|i| i.guard.is_none() && matches!(i.inst, Inst::Ret | Inst::Exit))
 }
 
-impl<'f> Lanes<'_, '_, 'f> {
+impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     /// `ret`/`exit`/`bra` to the end, under `guard`: the group is done if the guard holds in
     /// every lane, goes on if in none; else, before the first store, it goes back to the
     /// thread loop (the group's lanes are always all running). Unguarded, it ends the group
@@ -64,7 +64,7 @@ impl<'f> Lanes<'_, '_, 'f> {
     /// same and the sequence does not wrap (in the comparison's signedness), else back to the
     /// thread loop.
     fn seq_exit(&mut self, c: SeqCmp, negated: bool) -> Value {
-        let span = (LANES as i64 - 1) * c.stride;
+        let span = (Self::LANES as i64 - 1) * c.stride;
         let signed = matches!(
             c.cc,
             IntCC::SignedLessThan

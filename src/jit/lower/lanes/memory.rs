@@ -4,7 +4,7 @@
 //! group's end.
 
 use super::gate::is_exit;
-use super::{Access, HeldStore, LANES, LaneVal, Lanes, PARTS, Range, Res, V, refuse};
+use super::{Access, HeldStore, LaneVal, Lanes, Range, Res, V, refuse};
 use crate::ast::{AddrBase, Inst, Instruction, Operand, Space, Type};
 use crate::jit::lower::{clif, flags};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -14,7 +14,7 @@ pub(super) fn gated_space(space: Option<Space>) -> bool {
     matches!(space, None | Some(Space::Global))
 }
 
-impl<'f> Lanes<'_, '_, 'f> {
+impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     /// Where the group ends (the first unconditional `ret`, `exit` or `bra` to an end), and
     /// the global accesses before it.
     pub(super) fn scan(&mut self, body: &[Instruction]) -> Res<usize> {
@@ -61,7 +61,7 @@ impl<'f> Lanes<'_, '_, 'f> {
     }
 
     /// An access's address, offset included.
-    fn address(&mut self, base: AddrBase, offset: i64) -> Res<LaneVal> {
+    fn address(&mut self, base: AddrBase, offset: i64) -> Res<LaneVal<P>> {
         let a = match base {
             AddrBase::Reg(r) => self.read(&Operand::Reg(r), Type::U64)?,
             AddrBase::Var(v) => LaneVal::Uniform(self.l.var_addr(v)),
@@ -88,9 +88,12 @@ impl<'f> Lanes<'_, '_, 'f> {
             }
             LaneVal::Uniform(v) => (v, size as i64, None),
             LaneVal::Affine(v, s)
-                if size == 4 && s > 0 && s % 4 == 0 && s <= i32::MAX as i64 / LANES as i64 =>
+                if size == 4
+                    && s > 0
+                    && s % 4 == 0
+                    && s <= i32::MAX as i64 / Self::LANES as i64 =>
             {
-                (v, (LANES as i64 - 1) * s + 4, Some(s))
+                (v, (Self::LANES as i64 - 1) * s + 4, Some(s))
             }
             _ => {
                 return refuse(format!(
@@ -174,7 +177,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                         self.l.b.ins().load(V, flags(), r.lo, 16 * p as i32)
                     }),
                     Some(s) => {
-                        let mut v = [r.lo; PARTS];
+                        let mut v = [r.lo; P];
                         for (p, v) in v.iter_mut().enumerate() {
                             let lanes = [0, 1, 2, 3].map(|lane| {
                                 let off = ((4 * p + lane) as i64 * s) as i32;

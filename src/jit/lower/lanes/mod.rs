@@ -62,7 +62,7 @@ pub const LANES: u32 = 4 * PARTS as u32;
 /// The vector type of varying values.
 const V: ir::Type = types::I32X4;
 /// A varying value: lanes 4p … 4p+3 in part p.
-type Vecs = [Value; PARTS];
+type Vecs<const P: usize> = [Value; P];
 
 /// Why a kernel runs on the thread loop only.
 #[derive(Debug, Clone)]
@@ -83,13 +83,13 @@ pub enum Shape {
 
 /// A value of every lane.
 #[derive(Clone, Copy)]
-enum LaneVal {
+enum LaneVal<const P: usize> {
     /// A scalar of the PTX type's Cranelift type.
     Uniform(Value),
     /// Base (scalar integer) and stride, normalised to the type's width.
     Affine(Value, i64),
     /// `i32x4`s.
-    Varying(Vecs),
+    Varying(Vecs<P>),
 }
 
 /// `setp` of an integer sequence against a uniform value with an ordering comparison: the
@@ -128,17 +128,17 @@ struct Range {
 }
 
 /// A store held back to the group's end: lane 0's address, stride, the values.
-struct HeldStore {
+struct HeldStore<const P: usize> {
     at: Value,
     stride: i64,
-    vals: Vecs,
+    vals: Vecs<P>,
 }
 
-struct Lanes<'l, 'a, 'f> {
+struct Lanes<'l, 'a, 'f, const P: usize> {
     l: &'l mut Lower<'a, 'f>,
     shape: Vec<Shape>,
     /// The vectors of each register while it is varying.
-    vregs: Vec<[Variable; PARTS]>,
+    vregs: Vec<[Variable; P]>,
     /// Splats of constants made in this group (they dominate the rest of it).
     splats: HashMap<i64, Value>,
     /// Predicates set by comparing a sequence with a uniform value (see [`SeqCmp`]).
@@ -155,7 +155,7 @@ struct Lanes<'l, 'a, 'f> {
     /// Each access's range, once its instruction is lowered.
     ranges: Vec<Option<Range>>,
     /// Stores held back to the group's end, in program order.
-    held: Vec<HeldStore>,
+    held: Vec<HeldStore<P>>,
     /// The group loop's head `(x, retried)`, and whether this group is a rerun.
     head: Block,
     retried: Variable,
@@ -229,7 +229,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let vregs = (0..nregs)
             .map(|_| [(); PARTS].map(|_| l.b.declare_var(V)))
             .collect();
-        let mut lanes = Lanes::new(&mut l, vregs, head, retried, done, bail);
+        let mut lanes = Lanes::<PARTS>::new(&mut l, vregs, head, retried, done, bail);
         lanes.group()?;
         l.b.switch_to_block(done);
         let ctx = l.ctx;
@@ -249,12 +249,12 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 }
 
-impl<'l, 'a, 'f> Lanes<'l, 'a, 'f> {
+impl<'l, 'a, 'f, const P: usize> Lanes<'l, 'a, 'f, P> {
     /// A group's lowering state with every register uniform and nothing seen yet; `head`,
     /// `retried`, `done` and `bail` are the lanes function's loop (see the fields).
     fn new(
         l: &'l mut Lower<'a, 'f>,
-        vregs: Vec<[Variable; PARTS]>,
+        vregs: Vec<[Variable; P]>,
         head: Block,
         retried: Variable,
         done: Block,
@@ -286,7 +286,10 @@ impl<'l, 'a, 'f> Lanes<'l, 'a, 'f> {
     }
 }
 
-impl<'f> Lanes<'_, '_, 'f> {
+impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
+    /// Threads in a group: four lanes of each of the vectors a varying value takes.
+    const LANES: u32 = 4 * P as u32;
+
     fn b(&mut self) -> &mut FunctionBuilder<'f> {
         &mut self.l.b
     }

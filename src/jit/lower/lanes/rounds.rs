@@ -1,13 +1,16 @@
-//! Cooperative kernels in SIMD lanes: a warp of 32 threads (`%tid.x` = x … x+31 of one row)
-//! runs from one barrier to the next as one *group*, its per-thread values in vectors, so a
-//! round of the block schedule costs a few vector instructions per 32 threads instead of a
-//! thread stop each (see `sync.rs` for the thread-by-thread round functions this stands
-//! beside).
+//! Cooperative kernels in SIMD lanes: 32 threads (`%tid.x` = x … x+31 of one row) run from
+//! one barrier to the next as one *group*, their per-thread values in vectors, so a round of
+//! the block schedule costs a few vector instructions per 32 threads instead of a thread stop
+//! each (see `sync.rs` for the thread-by-thread round functions this stands beside). Each
+//! kernel gets two group functions, of 32 lanes (`P` = 8 vectors of four) and of 16 (`P` =
+//! 4), for rows of 16 threads (16×16 tiles); the launch takes the wider one that divides
+//! `%ntid.x`. Barrier-only kernels need no warps: a group is only a run of consecutive
+//! threads that the schedule would run one after another.
 //!
 //! A kernel qualifies when its only sync points are unguarded plain barriers (`bar.sync` with
 //! an immediate id, no thread count, no reduction), it has no calls, `.local` variables or
 //! carries, and every per-thread value the lanes meet has a form they have. The launch uses
-//! it, unchecked, for blocks whose `%ntid.x` is a multiple of 32.
+//! it, unchecked, for blocks whose `%ntid.x` is a multiple of 32 (or of 16).
 //!
 //! **One shape per register.** Each register is uniform, a sequence or varying in the whole
 //! kernel (see [`super::Shape`]), found by lowering again until no write asks for a wider
@@ -33,7 +36,7 @@
 //! round function and the schedule, from where every thread stands (`Jit`'s `run_groups`),
 //! so the result is always the schedule's.
 
-use super::{LaneVal, Lanes, PARTS, Refused, Res, Shape, V, Vecs, refuse};
+use super::{LaneVal, Lanes, Refused, Res, Shape, V, Vecs, refuse};
 use crate::ast::{AddrBase, Guard, Inst, Instruction, Operand, RegId, Space, Type};
 use crate::block::schedule;
 use crate::jit::lower::liveness::{self, RegSet};
@@ -73,13 +76,15 @@ pub enum Home {
     /// The register's value in every lane (stride 0), or lane 0's in a sequence: lane k
     /// holds it plus k × stride. Stored as the register's type.
     Scalar { at: u32, stride: i64 },
-    /// 32 lanes of 32 bits (predicates as 0 or all ones).
+    /// A group's lanes of 32 bits (predicates as 0 or all ones).
     Lanes { at: u32 },
 }
 
 /// A group's state area and what the launch needs to hand a block over.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupPlan {
+    /// Threads in a group (32, or 16 for rows of 16 threads).
+    pub lanes: u32,
     /// Bytes of state per group (a multiple of 16).
     pub size: u32,
     /// Each register's home.
@@ -94,16 +99,17 @@ impl GroupPlan {
     /// u32: 0 at the group's start, else the resume number of the barrier it stopped at
     /// (the numbering of the thread-by-thread round function).
     pub const RESUME: u32 = 0;
-    /// 32 × u32: which lanes have not exited (all ones or 0).
+    /// A u32 per lane: which lanes have not exited (all ones or 0).
     pub const ALIVE: u32 = 16;
-    const REGS: u32 = Self::ALIVE + 128;
 
     fn of(
         f: &crate::ast::Function,
         fixed: &[Option<Shape>],
         across: &HashMap<usize, RegSet>,
+        lanes: u32,
     ) -> Self {
-        let mut at = Self::REGS;
+        // The registers' homes after the lanes' alive words.
+        let mut at = Self::ALIVE + 4 * lanes;
         let homes = f
             .regs
             .iter()
@@ -111,7 +117,7 @@ impl GroupPlan {
             .map(|(_, s)| match s {
                 Some(Shape::Varying) => {
                     let h = Home::Lanes { at };
-                    at += 128;
+                    at += 4 * lanes;
                     h
                 }
                 Some(Shape::Affine(stride)) => {
@@ -140,6 +146,7 @@ impl GroupPlan {
             })
             .collect();
         GroupPlan {
+            lanes,
             size: at.next_multiple_of(16),
             homes,
             points,
@@ -163,9 +170,10 @@ fn sync_points(f: &crate::ast::Function) -> Vec<usize> {
         .collect()
 }
 
-/// Lowers kernel `fid` as a group function, again until every register keeps one shape;
-/// the function (not yet defined) and its plan, or why the kernel runs thread by thread.
-pub fn lower_group(
+/// Lowers kernel `fid` as a group function of `4 × P` lanes, again until every register
+/// keeps one shape; the function (not yet defined) and its plan, or why the kernel runs
+/// thread by thread.
+pub fn lower_group<const P: usize>(
     jm: &mut JITModule,
     sh: &Shared,
     fid: crate::ast::FuncId,
@@ -193,8 +201,8 @@ pub fn lower_group(
             ir::Function::with_name_signature(ir::UserFuncName::default(), group_signature(cc));
         let mut fc = FunctionBuilderContext::new();
         let b = FunctionBuilder::new(&mut func, &mut fc);
-        let plan = GroupPlan::of(f, &fixed, &across);
-        let raised = Lower::group_function(b, sh, jm, fid, &fixed, start, &plan)?;
+        let plan = GroupPlan::of(f, &fixed, &across, 4 * P as u32);
+        let raised = Lower::group_function::<P>(b, sh, jm, fid, &fixed, start, &plan)?;
         if raised == fixed {
             return Ok((func, plan));
         }
@@ -249,7 +257,7 @@ fn live_in(f: &crate::ast::Function, live_out: &[RegSet], i: usize) -> RegSet {
 }
 
 /// What an access of a segment leaves for the gate.
-struct Access {
+struct Access<const P: usize> {
     /// Its instruction, and whether it writes (a store or an atomic).
     at: usize,
     writes: bool,
@@ -260,19 +268,19 @@ struct Access {
     /// Lane k's bytes are at `lo + k × stride` (None: every lane's at `lo`).
     stride: Option<i64>,
     size: usize,
-    held: Option<Held>,
+    held: Option<Held<P>>,
 }
 
 /// A store or atomic held back to the barrier.
-struct Held {
+struct Held<const P: usize> {
     /// The lanes that ran it.
-    mask: [Variable; PARTS],
-    what: HeldWhat,
+    mask: [Variable; P],
+    what: HeldWhat<P>,
 }
 
-enum HeldWhat {
+enum HeldWhat<const P: usize> {
     /// 32-bit values, a lane each.
-    Lanes([Variable; PARTS]),
+    Lanes([Variable; P]),
     /// One value (of the store's type) for every lane.
     Scalar(Variable, Type),
     /// An atomic with uniform operands: the registers it reads and their values then.
@@ -280,18 +288,18 @@ enum HeldWhat {
 }
 
 /// The group function's state while it is lowered.
-struct Group<'l, 'a, 'f> {
-    lanes: Lanes<'l, 'a, 'f>,
+struct Group<'l, 'a, 'f, const P: usize> {
+    lanes: Lanes<'l, 'a, 'f, P>,
     live_out: &'l [RegSet],
     /// Before instruction i: the targets of per-thread branches still waited for.
     open: Vec<BTreeSet<usize>>,
     gstate: Value,
     shared_base: Value,
     window_end: Value,
-    alive: [Variable; PARTS],
-    cur: [Variable; PARTS],
+    alive: [Variable; P],
+    cur: [Variable; P],
     /// Lanes waiting at each target of a per-thread branch.
-    pending: HashMap<usize, [Variable; PARTS]>,
+    pending: HashMap<usize, [Variable; P]>,
     /// 256 bytes for lane-by-lane work: values, then a mask.
     scratch: ir::StackSlot,
     handover: Block,
@@ -301,7 +309,7 @@ struct Group<'l, 'a, 'f> {
     points: Vec<usize>,
     // The segment being lowered:
     blocks: HashMap<usize, Block>,
-    accesses: Vec<Access>,
+    accesses: Vec<Access<P>>,
     stops: Vec<(Option<usize>, Block)>,
     seg_vars: Vec<(Variable, ir::Type)>,
 }
@@ -309,7 +317,7 @@ struct Group<'l, 'a, 'f> {
 impl<'a, 'f> Lower<'a, 'f> {
     /// One lowering of a group function with register shapes `fixed`; the shapes its
     /// writes asked for.
-    fn group_function(
+    fn group_function<const P: usize>(
         b: FunctionBuilder<'f>,
         sh: &'a Shared<'a>,
         jm: &'a mut JITModule,
@@ -347,7 +355,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let window_end = l.b.ins().iadd_imm_s(window_end, fixed_window);
         let nregs = l.f.regs.len();
         let vregs = (0..nregs)
-            .map(|_| [(); PARTS].map(|_| l.b.declare_var(V)))
+            .map(|_| [(); P].map(|_| l.b.declare_var(V)))
             .collect();
         let (head, done, bail, handover) = (
             l.b.create_block(),
@@ -357,8 +365,8 @@ impl<'a, 'f> Lower<'a, 'f> {
         );
         let retried = l.b.declare_var(types::I8);
         let wrap = l.b.declare_var(types::I8);
-        let alive = [(); PARTS].map(|_| l.b.declare_var(V));
-        let cur = [(); PARTS].map(|_| l.b.declare_var(V));
+        let alive = [(); P].map(|_| l.b.declare_var(V));
+        let cur = [(); P].map(|_| l.b.declare_var(V));
         let scratch =
             l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 256, 4));
         let resume =
@@ -432,7 +440,7 @@ impl<'a, 'f> Lower<'a, 'f> {
 /// Which per-thread branches wait where: before each instruction, the targets still
 /// waited for (a forward scan of the body, with the shapes of this lowering); refuses what
 /// the group functions do not take.
-fn regions(lanes: &mut Lanes) -> Res<Vec<BTreeSet<usize>>> {
+fn regions<const P: usize>(lanes: &mut Lanes<'_, '_, '_, P>) -> Res<Vec<BTreeSet<usize>>> {
     let f = lanes.l.f;
     let body = f.body.as_deref().expect("kernels have bodies");
     let n = body.len();
@@ -484,11 +492,11 @@ fn regions(lanes: &mut Lanes) -> Res<Vec<BTreeSet<usize>>> {
     Ok(before)
 }
 
-fn fixed_shape(lanes: &Lanes, r: RegId) -> Shape {
+fn fixed_shape<const P: usize>(lanes: &Lanes<'_, '_, '_, P>, r: RegId) -> Shape {
     lanes.fixed.as_ref().expect("a group function")[r.0 as usize].unwrap_or(Shape::Uniform)
 }
 
-impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
+impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     fn b(&mut self) -> &mut FunctionBuilder<'f> {
         &mut self.lanes.l.b
     }
@@ -693,7 +701,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         let zero64 = self.b().ins().iconst(types::I64, 0);
         let cf = self.lanes.l.cf;
         self.b().def_var(cf, zero64);
-        for p in 0..PARTS {
+        for p in 0..P {
             let a = if k == 0 {
                 ones
             } else {
@@ -710,7 +718,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             let vars = *self
                 .pending
                 .entry(t)
-                .or_insert_with(|| [(); PARTS].map(|_| self.lanes.l.b.declare_var(V)));
+                .or_insert_with(|| [(); P].map(|_| self.lanes.l.b.declare_var(V)));
             for v in vars {
                 self.b().def_var(v, zero_v);
             }
@@ -733,10 +741,10 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             let zero = self.lanes.splat(0);
             let cur = self.mask(self.cur);
             let waiting = self.mask(vars);
-            let joined: Vecs =
+            let joined: Vecs<P> =
                 std::array::from_fn(|p| self.lanes.l.b.ins().bor(cur[p], waiting[p]));
             self.set_mask(self.cur, joined);
-            self.set_mask(vars, [zero; PARTS]);
+            self.set_mask(vars, [zero; P]);
         }
         let body = self.body();
         let n = body.len();
@@ -797,18 +805,18 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         }
     }
 
-    fn mask(&mut self, vars: [Variable; PARTS]) -> Vecs {
+    fn mask(&mut self, vars: [Variable; P]) -> Vecs<P> {
         vars.map(|v| self.lanes.l.b.use_var(v))
     }
 
-    fn set_mask(&mut self, vars: [Variable; PARTS], m: Vecs) {
+    fn set_mask(&mut self, vars: [Variable; P], m: Vecs<P>) {
         for (v, x) in vars.into_iter().zip(m) {
             self.b().def_var(v, x);
         }
     }
 
     /// Whether any lane of a mask is set (an i8).
-    fn any(&mut self, m: Vecs) -> Value {
+    fn any(&mut self, m: Vecs<P>) -> Value {
         let mut a = m[0];
         for p in &m[1..] {
             a = self.b().ins().bor(a, *p);
@@ -818,7 +826,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
     }
 
     /// Whether every lane of a mask is set (an i8).
-    fn all(&mut self, m: Vecs) -> Value {
+    fn all(&mut self, m: Vecs<P>) -> Value {
         let mut a = m[0];
         for p in &m[1..] {
             a = self.b().ins().band(a, *p);
@@ -827,12 +835,12 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         self.b().ins().icmp_imm_s(IntCC::Equal, bits, 0xf)
     }
 
-    fn and(&mut self, a: Vecs, b: Vecs) -> Vecs {
+    fn and(&mut self, a: Vecs<P>, b: Vecs<P>) -> Vecs<P> {
         std::array::from_fn(|p| self.lanes.l.b.ins().band(a[p], b[p]))
     }
 
     /// The guard of an instruction as a mask of the running lanes.
-    fn guard_lanes(&mut self, guard: Option<Guard>) -> Res<Vecs> {
+    fn guard_lanes(&mut self, guard: Option<Guard>) -> Res<Vecs<P>> {
         let cur = self.mask(self.cur);
         match guard {
             None => Ok(cur),
@@ -845,7 +853,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
 
     /// The mask a write of instruction `i` needs: the running lanes' if some lane waiting
     /// at a target may read a register it writes there, with the guard's.
-    fn write_mask(&mut self, i: usize, ins: &Instruction) -> Res<Option<Vecs>> {
+    fn write_mask(&mut self, i: usize, ins: &Instruction) -> Res<Option<Vecs<P>>> {
         let f = self.lanes.l.f;
         let waiting_read = self.open[i].iter().any(|&t| {
             let live = live_in(f, self.live_out, t);
@@ -908,10 +916,11 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                 let m = self.guard_lanes(ins.guard)?;
                 let vars = self.pending[&t];
                 let waiting = self.mask(vars);
-                let w: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], m[p]));
+                let w: Vecs<P> =
+                    std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], m[p]));
                 self.set_mask(vars, w);
                 let cur = self.mask(self.cur);
-                let rest: Vecs =
+                let rest: Vecs<P> =
                     std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
                 self.set_mask(self.cur, rest);
                 let any = self.any(rest);
@@ -972,10 +981,10 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         }
         let m = self.guard_lanes(guard)?;
         let alive = self.mask(self.alive);
-        let a: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(alive[p], m[p]));
+        let a: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(alive[p], m[p]));
         self.set_mask(self.alive, a);
         let cur = self.mask(self.cur);
-        let c: Vecs = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
+        let c: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
         self.set_mask(self.cur, c);
         Ok(true)
     }
@@ -1009,7 +1018,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
 
     /// A host address: the address's base and offset, in the shared window's host memory
     /// for a shared access.
-    fn host_address(&mut self, space: Space, addr: &crate::ast::Address) -> Res<LaneVal> {
+    fn host_address(&mut self, space: Space, addr: &crate::ast::Address) -> Res<LaneVal<P>> {
         let a = match addr.base {
             AddrBase::Reg(r) => self.lanes.read(&Operand::Reg(r), Type::U64)?,
             AddrBase::Var(v) => LaneVal::Uniform(self.lanes.l.var_addr(v)),
@@ -1152,7 +1161,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             }
             Inst::St { ty, a, .. } => {
                 let v = self.lanes.read(a, *ty)?;
-                let mask = [(); PARTS].map(|_| self.seg_var(V));
+                let mask = [(); P].map(|_| self.seg_var(V));
                 self.set_mask(mask, exec);
                 let what = match (v, stride) {
                     (LaneVal::Uniform(x), None) => {
@@ -1162,7 +1171,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                     }
                     _ if size == 4 => {
                         let x = self.lanes.lanes_of(v, *ty)?;
-                        let vars = [(); PARTS].map(|_| self.seg_var(V));
+                        let vars = [(); P].map(|_| self.seg_var(V));
                         self.set_mask(vars, x);
                         HeldWhat::Lanes(vars)
                     }
@@ -1191,7 +1200,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                     self.b().def_var(keep, v);
                     regs.push((r, keep));
                 }
-                let mask = [(); PARTS].map(|_| self.seg_var(V));
+                let mask = [(); P].map(|_| self.seg_var(V));
                 self.set_mask(mask, exec);
                 acc.held = Some(Held {
                     mask,
@@ -1212,17 +1221,17 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
 
     /// Lane k's `ty` at `lo + k × stride` for the lanes of `exec`, as 32-bit lanes: four
     /// consecutive words a vector where every lane runs (for shared memory, where the
-    /// window holds all 32), else lane by lane.
+    /// window holds all of them), else lane by lane.
     fn load_lanes(
         &mut self,
         lo: Value,
         stride: i64,
         ty: Type,
-        exec: Vecs,
+        exec: Vecs<P>,
         space: Space,
-    ) -> Res<Vecs> {
+    ) -> Res<Vecs<P>> {
         let (slow, join) = (self.b().create_block(), self.b().create_block());
-        for _ in 0..PARTS {
+        for _ in 0..P {
             self.b().append_block_param(join, V);
         }
         if stride == 4 && ty.bytes() == 4 {
@@ -1232,7 +1241,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                     .b()
                     .ins()
                     .icmp(IntCC::UnsignedGreaterThanOrEqual, lo, base);
-                let hi = self.b().ins().iadd_imm_s(lo, 128);
+                let hi = self.b().ins().iadd_imm_s(lo, 16 * P as i64);
                 let end = self.window_end;
                 let hi_ok = self.b().ins().icmp(IntCC::UnsignedLessThanOrEqual, hi, end);
                 self.b().ins().band(lo_ok, hi_ok)
@@ -1242,7 +1251,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             let fast = self.b().create_block();
             self.b().ins().brif(ok, fast, &[], slow, &[]);
             self.b().switch_to_block(fast);
-            let v: Vec<ir::BlockArg> = (0..PARTS)
+            let v: Vec<ir::BlockArg> = (0..P)
                 .map(|p| {
                     self.lanes
                         .l
@@ -1281,7 +1290,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         self.b().ins().store(trusted(), x, slot, 0);
         self.b().ins().jump(next, &[]);
         self.b().switch_to_block(out);
-        let v: Vec<ir::BlockArg> = (0..PARTS)
+        let v: Vec<ir::BlockArg> = (0..P)
             .map(|p| {
                 self.lanes
                     .l
@@ -1298,7 +1307,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         Ok(std::array::from_fn(|p| params[p]))
     }
 
-    /// A loop over the 32 lanes whose word in the scratch area's mask (bytes 128..256) is
+    /// A loop over the lanes whose word in the scratch area's mask (bytes 128..256) is
     /// set, in lane order, going to `out` after the last: positioned in its body, with the
     /// lane's index (i64), the address of its word among the scratch area's values (its
     /// mask word 128 bytes on) and the block the body jumps to when done.
@@ -1314,7 +1323,10 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
         self.b().ins().jump(head, &[k0.into()]);
         self.b().switch_to_block(head);
         let k = self.b().block_params(head)[0];
-        let more = self.b().ins().icmp_imm_s(IntCC::UnsignedLessThan, k, 32);
+        let more = self
+            .b()
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedLessThan, k, 4 * P as i64);
         self.b().ins().brif(more, check, &[], out, &[]);
         self.b().switch_to_block(check);
         let scratch = self.scratch;
@@ -1377,11 +1389,12 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
                     (b.lo, b.ran, b.stride, b.size, b.writes, b.atomic);
                 let bb = self.b();
                 let (alo, blo) = (bb.use_var(a_lo), bb.use_var(b_lo));
-                // The bytes of all 32 lanes: from lane 0 up, or from lane 31 for a stride
-                // below 0.
+                // The bytes of all the lanes: from lane 0 up, or from the last lane for a
+                // stride below 0.
+                let last = 4 * P as i64 - 1;
                 let ends = |s: Option<i64>, size: usize| {
                     let s = s.unwrap_or(0);
-                    ((31 * s).min(0), (31 * s).max(0) + size as i64)
+                    ((last * s).min(0), (last * s).max(0) + size as i64)
                 };
                 let ((a0, a1), (b0, b1)) = (ends(a_stride, a_size), ends(b_stride, b_size));
                 let (alo_r, ahi) = (bb.ins().iadd_imm_s(alo, a0), bb.ins().iadd_imm_s(alo, a1));
@@ -1545,7 +1558,7 @@ impl<'l, 'a, 'f> Group<'l, 'a, 'f> {
             }
             match shape {
                 Shape::Varying => {
-                    for p in 0..PARTS {
+                    for p in 0..P {
                         let v = self.lanes.l.b.use_var(self.lanes.vregs[r][p]);
                         self.b()
                             .ins()

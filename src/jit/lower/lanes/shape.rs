@@ -5,7 +5,7 @@
 
 use super::gate::is_exit;
 use super::memory::gated_space;
-use super::{LANES, LaneVal, Lanes, PARTS, Res, Shape, V, Vecs, refuse};
+use super::{LaneVal, Lanes, Res, Shape, V, Vecs, refuse};
 use crate::ast::{
     AddrBase, Guard, Inst, Instruction, MemOrder, Operand, RegId, Space, SpecialRegKind, Type,
     VideoForm, VideoSrc, VideoTail, VideoValue,
@@ -14,7 +14,7 @@ use crate::jit::lower::int_type;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 
-impl<'f> Lanes<'_, '_, 'f> {
+impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     pub(super) fn inst(&mut self, i: usize, ins: &Instruction) -> Res<()> {
         match &ins.inst {
             Inst::Ret | Inst::Exit => self.exit_if(ins.guard),
@@ -190,7 +190,7 @@ impl<'f> Lanes<'_, '_, 'f> {
 
     /// Reads a source as type `ty`, with the scalar lowering's rules (a narrower register
     /// zero-extended, a wider one truncated).
-    pub(super) fn read(&mut self, op: &Operand, ty: Type) -> Res<LaneVal> {
+    pub(super) fn read(&mut self, op: &Operand, ty: Type) -> Res<LaneVal<P>> {
         match op {
             Operand::Reg(r) => {
                 let rty = self.l.f.reg(*r).ty;
@@ -230,7 +230,7 @@ impl<'f> Lanes<'_, '_, 'f> {
         }
     }
 
-    fn current(&mut self, r: RegId) -> LaneVal {
+    fn current(&mut self, r: RegId) -> LaneVal<P> {
         let k = r.0 as usize;
         match self.shape[k] {
             Shape::Uniform => LaneVal::Uniform(self.l.b.use_var(self.l.regs[k])),
@@ -245,8 +245,8 @@ impl<'f> Lanes<'_, '_, 'f> {
         &mut self,
         d: &Operand,
         ty: Type,
-        v: LaneVal,
-        mask: Option<Vecs>,
+        v: LaneVal<P>,
+        mask: Option<Vecs<P>>,
     ) -> Res<()> {
         let r = match d {
             Operand::Reg(r) => *r,
@@ -305,7 +305,7 @@ impl<'f> Lanes<'_, '_, 'f> {
     /// In a group function, a value written to register `k` in the register's one shape:
     /// a uniform value or a sequence spread over the lanes where the register is varying.
     /// A value the shape cannot hold raises the shape the next lowering gives the register.
-    fn keep_fixed(&mut self, k: usize, rty: Type, v: LaneVal) -> Res<LaneVal> {
+    fn keep_fixed(&mut self, k: usize, rty: Type, v: LaneVal<P>) -> Res<LaneVal<P>> {
         let Some(fixed) = self.fixed.as_ref().map(|f| f[k]) else {
             return Ok(v);
         };
@@ -329,7 +329,7 @@ impl<'f> Lanes<'_, '_, 'f> {
     }
 
     /// A guard as a lane mask.
-    pub(super) fn guard_mask(&mut self, g: Guard) -> Res<Vecs> {
+    pub(super) fn guard_mask(&mut self, g: Guard) -> Res<Vecs<P>> {
         let p = self.read(&Operand::Reg(g.reg), Type::Pred)?;
         let m = self.lanes_of(p, Type::Pred)?;
         Ok(if g.negated {
@@ -340,13 +340,13 @@ impl<'f> Lanes<'_, '_, 'f> {
     }
 
     /// Every lane's value as vectors (32-bit types and predicates).
-    pub(super) fn lanes_of(&mut self, v: LaneVal, ty: Type) -> Res<Vecs> {
+    pub(super) fn lanes_of(&mut self, v: LaneVal<P>, ty: Type) -> Res<Vecs<P>> {
         match v {
             LaneVal::Varying(v) => Ok(v),
             LaneVal::Uniform(s) if ty == Type::Pred => {
                 let w = self.b().ins().uextend(types::I32, s);
                 let m = self.b().ins().ineg(w);
-                Ok([self.b().ins().splat(V, m); PARTS])
+                Ok([self.b().ins().splat(V, m); P])
             }
             LaneVal::Uniform(s) if ty.bits() == 32 => {
                 let s = if ty.is_float() {
@@ -354,11 +354,11 @@ impl<'f> Lanes<'_, '_, 'f> {
                 } else {
                     s
                 };
-                Ok([self.b().ins().splat(V, s); PARTS])
+                Ok([self.b().ins().splat(V, s); P])
             }
             LaneVal::Affine(base, s) if ty.bits() == 32 => {
                 let base = self.b().ins().splat(V, base);
-                let mut out = [base; PARTS];
+                let mut out = [base; P];
                 for (p, o) in out.iter_mut().enumerate() {
                     let steps = [0, 1, 2, 3].map(|k| ((4 * p as i64 + k) * s) as i32);
                     let steps = self.vconst(steps);
@@ -372,7 +372,7 @@ impl<'f> Lanes<'_, '_, 'f> {
 
     /// `base + k × stride` as a lane value of a `bits`-wide integer: uniform when the stride
     /// is 0 modulo the width.
-    pub(super) fn affine(&self, base: Value, stride: i64, bits: u32) -> LaneVal {
+    pub(super) fn affine(&self, base: Value, stride: i64, bits: u32) -> LaneVal<P> {
         match norm(stride, bits) {
             0 => LaneVal::Uniform(base),
             s => LaneVal::Affine(base, s),
@@ -388,7 +388,7 @@ impl<'f> Lanes<'_, '_, 'f> {
         from: Type,
         to: Type,
         signed: bool,
-    ) -> Res<LaneVal> {
+    ) -> Res<LaneVal<P>> {
         if !from.is_int() || !to.is_int() {
             return refuse("an integer sequence used as another type");
         }
@@ -409,7 +409,10 @@ impl<'f> Lanes<'_, '_, 'f> {
         } else {
             self.l.uextend(int_type(tb), base)
         };
-        let last = self.b().ins().iadd_imm_s(wide, (LANES as i64 - 1) * s);
+        let last = self
+            .b()
+            .ins()
+            .iadd_imm_s(wide, (Self::LANES as i64 - 1) * s);
         let (lo, hi) = if signed {
             (-(1i64 << (fb - 1)), (1i64 << (fb - 1)) - 1)
         } else {

@@ -3,7 +3,7 @@
 //! arithmetic with the scalar lowering's NaN, `.ftz` and `.sat` rules.
 
 use super::shape::{norm, same_lanes};
-use super::{LaneVal, Lanes, PARTS, Res, SeqCmp, V, Vecs, refuse};
+use super::{LaneVal, Lanes, Res, SeqCmp, V, Vecs, refuse};
 use crate::ast::{
     BoolOp, CmpOp, FloatBinOp, FloatUnOp, Inst, IntBinOp, IntUnOp, MulMode, Operand, Precision,
     Rounding, Type,
@@ -13,8 +13,8 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{ConstantData, InstBuilder, MemFlagsData, Value, types};
 use cranelift_frontend::FunctionBuilder;
 
-impl<'f> Lanes<'_, '_, 'f> {
-    pub(super) fn vector(&mut self, inst: &Inst, mask: Option<Vecs>) -> Res<()> {
+impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
+    pub(super) fn vector(&mut self, inst: &Inst, mask: Option<Vecs<P>>) -> Res<()> {
         match inst {
             Inst::Mov { ty, d, a } | Inst::Cvta { ty, d, a, .. }
                 if !matches!(d, Operand::Vector(_)) && !matches!(a, Operand::Vector(_)) =>
@@ -129,7 +129,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                     _ => None,
                 };
                 let (mut pv, mut qv) = (x, x);
-                for k in 0..PARTS {
+                for k in 0..P {
                     let t = if ty.is_float() {
                         let x = self.flush(*ftz, x[k]);
                         let y = self.flush(*ftz, y[k]);
@@ -190,7 +190,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             } => {
                 let [x, y] = self.f32_sources([a, b], *ftz)?;
                 let mut r = x;
-                for p in 0..PARTS {
+                for p in 0..P {
                     let v = match op {
                         FloatBinOp::Add => self.b().ins().fadd(x[p], y[p]),
                         FloatBinOp::Sub => self.b().ins().fsub(x[p], y[p]),
@@ -212,7 +212,7 @@ impl<'f> Lanes<'_, '_, 'f> {
             } => {
                 let [x, y, z] = self.f32_sources([a, b, c], *ftz)?;
                 let mut r = x;
-                for p in 0..PARTS {
+                for p in 0..P {
                     let v = self.b().ins().fma(x[p], y[p], z[p]);
                     r[p] = self.finish(v, *ftz, *sat);
                 }
@@ -231,7 +231,7 @@ impl<'f> Lanes<'_, '_, 'f> {
                 let x = self.lanes_of(x, Type::F32)?;
                 let sign = self.splat(i32::MIN as i64);
                 let mut r = x;
-                for p in 0..PARTS {
+                for p in 0..P {
                     let v = if *op == FloatUnOp::Neg {
                         self.b().ins().bxor(x[p], sign)
                     } else {
@@ -245,7 +245,7 @@ impl<'f> Lanes<'_, '_, 'f> {
         }
     }
 
-    fn int_bin(&mut self, op: IntBinOp, ty: Type, a: &Operand, b: &Operand) -> Res<LaneVal> {
+    fn int_bin(&mut self, op: IntBinOp, ty: Type, a: &Operand, b: &Operand) -> Res<LaneVal<P>> {
         let x = self.read(a, ty)?;
         if matches!(op, IntBinOp::Shl | IntBinOp::Shr) {
             let Operand::Imm(k) = b else {
@@ -276,7 +276,7 @@ impl<'f> Lanes<'_, '_, 'f> {
     }
 
     /// `shl`/`shr` by a constant: PTX clamps amounts above the width (9.7.8.8–9).
-    fn shift(&mut self, op: IntBinOp, ty: Type, x: LaneVal, k: u64) -> Res<LaneVal> {
+    fn shift(&mut self, op: IntBinOp, ty: Type, x: LaneVal<P>, k: u64) -> Res<LaneVal<P>> {
         let bits = ty.bits() as u64;
         if op == IntBinOp::Shl
             && let LaneVal::Affine(base, s) = x
@@ -299,14 +299,14 @@ impl<'f> Lanes<'_, '_, 'f> {
             (IntBinOp::Shr, true) if ty.is_signed() => {
                 self.map(v, |b, v| b.ins().sshr_imm_s(v, 31))
             }
-            _ => [self.splat(0); PARTS],
+            _ => [self.splat(0); P],
         };
         Ok(LaneVal::Varying(r))
     }
 
-    fn add_sub(&mut self, op: IntBinOp, ty: Type, x: LaneVal, y: LaneVal) -> Res<LaneVal> {
+    fn add_sub(&mut self, op: IntBinOp, ty: Type, x: LaneVal<P>, y: LaneVal<P>) -> Res<LaneVal<P>> {
         let sub = op == IntBinOp::Sub;
-        let parts = |v: LaneVal| match v {
+        let parts = |v: LaneVal<P>| match v {
             LaneVal::Uniform(b) => Some((b, 0)),
             LaneVal::Affine(b, s) => Some((b, s)),
             LaneVal::Varying(_) => None,
@@ -332,10 +332,10 @@ impl<'f> Lanes<'_, '_, 'f> {
     }
 
     /// `mul.lo` and `mul.wide` (a sequence times a constant stays a sequence).
-    fn mul(&mut self, mode: MulMode, ty: Type, a: &Operand, b: &Operand) -> Res<LaneVal> {
+    fn mul(&mut self, mode: MulMode, ty: Type, a: &Operand, b: &Operand) -> Res<LaneVal<P>> {
         let x = self.read(a, ty)?;
         let y = self.read(b, ty)?;
-        let constant = |l: &Self, v: LaneVal| match v {
+        let constant = |l: &Self, v: LaneVal<P>| match v {
             LaneVal::Uniform(c) => l.l.const_of(c),
             _ => None,
         };
@@ -414,7 +414,7 @@ impl<'f> Lanes<'_, '_, 'f> {
     }
 
     /// f32 sources as `f32x4`s, flushed with `.ftz`.
-    fn f32_sources<const N: usize>(&mut self, ops: [&Operand; N], ftz: bool) -> Res<[Vecs; N]> {
+    fn f32_sources<const N: usize>(&mut self, ops: [&Operand; N], ftz: bool) -> Res<[Vecs<P>; N]> {
         let mut out = [None; N];
         for (o, op) in out.iter_mut().zip(ops) {
             let v = self.read(op, Type::F32)?;
@@ -495,19 +495,19 @@ impl<'f> Lanes<'_, '_, 'f> {
     /// `f` on each part.
     pub(super) fn map(
         &mut self,
-        x: Vecs,
+        x: Vecs<P>,
         f: impl Fn(&mut FunctionBuilder<'f>, Value) -> Value,
-    ) -> Vecs {
+    ) -> Vecs<P> {
         x.map(|v| f(&mut self.l.b, v))
     }
 
     /// `f` on each pair of parts.
     fn map2(
         &mut self,
-        x: Vecs,
-        y: Vecs,
+        x: Vecs<P>,
+        y: Vecs<P>,
         f: impl Fn(&mut FunctionBuilder<'f>, Value, Value) -> Value,
-    ) -> Vecs {
+    ) -> Vecs<P> {
         std::array::from_fn(|p| f(&mut self.l.b, x[p], y[p]))
     }
 }

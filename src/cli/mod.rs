@@ -7,7 +7,7 @@
 mod diff;
 pub mod values;
 
-use crate::ast::{FuncKind, Function, Module};
+use crate::ast::{FuncKind, Function, Inst, Module};
 use crate::diff::{Input, Outcome};
 use crate::engine::{Dim3, Engine, LaunchConfig, RunError, Value, check_arity, find_function};
 use crate::interp::Interpreter;
@@ -300,7 +300,14 @@ impl EngineOpts {
                 s.millis * 1e3 / s.instructions.max(1) as f64
             );
             for (name, why) in jit.lanes_report() {
+                let cooperative = (jit.module().function(name))
+                    .and_then(|(_, f)| f.body.as_ref())
+                    .is_some_and(|b| b.iter().any(|i| matches!(i.inst, Inst::Sync { .. })));
                 let _ = match why {
+                    None if cooperative => writeln!(
+                        err,
+                        "kernel {name}: SIMD lanes between barriers, {LANES} threads at a time (16 in rows of 16), unchecked"
+                    ),
                     None => writeln!(err, "kernel {name}: SIMD lanes, {LANES} threads at a time"),
                     Some(why) => writeln!(err, "kernel {name}: one thread at a time ({why})"),
                 };

@@ -936,7 +936,8 @@ fn stats_say_which_kernels_run_in_simd_lanes_and_how_many_threads_did() {
     let o = ptxjit(&interp, None);
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(
-        o.stderr.contains("--no-lanes and --no-inline apply to the JIT"),
+        o.stderr
+            .contains("--no-lanes and --no-inline apply to the JIT"),
         "{}",
         o.stderr
     );

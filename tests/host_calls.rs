@@ -256,3 +256,84 @@ fn slot_wrappers_take_and_give_one_8_byte_slot_per_value() {
     assert!(j.slot_func("_Z6mulaccomm").is_none());
     assert!(j.slot_func("nope").is_none());
 }
+
+/// Functions that never read their thread context (no checked access or frame, helper, call
+/// or special register) with scalar parameters and results: their typed wrappers are the
+/// functions themselves, lowered for the C ABI (`Lower::direct_host_function`). Floats
+/// pass as floats, a one-byte parameter as a byte, a parameter read in halves through the
+/// frame, a result written before `exit`; every value against Rust.
+const DIRECT: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .func (.param .f64 r) fmix(.param .f32 a, .param .f64 b)
+{
+  .reg .f32 %f;
+  .reg .f64 %d<3>;
+  ld.param.f32 %f, [a];
+  ld.param.f64 %d0, [b];
+  cvt.f64.f32 %d1, %f;
+  mul.rn.f64 %d2, %d1, %d0;
+  st.param.f64 [r], %d2;
+  ret;
+}
+.visible .func (.param .u32 r) halves(.param .u32 a, .param .u8 k)
+{
+  .reg .u16 %h<2>;
+  .reg .u32 %w<3>;
+  ld.param.u16 %h0, [a];
+  ld.param.u16 %h1, [a+2];
+  cvt.u32.u16 %w0, %h0;
+  cvt.u32.u16 %w1, %h1;
+  ld.param.u8 %w2, [k];
+  mad.lo.u32 %w0, %w1, %w2, %w0;
+  st.param.u32 [r], %w0;
+  ret;
+}
+.visible .func (.param .u32 r) leave(.param .u32 a)
+{
+  .reg .u32 %a;
+  .reg .pred %p;
+  ld.param.u32 %a, [a];
+  st.param.u32 [r], %a;
+  setp.gt.u32 %p, %a, 100;
+  @%p exit;
+  st.param.u32 [r], 7;
+  ret;
+}
+"#;
+
+#[test]
+fn context_free_functions_are_their_own_wrappers() {
+    for checked in [true, false] {
+        let options = ptxjit::JitOptions {
+            checked,
+            emit: ptxjit::jit::Emit::Asm,
+            ..ptxjit::JitOptions::default()
+        };
+        let j = Jit::with_options(Module::parse(DIRECT).unwrap(), options).unwrap();
+        // Checked, `halves` registers its frame (where `a` lives) with the context.
+        for (name, direct) in [("fmix", true), ("halves", !checked), ("leave", true)] {
+            let wrapper = format!("{name} (host wrapper)");
+            let (_, code) = (j.listing.iter())
+                .find(|(n, _)| *n == wrapper)
+                .expect("listed");
+            let calls = code.lines().any(|l| l.trim_start().starts_with("call"));
+            assert_eq!(calls, !direct, "{wrapper}, checked {checked}:\n{code}");
+        }
+        let fmix = j.func::<(f32, f64), f64>("fmix").unwrap();
+        let halves = j.func::<(u32, u8), u32>("halves").unwrap();
+        let leave = j.func::<(u32,), u32>("leave").unwrap();
+        let mut rng = Rng::new(3);
+        for _ in 0..500 {
+            let (a, b) = (f32::from_bits(rng.next_u64() as u32), rng.next_u64() as f64);
+            let (got, want) = (fmix.call((a, b)).unwrap(), a as f64 * b);
+            assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()));
+            let (w, k) = (rng.next_u64() as u32, rng.next_u64() as u8);
+            let want = (w & 0xffff).wrapping_add((w >> 16).wrapping_mul(k as u32));
+            assert_eq!(halves.call((w, k)).unwrap(), want, "halves({w:#x}, {k})");
+            let a = rng.next_u64() as u32 % 200;
+            let want = if a > 100 { a } else { 7 };
+            assert_eq!(leave.call((a,)).unwrap(), want, "leave({a})");
+        }
+    }
+}

@@ -23,11 +23,10 @@
 //! and turns a recorded fault into an error.
 
 use super::compile::{Listing, define};
-use super::layout::FrameLayout;
-use super::lower::{clif, copy_bytes, piece_type, signature};
+use super::lower::{Lower, Shared, clif, copy_bytes, piece_type, signature};
 use super::runtime::{JitArea, ModuleInfo, PendingFault, STATUS_FAULT, ThreadCtx};
 use super::{Emit, Jit, compile_error};
-use crate::ast::{FuncKind, Function, Module, Type, TypeKind};
+use crate::ast::{FuncKind, Function, Type, TypeKind};
 use crate::engine::RunError;
 use crate::memcheck::AreaMap;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -149,13 +148,12 @@ pub(super) struct WrapperModule {
 /// array return, say) is the return buffer, as is a single array parameter's bytes the
 /// argument buffer. The internal function zeroes its own frame and registers; the wrapper
 /// zeroes nothing unless the call faults (then the results). A function whose code never
-/// reads its context (`context_free`) gets none: its wrapper is the call alone.
-#[allow(clippy::too_many_arguments)]
+/// reads its context (`context_free`) gets none; with scalar parameters and at most one
+/// scalar result, its typed wrapper is the function itself, lowered for the C ABI
+/// ([`Lower::direct_host_function`]).
 pub(super) fn define_wrappers(
     jm: &mut JITModule,
-    module: &Module,
-    layouts: &[FrameLayout],
-    internal: &[Option<FuncId>],
+    sh: &Shared,
     context_free: &[bool],
     wm: &WrapperModule,
     emit: Emit,
@@ -183,6 +181,7 @@ pub(super) fn define_wrappers(
         typed: Vec::new(),
         slots: Vec::new(),
     };
+    let (module, layouts, internal) = (sh.ptx, sh.layouts, sh.internal);
     for (i, f) in module.functions.iter().enumerate() {
         let (Some(target), FuncKind::Func) = (internal[i], f.kind) else {
             wrappers.typed.push(None);
@@ -226,7 +225,10 @@ pub(super) fn define_wrappers(
                     .iter()
                     .zip(&layout.rets)
                     .all(|(a, b)| *a == *b as usize);
-            {
+            if form == Form::Typed && context_free[i] && !has_arrays && !out {
+                let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+                Lower::direct_host_function(b, sh, jm, crate::ast::FuncId(i as u32));
+            } else {
                 let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
                 let flags = MemFlagsData::trusted();
                 let entry = b.create_block();
@@ -692,15 +694,21 @@ pub struct Func<'j, A, R> {
     jit: &'j Jit,
     ptr: *const u8,
     ret_types: Vec<Type>,
+    /// Whether the function's code can record a fault (see `compile::Defined`): the
+    /// calls of one that cannot skip looking for one.
+    may_fault: bool,
     _sig: PhantomData<fn(A) -> R>,
 }
 
 impl<A: HostArgs, R: HostRet> Func<'_, A, R> {
     /// Calls the function; a fault inside it becomes an error.
     pub fn call(&self, args: A) -> Result<R, RunError> {
+        // SAFETY (both calls): `Jit::func` checked that the wrapper's C signature is
+        // (A...) -> R, and the borrow of the Jit keeps the code alive.
+        if !self.may_fault {
+            return Ok(unsafe { R::call(self.ptr, args, &self.ret_types) });
+        }
         forget_fault(self.jit);
-        // SAFETY: `Jit::func` checked that the wrapper's C signature is (A...) -> R, and the
-        // borrow of the Jit keeps the code alive.
         let r = unsafe { R::call(self.ptr, args, &self.ret_types) };
         match take_fault(self.jit) {
             Some(e) => Err(e),
@@ -744,6 +752,7 @@ impl Jit {
             ptr: self.hosts[id.0 as usize].expect("every .func with a body has a wrapper")
                 as *const u8,
             ret_types: rets,
+            may_fault: !self.context_free[id.0 as usize],
             _sig: PhantomData,
         })
     }

@@ -120,6 +120,8 @@ pub struct Jit {
     hosts: Vec<Option<usize>>,
     /// Slot wrapper of each `.func` without array parameters or returns.
     slot_hosts: Vec<Option<usize>>,
+    /// By function: its code never reads its thread context, so it cannot record a fault.
+    context_free: Vec<bool>,
     layouts: Vec<FrameLayout>,
     info: Box<ModuleInfo>,
     /// Module `.global`/`.const` variables (16-byte aligned storage).
@@ -271,9 +273,7 @@ impl Jit {
         };
         let wrappers = host::define_wrappers(
             &mut jm,
-            &module,
-            &frames.layouts,
-            &declared.internal,
+            &shared,
             &defined.context_free,
             &wrapper_module,
             options.emit,
@@ -305,6 +305,7 @@ impl Jit {
             internal,
             hosts,
             slot_hosts,
+            context_free: defined.context_free,
             layouts: frames.layouts,
             info,
             _module_memory: vars.memory,

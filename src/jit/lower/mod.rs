@@ -272,6 +272,18 @@ impl<'a, 'f> Lower<'a, 'f> {
         jm: &'a mut JITModule,
         fid: FuncId,
     ) -> (Self, Block) {
+        Self::new_with(b, sh, jm, fid, true)
+    }
+
+    /// As [`Lower::new`]; without `context` the function's parameters are its own (a
+    /// [direct host function](Lower::direct_host_function)) and the context is null.
+    fn new_with(
+        b: FunctionBuilder<'f>,
+        sh: &'a Shared<'a>,
+        jm: &'a mut JITModule,
+        fid: FuncId,
+        context: bool,
+    ) -> (Self, Block) {
         let f = sh.ptx.func(fid);
         let layout = &sh.layouts[fid.0 as usize];
         let mut b = b;
@@ -283,7 +295,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
-        let ctx = b.block_params(entry)[0];
+        let ctx = if context {
+            b.block_params(entry)[0]
+        } else {
+            b.ins().iconst(types::I64, 0)
+        };
         let call_buf = (layout.call_buf > 0).then(|| {
             b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
@@ -382,6 +398,81 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.leave_and_return(STATUS_EXIT);
         self.b.switch_to_block(fail);
         self.leave_and_return(STATUS_FAULT);
+    }
+
+    /// A `.func` whose code never reads its context (see `compile::Defined`) with scalar
+    /// parameters and at most one scalar result, as a function of the host's C ABI: the
+    /// arguments are its parameters, the result its return value, and nothing passes
+    /// through memory (parameters in registers stay there). It is the function's host
+    /// wrapper: a host call of it costs what a native call costs.
+    pub fn direct_host_function(
+        b: FunctionBuilder<'f>,
+        sh: &'a Shared<'a>,
+        jm: &'a mut JITModule,
+        fid: FuncId,
+    ) {
+        let (mut l, entry) = Lower::new_with(b, sh, jm, fid, false);
+        let args = l.b.block_params(entry).to_vec();
+        l.start_thread_state();
+        for (p, v) in l.f.params.iter().zip(args) {
+            match p {
+                Param::Reg(r) => l.b.def_var(l.regs[r.0 as usize], v),
+                Param::Mem(ast::VarId::Function(i)) => match l.var_regs[*i as usize] {
+                    Some(var) => {
+                        let bits = l.int_bits(l.f.var(*i).ty, v);
+                        l.b.def_var(var, bits);
+                    }
+                    None => {
+                        let at = l.frame_var(*i);
+                        l.b.ins().store(trusted(), v, at, 0);
+                    }
+                },
+                Param::Mem(ast::VarId::Module(_)) => unreachable!("parameters are function vars"),
+            }
+        }
+        l.body();
+        let (ret, exit, fail) = (l.ret, l.exit, l.fail);
+        l.b.ins().jump(ret, &[]);
+        // `ret` and `exit` both give back what the return parameter holds.
+        let done = l.b.create_block();
+        let rty = l.f.rets.first().map(|p| l.f.param_type(p));
+        if let Some(t) = rty {
+            l.b.append_block_param(done, clif(t));
+        }
+        for blk in [ret, exit] {
+            l.b.switch_to_block(blk);
+            let result: Vec<ir::BlockArg> = match l.f.rets.first() {
+                Some(Param::Reg(r)) => vec![l.b.use_var(l.regs[r.0 as usize]).into()],
+                Some(Param::Mem(ast::VarId::Function(i))) => {
+                    let pty = l.f.var(*i).ty;
+                    let v = match l.var_regs[*i as usize] {
+                        Some(var) => {
+                            let bits = l.b.use_var(var);
+                            l.of_int_bits(pty, bits)
+                        }
+                        None => {
+                            let at = l.frame_var(*i);
+                            l.load_value(clif(pty), trusted(), at, 0)
+                        }
+                    };
+                    vec![v.into()]
+                }
+                Some(Param::Mem(ast::VarId::Module(_))) => {
+                    unreachable!("parameters are function vars")
+                }
+                None => Vec::new(),
+            };
+            l.b.ins().jump(done, &result);
+        }
+        // Nothing reaches the fault block of a function that never reads its context (every
+        // fault is recorded there first); it returns zero all the same.
+        l.b.switch_to_block(fail);
+        let zero: Vec<Value> = rty.map(|t| l.zero(t)).into_iter().collect();
+        l.b.ins().return_(&zero);
+        l.b.switch_to_block(done);
+        let result = l.b.block_params(done).to_vec();
+        l.b.ins().return_(&result);
+        l.seal_and_finalize();
     }
 
     /// Copies the return parameters into the caller's return buffer.

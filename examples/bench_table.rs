@@ -555,16 +555,41 @@ fn same_source(t: &mut Table, rng: &mut Rng) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::temp_dir().join(format!("ptxjit-same-source-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch directory");
-    let (grid, block) = (64u32, 256u32);
-    let threads = (grid * block) as usize;
     let table: Vec<u8> = random_bytes(rng, 4 * 256);
-    let cases: Vec<(&str, &str, Vec<SameArg>)> = vec![
+    // Floats in [-1, 1): products and sums of them stay normal.
+    let floats = |rng: &mut Rng, n: usize| -> Vec<u8> {
+        (0..n)
+            .flat_map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0).to_le_bytes())
+            .collect()
+    };
+    // Numbers below BN254's base field prime (the top limb below 2^61), the prime and
+    // -p^-1 mod 2^64.
+    let below_p: Vec<u8> = (0..4 * 16384)
+        .flat_map(|i| {
+            let w = rng.next_u64();
+            (if i % 4 == 3 { w >> 3 } else { w }).to_le_bytes()
+        })
+        .collect();
+    let bn254: Vec<u8> = [
+        0x3c20_8c16_d87c_fd47u64,
+        0x9781_6a91_6871_ca8d,
+        0xb850_45b6_8181_585d,
+        0x3064_4e72_e131_a029,
+        0x87d2_0782_e486_6389,
+    ]
+    .iter()
+    .flat_map(|w| w.to_le_bytes())
+    .collect();
+    let (n, side) = (128u32, 16384usize);
+    let cases: Vec<(&str, &str, Dim3, Dim3, Vec<SameArg>)> = vec![
         (
             "hash32",
             include_str!("../tests/corpus/hash32.ptx"),
+            Dim3::x(64),
+            Dim3::x(256),
             vec![
                 SameArg::Buf(table.clone()),
-                SameArg::Buf(vec![0; 4 * threads]),
+                SameArg::Buf(vec![0; 4 * 16384]),
                 SameArg::U32(256),
                 SameArg::U32(0x9747_b28c),
             ],
@@ -572,19 +597,64 @@ fn same_source(t: &mut Table, rng: &mut Rng) {
         (
             "hash",
             include_str!("../tests/corpus/hash.ptx"),
+            Dim3::x(64),
+            Dim3::x(256),
             vec![
                 SameArg::Buf(table[..256].to_vec()),
-                SameArg::Buf(vec![0; 8 * threads]),
+                SameArg::Buf(vec![0; 8 * 16384]),
                 SameArg::U32(64),
             ],
         ),
+        (
+            "mandel",
+            include_str!("../tests/corpus/mandel.ptx"),
+            Dim3::new(8, 8, 1),
+            Dim3::new(32, 8, 1),
+            vec![
+                SameArg::Buf(vec![0; 4 * 256 * 64]),
+                SameArg::U32(256),
+                SameArg::U32(64),
+                SameArg::U32(256),
+            ],
+        ),
+        (
+            "matmul",
+            include_str!("../tests/corpus/matmul.ptx"),
+            Dim3::new(n / 32, n / 8, 1),
+            Dim3::new(32, 8, 1),
+            vec![
+                SameArg::Buf(floats(rng, side)),
+                SameArg::Buf(floats(rng, side)),
+                SameArg::Buf(vec![0; 4 * side]),
+                SameArg::U32(n),
+            ],
+        ),
+        (
+            "mont64",
+            include_str!("../tests/corpus/mont64.ptx"),
+            Dim3::x(64),
+            Dim3::x(256),
+            vec![
+                SameArg::Buf(below_p),
+                SameArg::Buf(vec![0; 32 * 16384]),
+                SameArg::Buf(bn254),
+                SameArg::U32(16),
+            ],
+        ),
     ];
-    for (kernel, ptx, args) in cases {
+    for (kernel, ptx, grid, block, args) in cases {
+        let threads = (grid.x * grid.y * block.x * block.y) as usize;
         let name = format!("{kernel} same-source");
         let exe = dir.join(kernel);
         let built = std::process::Command::new("g++")
             .current_dir(root)
-            .args(["-std=c++17", "-O2", "-I", "tests/corpus"])
+            .args([
+                "-std=c++17",
+                "-O2",
+                "-ffp-contract=off",
+                "-I",
+                "tests/corpus",
+            ])
             .arg(format!("-DKERNEL_FILE=\"{kernel}.cu\""))
             .arg(format!("-DKERNEL_NAME={kernel}"))
             .arg("benches/same_source_host.cpp")
@@ -607,7 +677,9 @@ fn same_source(t: &mut Table, rng: &mut Rng) {
         }
         // The host program: inputs from files, outputs back into files.
         let mut host = std::process::Command::new(&exe);
-        host.arg(grid.to_string()).arg(block.to_string()).arg("7");
+        host.arg(format!("{},{}", grid.x, grid.y))
+            .arg(format!("{},{}", block.x, block.y))
+            .arg("7");
         for (k, a) in args.iter().enumerate() {
             match a {
                 SameArg::Buf(b) => {
@@ -648,7 +720,7 @@ fn same_source(t: &mut Table, rng: &mut Rng) {
                         SameArg::U32(v) => Arg::Scalar(Value::u32(*v)),
                     })
                     .collect();
-                e.launch(kernel, Dim3::x(grid), Dim3::x(block), &mut launch_args)
+                e.launch(kernel, grid, block, &mut launch_args)
                     .expect("corpus kernel runs")
             };
             run(&mut bufs);

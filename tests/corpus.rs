@@ -322,3 +322,28 @@ corpus_test!(
         Gen::Scalar(Value::s32(60)),
     ]
 );
+
+/// BN254's base field prime in 64-bit limbs (least significant first) and -p^-1 mod 2^64.
+const BN254: [u64; 5] = [
+    0x3c20_8c16_d87c_fd47,
+    0x9781_6a91_6871_ca8d,
+    0xb850_45b6_8181_585d,
+    0x3064_4e72_e131_a029,
+    0x87d2_0782_e486_6389,
+];
+/// Numbers below BN254's prime: the top limb below 2^61.
+fn below_bn254(r: &mut Rng, i: usize) -> u64 {
+    let w = r.next_u64();
+    if i % 4 == 3 { w >> 3 } else { w }
+}
+corpus_test!(
+    mont64,
+    Dim3::x(2),
+    Dim3::x(32),
+    [
+        Gen::Buf(8, 4 * 64, below_bn254),
+        Gen::Zeros(8, 4 * 64),
+        Gen::Buf(8, 5, |_, i| BN254[i]),
+        Gen::Scalar(Value::u32(9)),
+    ]
+);

@@ -6,20 +6,20 @@
 use super::layout::{self, FrameLayout};
 use super::lower::sync::{StepLayout, round_signature};
 use super::lower::{
-    GroupPlan, HELPERS, Lower, Refused, Shared, group_signature, internal_signature,
-    lanes_signature, lower_group, signature,
+    COLD_HELPERS, GroupPlan, HELPERS, Lower, Refused, Shared, cold_name, cold_signature,
+    group_signature, internal_signature, lanes_signature, lower_group, signature,
 };
 use super::runtime::{AreaName, JitArea, ModuleInfo, Site};
 use super::{Emit, FRAME_OVERHEAD, JitOptions, SMALL_STACK, compile_error, host};
 use crate::ast::{FuncId, FuncKind, Inst, Module, Space};
 use crate::engine::{MAX_CALL_DEPTH, RunError};
 use crate::memcheck::{self, Extent};
-use cranelift_codegen::ir;
+use cranelift_codegen::ir::{self, InstBuilder};
 use cranelift_codegen::isa::CallConv;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{FuncId as CodeId, Linkage, Module as _};
+use cranelift_module::{FuncId as CodeId, FuncOrDataId, Linkage, Module as _};
 use std::collections::HashMap;
 
 /// What `--emit` collects, by function: (name, text).
@@ -444,6 +444,43 @@ pub(super) fn define_functions(
         instructions,
         context_free,
     })
+}
+
+/// Defines the trampoline of each cold helper that compiled code uses (declared there): it
+/// calls the helper and stores its result (if any) at its first argument. Being of the
+/// `preserve_all` convention, it saves and restores every register the helper's call may
+/// clobber.
+pub(super) fn define_cold_trampolines(
+    jm: &mut JITModule,
+    declared: &Declared,
+    emit: Emit,
+    listing: &mut Listing,
+) -> Result<(), RunError> {
+    let mut fctx = FunctionBuilderContext::new();
+    let mut ctx = jm.make_context();
+    ctx.set_disasm(emit == Emit::Asm);
+    for name in COLD_HELPERS {
+        let full = cold_name(name);
+        let Some(FuncOrDataId::Func(id)) = jm.get_name(&full) else {
+            continue;
+        };
+        ctx.func.signature = cold_signature(name);
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let params = b.block_params(entry).to_vec();
+        let helper = jm.declare_func_in_func(declared.helpers[name], b.func);
+        let call = b.ins().call(helper, &params[1..]);
+        if let Some(&r) = b.inst_results(call).first() {
+            b.ins().store(ir::MemFlagsData::trusted(), r, params[0], 0);
+        }
+        b.ins().return_(&[]);
+        b.finalize(jm.isa().frontend_config());
+        define(jm, &mut ctx, id, &full, &full, emit, listing)?;
+    }
+    Ok(())
 }
 
 /// What [`define_functions`] found.

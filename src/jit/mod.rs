@@ -279,6 +279,7 @@ impl Jit {
             options.emit,
             &mut listing,
         )?;
+        compile::define_cold_trampolines(&mut jm, &declared, options.emit, &mut listing)?;
         jm.finalize_definitions().map_err(compile_error)?;
         let stats = CompileStats {
             millis: start.elapsed().as_secs_f64() * 1e3,

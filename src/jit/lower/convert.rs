@@ -108,7 +108,7 @@ impl Lower<'_, '_> {
                             }
                             Some(CvtRounding::Float(r)) => {
                                 let code = float_code(Fmt::of(*aty), *r, 0);
-                                self.soft(*dty, "rt_convert", code, &[x])
+                                self.soft(*dty, "rt_convert", code, &[x], false)
                             }
                         };
                         let v = self.canonical(*dty, v);

@@ -49,7 +49,10 @@ impl Lower<'_, '_> {
                     }
                     (_, Precision::Ieee(r)) => {
                         let code = float_code(Fmt::of(*ty), *r, bin_op_code(*op));
-                        (self.soft(*ty, self.arith_helper(), code, &[x, y]), *sat)
+                        (
+                            self.soft(*ty, self.arith_helper(), code, &[x, y], false),
+                            *sat,
+                        )
                     }
                 };
                 let r = self.finish_result(*ty, *ftz, sat, r);
@@ -93,15 +96,15 @@ impl Lower<'_, '_> {
                     FloatUnOp::Rcp => {
                         let one = self.one(*ty);
                         let code = float_code(Fmt::of(*ty), rnd, bin_op_code(FloatBinOp::Div));
-                        self.soft(*ty, self.arith_helper(), code, &[one, x])
+                        self.soft(*ty, self.arith_helper(), code, &[one, x], false)
                     }
                     FloatUnOp::Sqrt if self.sh.hw_arith => {
                         let code = float_code(Fmt::of(*ty), rnd, 0);
-                        self.soft(*ty, "rt_sqrt_hw", code, &[x])
+                        self.soft(*ty, "rt_sqrt_hw", code, &[x], false)
                     }
                     _ => {
                         let code = float_code(Fmt::of(*ty), rnd, un_op_code(*op));
-                        self.soft(*ty, "rt_unary", code, &[x])
+                        self.soft(*ty, "rt_unary", code, &[x], false)
                     }
                 };
                 let r = self.finish(*ty, *ftz, false, r);
@@ -132,7 +135,7 @@ impl Lower<'_, '_> {
                     } else {
                         "rt_fma"
                     };
-                    self.soft(*ty, helper, code, &v)
+                    self.soft(*ty, helper, code, &v, false)
                 };
                 let r = self.finish_result(*ty, *ftz, *sat, r);
                 self.set(d, *ty, r);
@@ -173,22 +176,28 @@ impl Lower<'_, '_> {
         self.b.ins().select(y_nan, x, r)
     }
 
-    /// Calls a soft-float helper on bit patterns and returns a float of type `ty`.
+    /// Calls a soft-float helper on bit patterns and returns a float of type `ty`; from a
+    /// cold block (`cold`), one of [`COLD_HELPERS`](super::COLD_HELPERS) through its
+    /// trampoline.
     pub(super) fn soft(
         &mut self,
         ty: Type,
         helper: &'static str,
         code: u32,
         args: &[Value],
+        cold: bool,
     ) -> Value {
         let mut call = vec![self.b.ins().iconst(types::I32, code as i64)];
         for a in args {
             let bits = self.float_bits(*a);
             call.push(bits);
         }
-        let r = self
-            .helper(helper, &call)
-            .expect("soft-float helpers return bits");
+        let r = if cold {
+            self.cold_helper(helper, &call)
+        } else {
+            self.helper(helper, &call)
+        };
+        let r = r.expect("soft-float helpers return bits");
         self.float_of_bits(ty, r)
     }
 

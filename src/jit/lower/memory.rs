@@ -479,7 +479,7 @@ impl Lower<'_, '_> {
         let site = self.iconst(types::I64, self.site);
         let ctx = self.ctx;
         let failed = self
-            .helper("rt_check", &[ctx, at, desc, site])
+            .cold_helper("rt_check", &[ctx, at, desc, site])
             .expect("rt_check returns a status");
         self.fail_if(failed);
         self.b.ins().jump(passed, &[]);

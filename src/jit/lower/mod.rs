@@ -38,7 +38,7 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
-use cranelift_module::Module as _;
+use cranelift_module::{Linkage, Module as _};
 use std::collections::HashMap;
 use std::mem::offset_of;
 
@@ -72,6 +72,30 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
         ("rt_clock", &[I32], &[I64]),
     ]
 };
+
+/// Helpers called only where a fast test failed (cold blocks). Generated code calls each
+/// through a trampoline of Cranelift's `preserve_all` convention (`out, args...` → nothing;
+/// see `compile::define_cold_trampolines`), which saves every register it uses and writes
+/// the helper's result to `out`: a call that clobbers nothing lets the values live across
+/// it (an accumulator, a loop's addresses) stay in registers on the fast path too, where a
+/// call of the host's convention would make the register allocator keep them in the frame.
+pub const COLD_HELPERS: &[&str] = &["rt_check", "rt_arith_hw", "rt_fma_hw"];
+
+/// The name of a cold helper's trampoline (see [`COLD_HELPERS`]).
+pub fn cold_name(helper: &str) -> String {
+    format!("{helper}.cold")
+}
+
+/// The signature of a cold helper's trampoline (see [`COLD_HELPERS`]).
+pub fn cold_signature(name: &str) -> Signature {
+    let (_, params, _) = HELPERS
+        .iter()
+        .find(|h| h.0 == name)
+        .expect("a cold helper is a helper");
+    let mut with_out = vec![types::I64];
+    with_out.extend_from_slice(params);
+    signature(CallConv::PreserveAll, &with_out, &[])
+}
 
 /// A signature in the host's calling convention.
 pub fn signature(cc: CallConv, params: &[ir::Type], rets: &[ir::Type]) -> Signature {
@@ -210,6 +234,9 @@ pub struct Lower<'a, 'f> {
     /// Runs of accesses that share one check, and recent-area slots (checked mode).
     checks: memory::CheckPlan,
     refs: HashMap<&'static str, FuncRef>,
+    cold_refs: HashMap<&'static str, FuncRef>,
+    /// Where cold helpers' trampolines write their results.
+    cold_out: Option<ir::StackSlot>,
     callees: HashMap<u32, FuncRef>,
     /// In a round function (a kernel with sync points, see [`sync`]): the running thread's state
     /// and the resume points lowered so far.
@@ -344,6 +371,8 @@ impl<'a, 'f> Lower<'a, 'f> {
                 memory::CheckPlan::default()
             },
             refs: HashMap::new(),
+            cold_refs: HashMap::new(),
+            cold_out: None,
             callees: HashMap::new(),
             zext: HashMap::new(),
             hoisted: HashMap::new(),
@@ -942,6 +971,34 @@ impl<'a, 'f> Lower<'a, 'f> {
         };
         let call = self.b.ins().call(r, args);
         self.b.inst_results(call).first().copied()
+    }
+
+    /// Calls one of [`COLD_HELPERS`] through its trampoline, from a cold block.
+    fn cold_helper(&mut self, name: &'static str, args: &[Value]) -> Option<Value> {
+        let r = match self.cold_refs.get(name) {
+            Some(r) => *r,
+            None => {
+                // Declared where first used, defined after every function that uses it.
+                let id = self
+                    .jm
+                    .declare_function(&cold_name(name), Linkage::Local, &cold_signature(name))
+                    .expect("one signature for each trampoline");
+                let r = self.jm.declare_func_in_func(id, self.b.func);
+                self.cold_refs.insert(name, r);
+                r
+            }
+        };
+        let slot = *self.cold_out.get_or_insert_with(|| {
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3))
+        });
+        let out = self.b.ins().stack_addr(types::I64, slot, 0);
+        let mut with_out = vec![out];
+        with_out.extend_from_slice(args);
+        self.b.ins().call(r, &with_out);
+        let (_, _, rets) = HELPERS.iter().find(|h| h.0 == name)?;
+        rets.first()
+            .map(|t| self.b.ins().load(*t, trusted(), out, 0))
     }
 
     /// An integer constant of a Cranelift type (the low bits of `v`).

@@ -267,7 +267,7 @@ impl Lower<'_, '_> {
         let hw = match op {
             Exact::Fma => {
                 let code = float_code(Fmt::F64, rnd, 0);
-                self.soft(Type::F64, "rt_fma_hw", code, v)
+                self.soft(Type::F64, "rt_fma_hw", code, v, true)
             }
             _ => {
                 let bin = match op {
@@ -276,7 +276,7 @@ impl Lower<'_, '_> {
                     _ => FloatBinOp::Mul,
                 };
                 let code = float_code(Fmt::F64, rnd, bin_op_code(bin));
-                self.soft(Type::F64, "rt_arith_hw", code, v)
+                self.soft(Type::F64, "rt_arith_hw", code, v, true)
             }
         };
         self.b.ins().jump(join, &[hw.into()]);

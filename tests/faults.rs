@@ -277,3 +277,68 @@ fn accesses_sharing_a_base_register_fault_one_by_one() {
         assert!(f.message.contains("misaligned"), "{name}: {}", f.message);
     }
 }
+
+/// A function's only `.local` variable (a local depot, as CUDA compilers emit) indexed by a
+/// register: the JIT tests such accesses inline against the variable. Each thread writes its
+/// number to byte offset `4 * tid + shift` of a 32-byte depot, reads it back and stores it.
+const DEPOT: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u32 shift)
+{
+    .reg .u32 %t, %s, %v;
+    .reg .u64 %o, %a, %d;
+    .local .align 8 .b8 depot[32];
+    ld.param.u64 %o, [out];
+    ld.param.u32 %s, [shift];
+    mov.u32 %t, %tid.x;
+    mov.u64 %d, depot;
+    mad.lo.u32 %v, %t, 4, %s;
+    cvt.u64.u32 %a, %v;
+    add.u64 %a, %d, %a;
+    st.local.u32 [%a], %t;
+    ld.local.u32 %v, [%a];
+    mul.wide.u32 %a, %t, 4;
+    add.u64 %a, %o, %a;
+    st.global.u32 [%a], %v;
+    ret;
+}
+"#;
+
+#[test]
+fn a_local_depot_indexed_by_a_register_is_bounded() {
+    for (name, e) in engines(DEPOT) {
+        let run = |threads: u32, shift: u32| {
+            let mut out = vec![0u8; 4 * threads as usize];
+            let r = e.launch(
+                "k",
+                Dim3::x(1),
+                Dim3::x(threads),
+                &mut [Arg::Buffer(&mut out), Arg::Scalar(Value::u32(shift))],
+            );
+            r.map(|()| out)
+        };
+        // Eight threads fill the depot exactly: each reads back its own number.
+        let out = run(8, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let want: Vec<u8> = (0..8u32).flat_map(|t| t.to_le_bytes()).collect();
+        assert_eq!(out, want, "{name}");
+        // A ninth thread writes at byte 32, just past the end.
+        let err = run(9, 0).unwrap_err().to_string();
+        assert!(err.contains("out of bounds"), "{name}: {err}");
+        assert!(err.contains(".local `depot`"), "{name}: {err}");
+        // Thread 7 at byte 30 straddles the end; at byte 2, every access is misaligned.
+        let err = run(8, 2).unwrap_err().to_string();
+        assert!(
+            err.contains("misaligned") || err.contains("out of bounds"),
+            "{name}: {err}"
+        );
+        let err = run(1, 2).unwrap_err().to_string();
+        assert!(err.contains("misaligned"), "{name}: {err}");
+        // An offset of 2^32 - 4 (a 32-bit -4, zero-extended): nowhere near the depot.
+        let err = run(1, u32::MAX - 3).unwrap_err().to_string();
+        assert!(
+            err.contains("no memory there") || err.contains("out of bounds"),
+            "{name}: {err}"
+        );
+    }
+}

@@ -404,6 +404,20 @@ impl Lower<'_, '_> {
         let ctx = self.ctx;
         let area_lo = self.b.ins().load(types::I64, trusted(), ctx, field);
         let area_hi = self.b.ins().load(types::I64, trusted(), ctx, field + 8);
+        self.in_area(lo, end, area_lo, area_hi, base, align)
+    }
+
+    /// Whether `lo..end` is non-empty and inside `area_lo..area_hi`, and `base` a multiple of
+    /// `align`.
+    fn in_area(
+        &mut self,
+        lo: Value,
+        end: Value,
+        area_lo: Value,
+        area_hi: Value,
+        base: Value,
+        align: u64,
+    ) -> Value {
         let nonempty = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, lo);
         let above = self
             .b
@@ -420,8 +434,47 @@ impl Lower<'_, '_> {
         self.b.ins().band(ok, aligned)
     }
 
+    /// The function's one `.local` variable in its frame, when it has exactly one (as the
+    /// local depot of compiled CUDA): a `.local` access inside it is valid, whatever else
+    /// the thread's frames hold.
+    fn only_local_var(&self) -> Option<u32> {
+        let mut locals = (self.f.vars.iter().enumerate())
+            .filter(|(i, v)| v.space == Space::Local && self.var_regs[*i].is_none());
+        match (locals.next(), locals.next()) {
+            (Some((i, _)), None) => Some(i as u32),
+            _ => None,
+        }
+    }
+
+    /// Whether `lo..end` is valid for an access of `space` at the recent area of `slot` or,
+    /// for a `.local` access, in the function's only local variable ([`Self::only_local_var`]);
+    /// None when neither can be tested inline.
+    fn in_known_area(
+        &mut self,
+        lo: Value,
+        end: Value,
+        space: Option<Space>,
+        slot: usize,
+        base: Value,
+        align: u64,
+    ) -> Option<Value> {
+        match space {
+            None | Some(Space::Global | Space::Shared) => {
+                Some(self.in_recent_area(lo, end, slot, base, align))
+            }
+            Some(Space::Local) => {
+                let var = self.only_local_var()?;
+                let area_lo = self.frame_var(var);
+                let area_hi = self.plus(area_lo, self.f.var(var).size as i64);
+                Some(self.in_area(lo, end, area_lo, area_hi, base, align))
+            }
+            _ => None,
+        }
+    }
+
     /// Checks an access: passes if its run's span test passed (`run_ok`), then, for global,
-    /// generic and shared-space accesses, if it lies aligned in its slot's recent area; else calls
+    /// generic and shared-space accesses, if it lies aligned in its slot's recent area, for
+    /// local ones if it lies aligned in the function's only local variable; else calls
     /// `rt_check`.
     ///
     /// A bounded access (`proof`: its base's value, span and proof variable) first compares
@@ -456,19 +509,20 @@ impl Lower<'_, '_> {
             self.b.switch_to_block(inline);
             passed = learn;
         }
-        if matches!(d.space, None | Some(Space::Global | Space::Shared)) {
-            let end = self.b.ins().iadd_imm_s(at, d.size as i64);
-            let ok = self.in_recent_area(at, end, d.slot, at, d.size as u64);
-            self.b.ins().brif(ok, passed, &[], slow, &[]);
-        } else {
-            self.b.ins().jump(slow, &[]);
-        }
+        let end = self.b.ins().iadd_imm_s(at, d.size as i64);
+        match self.in_known_area(at, end, d.space, d.slot, at, d.size as u64) {
+            Some(ok) => self.b.ins().brif(ok, passed, &[], slow, &[]),
+            None => self.b.ins().jump(slow, &[]),
+        };
         if let Some((base, span, var)) = proof {
-            // The access passed, so its area is in its slot now: try the whole span there.
+            // The access passed, so its area is in its slot now (or it is the local
+            // variable): try the whole span there.
             self.b.switch_to_block(passed);
             let lo = self.plus(base, span.lowest);
             let hi = self.plus(base, span.end);
-            let ok = self.in_recent_area(lo, hi, d.slot, base, span.align);
+            let ok = self
+                .in_known_area(lo, hi, d.space, d.slot, base, span.align)
+                .unwrap_or_else(|| self.b.ins().iconst(types::I8, 0));
             let known = self.b.use_var(var);
             let known = self.b.ins().select(ok, base, known);
             self.b.def_var(var, known);

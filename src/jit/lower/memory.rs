@@ -15,7 +15,7 @@ use crate::ast::{
 use crate::jit::runtime::AccessDesc;
 use crate::jit::runtime::{HIT_AREAS, SHARED_HITS, ThreadCtx};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, Value, types};
+use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::{HashMap, HashSet};
 use std::mem::offset_of;
@@ -400,21 +400,25 @@ impl Lower<'_, '_> {
         base: Value,
         align: u64,
     ) -> Value {
+        let area = self.recent_area(slot);
+        self.in_area(lo, end, area, base, align)
+    }
+
+    /// The bounds of the recent area of `slot`.
+    fn recent_area(&mut self, slot: usize) -> (Value, Value) {
         let field = (offset_of!(ThreadCtx, hits) + 16 * slot) as i32;
         let ctx = self.ctx;
         let area_lo = self.b.ins().load(types::I64, trusted(), ctx, field);
         let area_hi = self.b.ins().load(types::I64, trusted(), ctx, field + 8);
-        self.in_area(lo, end, area_lo, area_hi, base, align)
+        (area_lo, area_hi)
     }
 
-    /// Whether `lo..end` is non-empty and inside `area_lo..area_hi`, and `base` a multiple of
-    /// `align`.
+    /// Whether `lo..end` is non-empty and inside `area`, and `base` a multiple of `align`.
     fn in_area(
         &mut self,
         lo: Value,
         end: Value,
-        area_lo: Value,
-        area_hi: Value,
+        (area_lo, area_hi): (Value, Value),
         base: Value,
         align: u64,
     ) -> Value {
@@ -434,6 +438,39 @@ impl Lower<'_, '_> {
         self.b.ins().band(ok, aligned)
     }
 
+    /// [`Self::in_area`] as branches: to `inside` when it holds, else to `outside`. Each
+    /// test is one compare and jump, all predicted alike, where the value form needs a
+    /// flag, an `and` and a register for each.
+    fn branch_in_area(
+        &mut self,
+        lo: Value,
+        end: Value,
+        (area_lo, area_hi): (Value, Value),
+        align: u64,
+        inside: Block,
+        outside: Block,
+    ) {
+        let tests: [&dyn Fn(&mut FunctionBuilder) -> Value; 4] = [
+            &|b| b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, lo, area_lo),
+            &|b| b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, area_hi),
+            &|b| b.ins().icmp(IntCC::UnsignedGreaterThan, end, lo),
+            &|b| {
+                let misaligned = b.ins().band_imm_s(lo, align as i64 - 1);
+                b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0)
+            },
+        ];
+        for (k, test) in tests.iter().enumerate() {
+            let ok = test(&mut self.b);
+            if k + 1 == tests.len() {
+                self.b.ins().brif(ok, inside, &[], outside, &[]);
+            } else {
+                let next = self.b.create_block();
+                self.b.ins().brif(ok, next, &[], outside, &[]);
+                self.b.switch_to_block(next);
+            }
+        }
+    }
+
     /// The function's one `.local` variable in its frame, when it has exactly one (as the
     /// local depot of compiled CUDA): a `.local` access inside it is valid, whatever else
     /// the thread's frames hold.
@@ -446,27 +483,17 @@ impl Lower<'_, '_> {
         }
     }
 
-    /// Whether `lo..end` is valid for an access of `space` at the recent area of `slot` or,
-    /// for a `.local` access, in the function's only local variable ([`Self::only_local_var`]);
-    /// None when neither can be tested inline.
-    fn in_known_area(
-        &mut self,
-        lo: Value,
-        end: Value,
-        space: Option<Space>,
-        slot: usize,
-        base: Value,
-        align: u64,
-    ) -> Option<Value> {
+    /// Where an access of `space` can be tested inline: the recent area of `slot` or, for a
+    /// `.local` access, the function's only local variable ([`Self::only_local_var`]); None
+    /// when neither applies.
+    fn known_area(&mut self, space: Option<Space>, slot: usize) -> Option<(Value, Value)> {
         match space {
-            None | Some(Space::Global | Space::Shared) => {
-                Some(self.in_recent_area(lo, end, slot, base, align))
-            }
+            None | Some(Space::Global | Space::Shared) => Some(self.recent_area(slot)),
             Some(Space::Local) => {
                 let var = self.only_local_var()?;
                 let area_lo = self.frame_var(var);
                 let area_hi = self.plus(area_lo, self.f.var(var).size as i64);
-                Some(self.in_area(lo, end, area_lo, area_hi, base, align))
+                Some((area_lo, area_hi))
             }
             _ => None,
         }
@@ -509,20 +536,25 @@ impl Lower<'_, '_> {
             self.b.switch_to_block(inline);
             passed = learn;
         }
-        let end = self.b.ins().iadd_imm_s(at, d.size as i64);
-        match self.in_known_area(at, end, d.space, d.slot, at, d.size as u64) {
-            Some(ok) => self.b.ins().brif(ok, passed, &[], slow, &[]),
-            None => self.b.ins().jump(slow, &[]),
-        };
+        match self.known_area(d.space, d.slot) {
+            Some(area) => {
+                let end = self.b.ins().iadd_imm_s(at, d.size as i64);
+                self.branch_in_area(at, end, area, d.size as u64, passed, slow);
+            }
+            None => {
+                self.b.ins().jump(slow, &[]);
+            }
+        }
         if let Some((base, span, var)) = proof {
             // The access passed, so its area is in its slot now (or it is the local
             // variable): try the whole span there.
             self.b.switch_to_block(passed);
             let lo = self.plus(base, span.lowest);
             let hi = self.plus(base, span.end);
-            let ok = self
-                .in_known_area(lo, hi, d.space, d.slot, base, span.align)
-                .unwrap_or_else(|| self.b.ins().iconst(types::I8, 0));
+            let ok = match self.known_area(d.space, d.slot) {
+                Some(area) => self.in_area(lo, hi, area, base, span.align),
+                None => self.b.ins().iconst(types::I8, 0),
+            };
             let known = self.b.use_var(var);
             let known = self.b.ins().select(ok, base, known);
             self.b.def_var(var, known);

@@ -114,6 +114,24 @@ fn cases() -> Vec<(&'static str, Model)> {
                 if c != 0 { ptx(f(z) + f(a)) } else { z }
             }),
         ),
+        // An escape-time loop: its floats leave it only through comparisons.
+        (ESCAPE, Box::new(|a, b, c| escape(a, b, c).0)),
+        // An accumulator: made canonical where the move reads it, not in the loop.
+        (
+            ACCUMULATE,
+            Box::new(|a, b, c| {
+                let mut z = 0.0f32;
+                for _ in 0..=c {
+                    z += f(a) * f(b);
+                }
+                ptx(z)
+            }),
+        ),
+        // The same loop, its last value observed by a move.
+        (
+            ESCAPE_OBSERVED,
+            Box::new(|a, b, c| ptx(f32::from_bits(escape(a, b, c).1))),
+        ),
     ];
     v.into_iter()
         .map(|(body, m)| {
@@ -121,6 +139,37 @@ fn cases() -> Vec<(&'static str, Model)> {
             (text, m)
         })
         .collect()
+}
+
+/// `x = x * x + y` until `x > 4` or `%c` rounds have run (at least one); `%d` the count of
+/// rounds that did not escape.
+const ESCAPE: &str = "mov.u32 %d, 0; \
+     LOOP: mul.rn.f32 %z, %x, %x; add.rn.f32 %x, %z, %y; setp.gt.f32 %p, %x, 0f40800000; \
+     @%p bra DONE; add.u32 %d, %d, 1; setp.lt.u32 %p, %d, %c; @%p bra LOOP; DONE:";
+const ESCAPE_OBSERVED: &str = "mov.u32 %d, 0; \
+     LOOP: mul.rn.f32 %z, %x, %x; add.rn.f32 %x, %z, %y; setp.gt.f32 %p, %x, 0f40800000; \
+     @%p bra DONE; add.u32 %d, %d, 1; setp.lt.u32 %p, %d, %c; @%p bra LOOP; DONE: \
+     mov.b32 %d, %x;";
+
+/// `%z += %x * %y`, `%c + 1` times; `%d` the sum's bits.
+const ACCUMULATE: &str = "mov.f32 %z, 0f00000000; mov.u32 %d, 0; \
+     LOOP: mul.rn.f32 %w, %x, %y; add.rn.f32 %z, %z, %w; add.u32 %d, %d, 1; \
+     setp.le.u32 %p, %d, %c; @%p bra LOOP; mov.b32 %d, %z;";
+
+/// The escape loop on Rust floats: (count, bits of the last x).
+fn escape(a: u32, b: u32, c: u32) -> (u32, u32) {
+    let (mut x, mut d) = (f(a), 0);
+    loop {
+        x = x * x + f(b);
+        if x > 4.0 {
+            break;
+        }
+        d += 1;
+        if d >= c {
+            break;
+        }
+    }
+    (d, x.to_bits())
 }
 
 /// Values whose products and sums reach every NaN origin: inf × 0 (x86's default NaN),
@@ -189,4 +238,23 @@ fn a_chain_makes_its_nan_canonical_once() {
                     add.rn.f32 %z, %z, %y; mov.b32 %d, %z; add.u32 %d, %d, %c;";
     let ptx = three_operand_module(HEADER, DECLS, 0, [observed.to_string()]);
     assert_eq!(nan_tests(&ptx), 2, "both results observed");
+}
+
+#[test]
+fn loops_make_their_nans_canonical_where_observed() {
+    let load = "mov.b32 %x, %a; mov.b32 %y, %b;";
+    let ptx = three_operand_module(HEADER, DECLS, 0, [format!("{load} {ESCAPE}")]);
+    assert_eq!(
+        nan_tests(&ptx),
+        0,
+        "the loop's values meet only arithmetic and setp"
+    );
+    let ptx = three_operand_module(HEADER, DECLS, 0, [format!("{load} {ESCAPE_OBSERVED}")]);
+    assert!(nan_tests(&ptx) > 0, "the last value is observed");
+    let ptx = three_operand_module(HEADER, DECLS, 0, [format!("{load} {ACCUMULATE}")]);
+    assert_eq!(
+        nan_tests(&ptx),
+        1,
+        "the sum made canonical once, where it is read"
+    );
 }

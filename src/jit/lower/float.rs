@@ -260,9 +260,9 @@ impl Lower<'_, '_> {
     }
 
     /// `finish` for the result of the arithmetic instruction being lowered: without the
-    /// canonical NaN where nothing observes it ([`nan::unobserved`]).
+    /// canonical NaN where nothing observes it or its readers make it canonical ([`nan::plan`]).
     fn finish_result(&mut self, ty: Type, ftz: bool, sat: bool, r: Value) -> Value {
-        if !self.nan_unobserved.get(self.at).copied().unwrap_or(false) {
+        if !self.nan.unobserved.get(self.at).copied().unwrap_or(false) {
             return self.finish(ty, ftz, sat, r);
         }
         let r = self.flush_if(ftz, ty, r);

@@ -251,7 +251,7 @@ pub struct Lower<'a, 'f> {
     hoisted: HashMap<usize, Vec<Value>>,
     /// By instruction index: float arithmetic whose NaN result needs no canonical form
     /// (see [`float::nan`]).
-    nan_unobserved: Vec<bool>,
+    nan: float::nan::NanPlan,
     /// The variables kept in registers (`layout::in_registers`): an integer of the
     /// variable's width each, holding its bits.
     var_regs: Vec<Option<Variable>>,
@@ -376,7 +376,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             callees: HashMap::new(),
             zext: HashMap::new(),
             hoisted: HashMap::new(),
-            nan_unobserved: float::nan::unobserved(f),
+            nan: float::nan::plan(f),
             step: None,
             var_regs,
         };
@@ -1174,8 +1174,11 @@ impl<'a, 'f> Lower<'a, 'f> {
     fn get(&mut self, op: &Operand, ty: Type) -> Value {
         match op {
             Operand::Reg(r) => {
-                let v = self.reg_value(*r);
+                let mut v = self.reg_value(*r);
                 let rty = self.f.reg(*r).ty;
+                if self.nan.canonical_reads.contains(&(self.at, *r)) {
+                    v = self.canonical(rty, v);
+                }
                 self.conv(v, rty, ty, false)
             }
             Operand::NotPred(r) => {

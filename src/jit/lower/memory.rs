@@ -55,6 +55,15 @@ type Member = (usize, i64, usize);
 /// (window offsets) rather than global or generic (host addresses), and members so far.
 type OpenRuns = Vec<(RegId, bool, Vec<Member>)>;
 
+/// An area an access can be tested against inline.
+#[derive(Clone, Copy)]
+enum Area {
+    /// The recent area of a slot of the thread's context.
+    Recent(usize),
+    /// Bounds the code knows: a variable of the function's frame.
+    Fixed(Value, Value),
+}
+
 struct CheckRun {
     reg: RegId,
     shared: bool,
@@ -439,34 +448,49 @@ impl Lower<'_, '_> {
     }
 
     /// [`Self::in_area`] as branches: to `inside` when it holds, else to `outside`. Each
-    /// test is one compare and jump, all predicted alike, where the value form needs a
-    /// flag, an `and` and a register for each.
+    /// test is one compare and jump (a recent area's bound read by the compare itself), all
+    /// predicted alike, where the value form needs a flag, an `and` and a register for each.
     fn branch_in_area(
         &mut self,
         lo: Value,
         end: Value,
-        (area_lo, area_hi): (Value, Value),
+        area: Area,
         align: u64,
         inside: Block,
         outside: Block,
     ) {
-        let tests: [&dyn Fn(&mut FunctionBuilder) -> Value; 4] = [
-            &|b| b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, lo, area_lo),
-            &|b| b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, area_hi),
-            &|b| b.ins().icmp(IntCC::UnsignedGreaterThan, end, lo),
-            &|b| {
-                let misaligned = b.ins().band_imm_s(lo, align as i64 - 1);
-                b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0)
-            },
-        ];
-        for (k, test) in tests.iter().enumerate() {
-            let ok = test(&mut self.b);
-            if k + 1 == tests.len() {
-                self.b.ins().brif(ok, inside, &[], outside, &[]);
-            } else {
-                let next = self.b.create_block();
-                self.b.ins().brif(ok, next, &[], outside, &[]);
-                self.b.switch_to_block(next);
+        let pass = |l: &mut Self, ok: Value| {
+            let next = l.b.create_block();
+            l.b.ins().brif(ok, next, &[], outside, &[]);
+            l.b.switch_to_block(next);
+        };
+        let misaligned = self.b.ins().band_imm_s(lo, align as i64 - 1);
+        let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
+        pass(self, aligned);
+        let area_lo = self.area_bound(area, false);
+        let above = (self.b.ins()).icmp(IntCC::UnsignedGreaterThanOrEqual, lo, area_lo);
+        pass(self, above);
+        let area_hi = self.area_bound(area, true);
+        let below = (self.b.ins()).icmp(IntCC::UnsignedLessThanOrEqual, end, area_hi);
+        pass(self, below);
+        let nonempty = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, lo);
+        self.b.ins().brif(nonempty, inside, &[], outside, &[]);
+    }
+
+    /// The low or high bound of an area that an access can be tested against inline.
+    fn area_bound(&mut self, area: Area, high: bool) -> Value {
+        match area {
+            Area::Recent(slot) => {
+                let field = (offset_of!(ThreadCtx, hits) + 16 * slot + 8 * high as usize) as i32;
+                let ctx = self.ctx;
+                self.b.ins().load(types::I64, trusted(), ctx, field)
+            }
+            Area::Fixed(lo, hi) => {
+                if high {
+                    hi
+                } else {
+                    lo
+                }
             }
         }
     }
@@ -486,14 +510,14 @@ impl Lower<'_, '_> {
     /// Where an access of `space` can be tested inline: the recent area of `slot` or, for a
     /// `.local` access, the function's only local variable ([`Self::only_local_var`]); None
     /// when neither applies.
-    fn known_area(&mut self, space: Option<Space>, slot: usize) -> Option<(Value, Value)> {
+    fn known_area(&mut self, space: Option<Space>, slot: usize) -> Option<Area> {
         match space {
-            None | Some(Space::Global | Space::Shared) => Some(self.recent_area(slot)),
+            None | Some(Space::Global | Space::Shared) => Some(Area::Recent(slot)),
             Some(Space::Local) => {
                 let var = self.only_local_var()?;
                 let area_lo = self.frame_var(var);
                 let area_hi = self.plus(area_lo, self.f.var(var).size as i64);
-                Some((area_lo, area_hi))
+                Some(Area::Fixed(area_lo, area_hi))
             }
             _ => None,
         }
@@ -552,7 +576,10 @@ impl Lower<'_, '_> {
             let lo = self.plus(base, span.lowest);
             let hi = self.plus(base, span.end);
             let ok = match self.known_area(d.space, d.slot) {
-                Some(area) => self.in_area(lo, hi, area, base, span.align),
+                Some(area) => {
+                    let bounds = (self.area_bound(area, false), self.area_bound(area, true));
+                    self.in_area(lo, hi, bounds, base, span.align)
+                }
                 None => self.b.ins().iconst(types::I8, 0),
             };
             let known = self.b.use_var(var);

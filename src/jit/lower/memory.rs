@@ -57,7 +57,7 @@ type OpenRuns = Vec<(RegId, bool, Vec<Member>)>;
 
 /// An area an access can be tested against inline.
 #[derive(Clone, Copy)]
-enum Area {
+pub(super) enum Area {
     /// The recent area of a slot of the thread's context.
     Recent(usize),
     /// Bounds the code knows: a variable of the function's frame.
@@ -334,7 +334,11 @@ impl Lower<'_, '_> {
             base = self.b.ins().iadd(base, window);
         }
         let off = off.wrapping_add(a.offset);
-        let checked = self.sh.checked && !self.known_safe(a, size, space, store);
+        // A site of a strided loop is tested only in the loop's tested iterations.
+        let site = self.strided_site(self.at);
+        let checked = self.sh.checked
+            && !self.known_safe(a, size, space, store)
+            && !matches!(site, Some((_, true)));
         // The parts of a vector access add up to `size` more; keep them all in i32 range.
         let end_fits = off
             .checked_add(size as i64)
@@ -366,6 +370,9 @@ impl Lower<'_, '_> {
                         (base, span, self.checks.proved[&span])
                     });
                     self.check(at, desc, run_ok, proof);
+                    if let Some((k, false)) = site {
+                        self.strided_site_room(k, self.at, at, size as u64, space, slot);
+                    }
                 }
                 (at, 0)
             }
@@ -378,6 +385,17 @@ impl Lower<'_, '_> {
         let Some(&k) = self.checks.start.get(&at) else {
             return;
         };
+        // A run of sites of a strided loop is not tested in the loop's proved iterations.
+        let proved_sites = (self.checks.member.iter())
+            .filter(|(_, run)| **run == k)
+            .all(|(&i, _)| matches!(self.strided_site(i), Some((_, true))));
+        if !proved_sites {
+            self.test_run(k);
+        }
+    }
+
+    /// Tests run `k`'s span and keeps the answer in the run's variable.
+    fn test_run(&mut self, k: usize) {
         let (reg, shared, lowest, end, align) = {
             let r = &self.checks.runs[k];
             (r.reg, r.shared, r.lowest, r.end, r.align)
@@ -423,7 +441,7 @@ impl Lower<'_, '_> {
     }
 
     /// Whether `lo..end` is non-empty and inside `area`, and `base` a multiple of `align`.
-    fn in_area(
+    pub(super) fn in_area(
         &mut self,
         lo: Value,
         end: Value,
@@ -478,7 +496,7 @@ impl Lower<'_, '_> {
     }
 
     /// The low or high bound of an area that an access can be tested against inline.
-    fn area_bound(&mut self, area: Area, high: bool) -> Value {
+    pub(super) fn area_bound(&mut self, area: Area, high: bool) -> Value {
         match area {
             Area::Recent(slot) => {
                 let field = (offset_of!(ThreadCtx, hits) + 16 * slot + 8 * high as usize) as i32;
@@ -510,7 +528,7 @@ impl Lower<'_, '_> {
     /// Where an access of `space` can be tested inline: the recent area of `slot` or, for a
     /// `.local` access, the function's only local variable ([`Self::only_local_var`]); None
     /// when neither applies.
-    fn known_area(&mut self, space: Option<Space>, slot: usize) -> Option<Area> {
+    pub(super) fn known_area(&mut self, space: Option<Space>, slot: usize) -> Option<Area> {
         match space {
             None | Some(Space::Global | Space::Shared) => Some(Area::Recent(slot)),
             Some(Space::Local) => {

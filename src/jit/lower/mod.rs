@@ -15,6 +15,7 @@ mod int;
 mod lanes;
 mod liveness;
 mod memory;
+mod strided;
 pub(super) mod sync;
 mod video;
 
@@ -233,6 +234,10 @@ pub struct Lower<'a, 'f> {
     at: usize,
     /// Runs of accesses that share one check, and recent-area slots (checked mode).
     checks: memory::CheckPlan,
+    /// Loops whose accesses are tested once for many iterations (checked mode), and the
+    /// version of one being lowered: (loop, whether its iterations are proved).
+    loops: Vec<strided::LoopBudget>,
+    version: Option<(usize, bool)>,
     refs: HashMap<&'static str, FuncRef>,
     cold_refs: HashMap<&'static str, FuncRef>,
     /// Where cold helpers' trampolines write their results.
@@ -346,7 +351,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             b.ins().iconst(types::I64, 0)
         };
         let (fail, ret, exit) = (b.create_block(), b.create_block(), b.create_block());
-        let l = Lower {
+        let mut l = Lower {
             b,
             sh,
             jm,
@@ -365,6 +370,8 @@ impl<'a, 'f> Lower<'a, 'f> {
             call_buf,
             site: 0,
             at: 0,
+            loops: Vec::new(),
+            version: None,
             checks: if sh.checked {
                 memory::CheckPlan::of(f)
             } else {
@@ -380,6 +387,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             step: None,
             var_regs,
         };
+        l.loops = l.loop_budgets();
         (l, entry)
     }
 
@@ -857,24 +865,49 @@ impl<'a, 'f> Lower<'a, 'f> {
             at.entry(target).or_insert_with(|| self.b.create_block());
         }
         let labels: Vec<Block> = self.f.labels.iter().map(|t| at[t]).collect();
-        for (i, ins) in body.iter().enumerate() {
+        let mut i = 0;
+        while i < body.len() {
             if let Some(&blk) = at.get(&i) {
+                self.strided_entry(i.wrapping_sub(1), i);
                 self.b.ins().jump(blk, &[]);
                 self.b.switch_to_block(blk);
             }
-            self.site = Site {
-                func: self.fid,
-                inst: i as u32,
+            // A strided loop: its body twice, tested and proved (see `strided`).
+            if let Some(k) = self.loops.iter().position(|l| l.shape.head == i) {
+                let back = self.loops[k].shape.back;
+                let (versions, after) = self.strided_head(k);
+                for (start, proved) in versions {
+                    self.strided_version(k, start, proved);
+                    for (j, ins) in body.iter().enumerate().take(back + 1).skip(i) {
+                        self.instruction(j, ins, &labels);
+                    }
+                    self.version = None;
+                    self.b.ins().jump(after, &[]);
+                }
+                self.b.switch_to_block(after);
+                i = back + 1;
+                continue;
             }
-            .pack();
-            self.at = i;
-            self.start_check_run(i);
-            self.guarded(ins, &labels);
+            self.instruction(i, &body[i], &labels);
+            i += 1;
         }
         if let Some(&blk) = at.get(&body.len()) {
             self.b.ins().jump(blk, &[]);
             self.b.switch_to_block(blk);
         }
+    }
+
+    /// Instruction `i` of the body, with what comes before it in checked mode.
+    fn instruction(&mut self, i: usize, ins: &ast::Instruction, labels: &[Block]) {
+        self.site = Site {
+            func: self.fid,
+            inst: i as u32,
+        }
+        .pack();
+        self.at = i;
+        self.strided_before(i);
+        self.start_check_run(i);
+        self.guarded(ins, labels);
     }
 
     /// An instruction under its guard: a branch around it.
@@ -947,7 +980,10 @@ impl<'a, 'f> Lower<'a, 'f> {
             Video { .. } | Vset { .. } | Vmad { .. } | VideoSimd { .. } => self.video(inst),
             Compute { .. } => self.compute(inst),
             Hint => {}
-            Bra { target, .. } => self.jump_away(labels[target.0 as usize]),
+            Bra { target, .. } => {
+                self.strided_entry(self.at, self.f.labels[target.0 as usize]);
+                self.jump_away(labels[target.0 as usize])
+            }
             Call {
                 func, rets, args, ..
             } => self.call(*func, rets, args),

@@ -1,0 +1,740 @@
+//! Checked accesses in a loop whose addresses move by the same amount every iteration: the
+//! inner loop of a matrix product (`ld.global.f32 %f, [%rd15]` with `%rd15 = %B +
+//! 4 * sext(%r26)` and `%r26 += %r6` each time round). Once such an access has passed its
+//! test in one iteration, the number of further iterations it stays inside its area follows
+//! from its address, the area's bounds and its per-iteration step; the minimum of those
+//! numbers over the loop's accesses (and over the iterations before a 32-bit index that is
+//! widened into an address would overflow) is a budget of iterations that run without
+//! tests. The body is lowered twice, a tested version that works out the budget and a
+//! proved one without tests (or budget arithmetic), and the loop's head takes the proved
+//! one while the budget lasts; every way into the loop from outside spends it. So one
+//! iteration in many pays for the checks instead of every one, and a fault is found in the
+//! iteration where it happens, as the interpreter finds it.
+//!
+//! Found here, before lowering, for loops of one straight line (a label, no other label up
+//! to a branch back to it, no calls, returns or sync points; other branches leave the loop),
+//! so that every iteration that goes on runs every instruction of the body once. An
+//! induction register is written once in the body, unguarded, by `add`/`sub` of itself and a
+//! constant or a register the body does not write. Values are followed in body order as
+//! sums of induction steps times constants (`add`, `sub`, `mov`, `shl` and `mul` by
+//! constants, widening `mul.wide` and `cvt` of 32-bit values, whose no-overflow the budget
+//! covers); an access is a site when it is unguarded and its address register is such a sum.
+
+use super::Lower;
+use crate::ast::{AddrBase, Function, Imm, Inst, IntBinOp, MulMode, Operand, RegId, Space, Type};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
+use cranelift_frontend::Variable;
+use std::collections::HashMap;
+
+/// A step of an induction register: a constant or a register the loop does not write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    Imm(i64),
+    Reg(RegId),
+}
+
+/// An induction register of a loop: written once per iteration by `reg += step`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Induction {
+    pub reg: RegId,
+    /// Its width in bits (32 or 64) and whether the step is subtracted.
+    pub bits: u32,
+    pub negated: bool,
+    pub step: Step,
+}
+
+/// A part of a per-iteration change: `coef` times an induction step, or `coef` times the
+/// change of a widened 32-bit value (which the budget keeps from overflowing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Term {
+    Step { iv: usize, coef: i64 },
+    Widened { ext: usize, coef: i64 },
+}
+
+/// A change per iteration: the sum of its terms, in `bits`-bit arithmetic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Delta {
+    pub bits: u32,
+    pub terms: Vec<Term>,
+}
+
+/// A 32-bit value widened to 64 bits at instruction `at` (its source register `reg`, by sign
+/// or by zero): its change per iteration must not carry it out of the 32-bit range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Widening {
+    pub at: usize,
+    pub reg: RegId,
+    pub signed: bool,
+    pub delta: Delta,
+}
+
+/// A loop of one straight line and what moves in it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct StridedLoop {
+    /// The first instruction of the body (a label's) and the branch back to it.
+    pub head: usize,
+    pub back: usize,
+    pub ivs: Vec<Induction>,
+    pub widenings: Vec<Widening>,
+    /// Accesses by instruction index: the change of the address per iteration.
+    pub sites: HashMap<usize, Delta>,
+}
+
+impl StridedLoop {
+    /// Whether instruction `i` is in the body.
+    pub fn contains(&self, i: usize) -> bool {
+        (self.head..=self.back).contains(&i)
+    }
+
+    /// `delta` as a number (a 32-bit change as its signed value), if all its steps are
+    /// constants.
+    fn fixed(&self, delta: &Delta) -> Option<i64> {
+        let mut sum = 0i64;
+        for t in &delta.terms {
+            let part = match *t {
+                Term::Step { iv, coef } => {
+                    let v = self.ivs[iv];
+                    let Step::Imm(s) = v.step else {
+                        return None;
+                    };
+                    let s = if v.bits == 32 { s as i32 as i64 } else { s };
+                    let s = if v.negated { s.wrapping_neg() } else { s };
+                    s.wrapping_mul(coef)
+                }
+                Term::Widened { ext, coef } => {
+                    self.fixed(&self.widenings[ext].delta)?.wrapping_mul(coef)
+                }
+            };
+            sum = sum.wrapping_add(part);
+        }
+        Some(if delta.bits == 32 {
+            sum as i32 as i64
+        } else {
+            sum
+        })
+    }
+}
+
+/// A strided loop and the variables of its budget while it is lowered.
+pub(super) struct LoopBudget {
+    pub shape: StridedLoop,
+    /// Iterations still proved after this one.
+    budget: Variable,
+    /// The budget the tested iteration under way proves (the least over what it tested).
+    next: Variable,
+}
+
+/// The budget an iteration that tested nothing hands on: more iterations than any loop
+/// runs.
+const UNBOUNDED: i64 = i64::MAX;
+
+/// The strided loops of `f` that have at least one site.
+pub(super) fn strided_loops(f: &Function) -> Vec<StridedLoop> {
+    let Some(body) = &f.body else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for (back, ins) in body.iter().enumerate() {
+        let Inst::Bra { target, .. } = ins.inst else {
+            continue;
+        };
+        let head = f.labels[target.0 as usize];
+        if head > back {
+            continue;
+        }
+        if let Some(l) = one_loop(f, head, back).filter(|l| !l.sites.is_empty()) {
+            found.push(l);
+        }
+    }
+    found
+}
+
+impl Lower<'_, '_> {
+    /// The strided loops of the function being lowered, with their variables (checked mode,
+    /// outside round functions, whose budgets would have to live across sync points).
+    pub(super) fn loop_budgets(&mut self) -> Vec<LoopBudget> {
+        let has_sync = (self.f.body.iter().flatten()).any(|i| matches!(i.inst, Inst::Sync { .. }));
+        if !self.sh.checked || has_sync {
+            return Vec::new();
+        }
+        (strided_loops(self.f).into_iter())
+            .map(|shape| LoopBudget {
+                shape,
+                budget: self.b.declare_var(types::I64),
+                next: self.b.declare_var(types::I64),
+            })
+            .collect()
+    }
+
+    /// Where control enters the loop headed at instruction `to` from instruction `from`
+    /// outside it (a branch, or falling into its label): no iteration is proved yet.
+    pub(super) fn strided_entry(&mut self, from: usize, to: usize) {
+        for k in 0..self.loops.len() {
+            let l = &self.loops[k];
+            if l.shape.head == to && !l.shape.contains(from) {
+                let zero = self.b.ins().iconst(types::I64, 0);
+                self.b.def_var(self.loops[k].budget, zero);
+            }
+        }
+    }
+
+    /// At the head of loop `k` (its label's block): to the proved version of the body if
+    /// the budget is not spent, else to the tested one. Returns each version's first block
+    /// (and whether it is the proved one) and the block after the loop.
+    pub(super) fn strided_head(&mut self, k: usize) -> ([(Block, bool); 2], Block) {
+        let left = self.b.use_var(self.loops[k].budget);
+        let (tested, proved, after) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(left, proved, &[], tested, &[]);
+        ([(tested, false), (proved, true)], after)
+    }
+
+    /// Starts a version of loop `k`'s body in block `start`: a proved iteration spends one
+    /// of the budget; a tested one starts its next budget at no bound.
+    pub(super) fn strided_version(&mut self, k: usize, start: Block, proved: bool) {
+        self.b.switch_to_block(start);
+        let (budget, next) = (self.loops[k].budget, self.loops[k].next);
+        if proved {
+            let left = self.b.use_var(budget);
+            let less = self.b.ins().iadd_imm_s(left, -1);
+            self.b.def_var(budget, less);
+        } else {
+            let all = self.b.ins().iconst(types::I64, UNBOUNDED);
+            self.b.def_var(next, all);
+        }
+        self.version = Some((k, proved));
+    }
+
+    /// Before instruction `at`, in a tested iteration: the budget bounds of the widenings it
+    /// makes and, at the branch back, the budget for the iterations after it.
+    pub(super) fn strided_before(&mut self, at: usize) {
+        let Some((k, false)) = self.version else {
+            return;
+        };
+        if self.loops[k].shape.widenings.iter().any(|w| w.at == at) {
+            self.strided_widening(k, at);
+        }
+        if self.loops[k].shape.back == at {
+            let found = self.b.use_var(self.loops[k].next);
+            self.b.def_var(self.loops[k].budget, found);
+        }
+    }
+
+    /// Whether instruction `at` is an access the version being lowered does not test (a site
+    /// of a proved iteration); `Some(k)` when it is a site of loop `k`'s tested version.
+    pub(super) fn strided_site(&self, at: usize) -> Option<(usize, bool)> {
+        let (k, proved) = self.version?;
+        self.loops[k]
+            .shape
+            .sites
+            .contains_key(&at)
+            .then_some((k, proved))
+    }
+
+    /// After site `at` of loop `k` passed its test at address `at_addr` (`size` bytes, of
+    /// `space`, its recent area in `slot`): how many more iterations it stays inside that
+    /// area and aligned, folded into the loop's next budget.
+    pub(super) fn strided_site_room(
+        &mut self,
+        k: usize,
+        at: usize,
+        addr: Value,
+        size: u64,
+        space: Option<Space>,
+        slot: usize,
+    ) {
+        let delta = self.loops[k].shape.sites[&at].clone();
+        let (step, fixed) = self.step_of(k, &delta);
+        let n = match self.known_area(space, slot) {
+            Some(area) => {
+                let lo = self.area_bound(area, false);
+                let hi = self.area_bound(area, true);
+                let end = self.b.ins().iadd_imm_s(addr, size as i64);
+                let inside = self.in_area(addr, end, (lo, hi), addr, size);
+                let odd = self.b.ins().band_imm_s(step, size as i64 - 1);
+                let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, odd, 0);
+                let ok = self.b.ins().band(inside, aligned);
+                let below = self.b.ins().isub(addr, lo);
+                let above = self.b.ins().isub(hi, end);
+                let n = self.room(step, fixed, below, above);
+                let zero = self.b.ins().iconst(types::I64, 0);
+                self.b.ins().select(ok, n, zero)
+            }
+            None => self.b.ins().iconst(types::I64, 0),
+        };
+        self.strided_bound(k, n);
+    }
+
+    /// Before widening `w` of loop `k` (a 32-bit value widened into an address): how many
+    /// more iterations its source stays in the 32-bit range, folded into the next budget.
+    pub(super) fn strided_widening(&mut self, k: usize, at: usize) {
+        let Some(w) = self.loops[k]
+            .shape
+            .widenings
+            .iter()
+            .find(|w| w.at == at)
+            .cloned()
+        else {
+            return;
+        };
+        let ty = if w.signed { Type::S32 } else { Type::U32 };
+        let v = self.get(&Operand::Reg(w.reg), ty);
+        let v = if w.signed {
+            self.b.ins().sextend(types::I64, v)
+        } else {
+            self.b.ins().uextend(types::I64, v)
+        };
+        let (step, fixed) = self.step_of(k, &w.delta);
+        let (min, max) = if w.signed {
+            (i32::MIN as i64, i32::MAX as i64)
+        } else {
+            (0, u32::MAX as i64)
+        };
+        let below = self.b.ins().iadd_imm_s(v, -min);
+        let max = self.b.ins().iconst(types::I64, max);
+        let above = self.b.ins().isub(max, v);
+        let n = self.room(step, fixed, below, above);
+        self.strided_bound(k, n);
+    }
+
+    /// The iterations a value moving by `step` (`fixed` when known when compiled) stays in
+    /// bounds with `below` units of room under it and `above` over it (both non-negative).
+    /// Exact, since every tested iteration costs many proved ones: a division, a shift for a
+    /// constant power of two.
+    fn room(&mut self, step: Value, fixed: Option<i64>, below: Value, above: Value) -> Value {
+        match fixed {
+            Some(0) => self.b.ins().iconst(types::I64, UNBOUNDED),
+            Some(c) => {
+                let room = if c < 0 { below } else { above };
+                let size = c.unsigned_abs();
+                if size.is_power_of_two() {
+                    self.b.ins().ushr_imm_u(room, size.trailing_zeros() as i64)
+                } else {
+                    let size = self.b.ins().iconst(types::I64, size as i64);
+                    self.b.ins().udiv(room, size)
+                }
+            }
+            None => {
+                let down = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, step, 0);
+                let still = self.b.ins().icmp_imm_s(IntCC::Equal, step, 0);
+                let room = self.b.ins().select(down, below, above);
+                let size = self.b.ins().iabs(step);
+                let one = self.b.ins().iconst(types::I64, 1);
+                let size = self.b.ins().select(still, one, size);
+                let n = self.b.ins().udiv(room, size);
+                let all = self.b.ins().iconst(types::I64, UNBOUNDED);
+                self.b.ins().select(still, all, n)
+            }
+        }
+    }
+
+    /// A change per iteration as a value, and as a number when every step it sums is a
+    /// constant.
+    fn step_of(&mut self, k: usize, delta: &Delta) -> (Value, Option<i64>) {
+        match self.loops[k].shape.fixed(delta) {
+            Some(c) => (self.b.ins().iconst(types::I64, c), Some(c)),
+            None => (self.delta_value(k, delta), None),
+        }
+    }
+
+    /// `next = min(next, n)` for loop `k`.
+    fn strided_bound(&mut self, k: usize, n: Value) {
+        let next = self.loops[k].next;
+        let now = self.b.use_var(next);
+        let least = self.b.ins().umin(now, n);
+        self.b.def_var(next, least);
+    }
+
+    /// The change per iteration `delta` of loop `k` as an i64 (a 32-bit change as its
+    /// signed value).
+    fn delta_value(&mut self, k: usize, delta: &Delta) -> Value {
+        let mut sum = self.b.ins().iconst(types::I64, 0);
+        for t in &delta.terms {
+            let (part, coef) = match *t {
+                Term::Step { iv, coef } => {
+                    let v = self.loops[k].shape.ivs[iv];
+                    let step = match v.step {
+                        Step::Imm(s) => self.b.ins().iconst(types::I64, s),
+                        Step::Reg(r) => {
+                            let ty = if v.bits == 32 { Type::S32 } else { Type::S64 };
+                            let s = self.get(&Operand::Reg(r), ty);
+                            if v.bits == 32 {
+                                self.b.ins().sextend(types::I64, s)
+                            } else {
+                                s
+                            }
+                        }
+                    };
+                    let step = if v.negated {
+                        self.b.ins().ineg(step)
+                    } else {
+                        step
+                    };
+                    (step, coef)
+                }
+                Term::Widened { ext, coef } => {
+                    let inner = self.loops[k].shape.widenings[ext].delta.clone();
+                    (self.delta_value(k, &inner), coef)
+                }
+            };
+            let part = self.b.ins().imul_imm_s(part, coef);
+            sum = self.b.ins().iadd(sum, part);
+        }
+        if delta.bits == 32 {
+            let low = self.b.ins().ireduce(types::I32, sum);
+            self.b.ins().sextend(types::I64, low)
+        } else {
+            sum
+        }
+    }
+}
+
+/// A value followed through the body: a sum of steps (`Delta`) or not known.
+type Sym = Option<Delta>;
+
+fn one_loop(f: &Function, head: usize, back: usize) -> Option<StridedLoop> {
+    let body = f.body.as_deref()?;
+    // One straight line: no label inside, no calls, returns or sync points, and no branch
+    // back to the head but the last.
+    if f.labels.iter().any(|&t| t > head && t <= back) {
+        return None;
+    }
+    for (i, ins) in body.iter().enumerate().take(back + 1).skip(head) {
+        match &ins.inst {
+            Inst::Bra { target, .. } => {
+                let to = f.labels[target.0 as usize];
+                if i != back && (head..=back).contains(&to) {
+                    return None;
+                }
+            }
+            Inst::Call { .. } | Inst::Ret | Inst::Exit | Inst::Sync { .. } => return None,
+            _ => {}
+        }
+    }
+    let lines = &body[head..=back];
+    let writes = |r: RegId| lines.iter().filter(|i| i.inst.writes(r)).count();
+    let invariant = |o: &Operand| match o {
+        Operand::Reg(r) => writes(*r) == 0,
+        Operand::Imm(Imm::Int(_)) => true,
+        _ => false,
+    };
+    // Induction registers.
+    let mut ivs = Vec::new();
+    for ins in lines {
+        let Inst::IntBin {
+            op: op @ (IntBinOp::Add | IntBinOp::Sub),
+            ty,
+            sat: false,
+            carry,
+            d: Operand::Reg(d),
+            a,
+            b,
+        } = &ins.inst
+        else {
+            continue;
+        };
+        let bits = ty.bits();
+        if ins.guard.is_some() || carry.carry_in || carry.carry_out || !matches!(bits, 32 | 64) {
+            continue;
+        }
+        if writes(*d) != 1 {
+            continue;
+        }
+        // `d = d ± step`, or `d = step + d`.
+        let step = match (a, b) {
+            (Operand::Reg(x), s) if x == d && invariant(s) => s,
+            (s, Operand::Reg(x)) if x == d && *op == IntBinOp::Add && invariant(s) => s,
+            _ => continue,
+        };
+        let step = match step {
+            Operand::Reg(r) => Step::Reg(*r),
+            Operand::Imm(i) => Step::Imm(i.bits_for(Type::S64) as i64),
+            _ => continue,
+        };
+        ivs.push(Induction {
+            reg: *d,
+            bits,
+            negated: *op == IntBinOp::Sub,
+            step,
+        });
+    }
+    let mut l = StridedLoop {
+        head,
+        back,
+        ivs,
+        ..StridedLoop::default()
+    };
+    // Values in body order; a register written earlier in this iteration has its value
+    // here, one the loop does not write is invariant, an induction register moves by its
+    // step; anything else (a value from the last iteration or from before the loop) is not
+    // known.
+    let mut known: HashMap<RegId, Sym> = HashMap::new();
+    for (k, ins) in lines.iter().enumerate() {
+        let i = head + k;
+        let read = |o: &Operand, bits: u32, known: &HashMap<RegId, Sym>| -> Sym {
+            match o {
+                Operand::Imm(Imm::Int(_)) => Some(Delta {
+                    bits,
+                    terms: Vec::new(),
+                }),
+                Operand::Reg(r) => {
+                    if let Some(n) = l.ivs.iter().position(|v| v.reg == *r) {
+                        return (l.ivs[n].bits == bits).then(|| Delta {
+                            bits,
+                            terms: vec![Term::Step { iv: n, coef: 1 }],
+                        });
+                    }
+                    if writes(*r) == 0 {
+                        let width = f.reg(*r).ty.bits();
+                        return (width == bits).then(|| Delta {
+                            bits,
+                            terms: Vec::new(),
+                        });
+                    }
+                    known.get(r).cloned().flatten().filter(|d| d.bits == bits)
+                }
+                _ => None,
+            }
+        };
+        // An access through a register whose value is known here.
+        if let Inst::Ld { addr, .. } | Inst::St { addr, .. } = &ins.inst
+            && ins.guard.is_none()
+            && let AddrBase::Reg(r) = addr.base
+            && let Some(d) = read(&Operand::Reg(r), 64, &known)
+        {
+            l.sites.insert(i, d);
+        }
+        let result = if ins.guard.is_some() {
+            None
+        } else {
+            value(ins, i, &mut l.widenings, &|o, bits| read(o, bits, &known))
+        };
+        for r in ins.inst.written() {
+            if l.ivs.iter().all(|v| v.reg != r) {
+                known.insert(r, result.clone().filter(|_| Some(r) == dest(&ins.inst)));
+            }
+        }
+    }
+    Some(l)
+}
+
+/// The register an instruction of the kinds [`value`] follows writes.
+fn dest(inst: &Inst) -> Option<RegId> {
+    match inst {
+        Inst::IntBin {
+            d: Operand::Reg(d), ..
+        }
+        | Inst::Mul {
+            d: Operand::Reg(d), ..
+        }
+        | Inst::Mov {
+            d: Operand::Reg(d), ..
+        }
+        | Inst::Cvt {
+            d: Operand::Reg(d), ..
+        } => Some(*d),
+        _ => None,
+    }
+}
+
+/// The value an unguarded instruction writes, as a sum of steps, if it is one.
+fn value(
+    ins: &crate::ast::Instruction,
+    at: usize,
+    widenings: &mut Vec<Widening>,
+    read: &dyn Fn(&Operand, u32) -> Sym,
+) -> Sym {
+    let imm = |o: &Operand, ty: Type| match o {
+        Operand::Imm(i @ Imm::Int(_)) => Some(i.bits_for(ty)),
+        _ => None,
+    };
+    let scaled = |d: Delta, k: i64| Delta {
+        bits: d.bits,
+        terms: (d.terms.into_iter())
+            .map(|t| match t {
+                Term::Step { iv, coef } => Term::Step {
+                    iv,
+                    coef: coef.wrapping_mul(k),
+                },
+                Term::Widened { ext, coef } => Term::Widened {
+                    ext,
+                    coef: coef.wrapping_mul(k),
+                },
+            })
+            .collect(),
+    };
+    // A 32-bit value widened here: a new widening unless the value is invariant.
+    let mut widen = |a: &Operand, signed: bool| -> Sym {
+        let d = read(a, 32)?;
+        if d.terms.is_empty() {
+            return Some(Delta {
+                bits: 64,
+                terms: Vec::new(),
+            });
+        }
+        let Operand::Reg(reg) = a else {
+            return None;
+        };
+        widenings.push(Widening {
+            at,
+            reg: *reg,
+            signed,
+            delta: d,
+        });
+        Some(Delta {
+            bits: 64,
+            terms: vec![Term::Widened {
+                ext: widenings.len() - 1,
+                coef: 1,
+            }],
+        })
+    };
+    match &ins.inst {
+        Inst::Mov { ty, a, .. } if ty.is_int() => read(a, ty.bits()),
+        Inst::IntBin {
+            op,
+            ty,
+            sat: false,
+            carry,
+            a,
+            b,
+            ..
+        } if ty.is_int() && !carry.carry_in && !carry.carry_out => {
+            let bits = ty.bits();
+            match op {
+                IntBinOp::Add | IntBinOp::Sub => {
+                    let (x, y) = (read(a, bits)?, read(b, bits)?);
+                    let y = if *op == IntBinOp::Sub {
+                        scaled(y, -1)
+                    } else {
+                        y
+                    };
+                    let mut terms = x.terms;
+                    terms.extend(y.terms);
+                    Some(Delta { bits, terms })
+                }
+                IntBinOp::Shl => {
+                    let k = imm(b, Type::U32)?;
+                    (k < u64::from(bits)).then_some(())?;
+                    Some(scaled(read(a, bits)?, 1i64 << k))
+                }
+                _ => None,
+            }
+        }
+        Inst::Mul { mode, ty, a, b, .. } if ty.is_int() && *mode != MulMode::Hi => {
+            let (x, k) = match imm(b, *ty) {
+                Some(k) => (a, k),
+                None => (b, imm(a, *ty)?),
+            };
+            // The constant as the instruction reads it: sign-extended for signed types.
+            let k = if ty.is_signed() {
+                sign_extend(k, ty.bits())
+            } else {
+                k as i64
+            };
+            match mode {
+                MulMode::Wide if ty.bits() == 32 => Some(scaled(widen(x, ty.is_signed())?, k)),
+                MulMode::Lo => Some(scaled(read(x, ty.bits())?, k)),
+                _ => None,
+            }
+        }
+        Inst::Cvt {
+            dty,
+            aty,
+            rnd: None,
+            sat: false,
+            a,
+            ..
+        } if dty.is_int() && aty.is_int() => match (dty.bits(), aty.bits()) {
+            (64, 32) => widen(a, aty.is_signed()),
+            (x, y) if x == y => read(a, x),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The low `bits` of `v` as a signed number.
+fn sign_extend(v: u64, bits: u32) -> i64 {
+    let shift = 64 - bits;
+    ((v << shift) as i64) >> shift
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ast::Module;
+
+    fn loops(body: &str) -> Vec<StridedLoop> {
+        let text = format!(
+            ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p, \
+             .param .u32 n)\n{{\n.reg .u32 %r<9>;\n.reg .u64 %rd<9>;\n.reg .f32 %f<4>;\n\
+             .reg .pred %p<3>;\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\n\
+             mov.u32 %r2, 0;\nmov.u32 %r3, %tid.x;\n{body}\nret;\n}}\n"
+        );
+        let m = Module::parse(&text).expect("test PTX parses");
+        strided_loops(m.func(crate::ast::FuncId(0)))
+    }
+
+    #[test]
+    fn a_column_walk_moves_by_the_widened_step() {
+        let l = loops(
+            "L: mul.wide.s32 %rd2, %r3, 4;\nadd.s64 %rd3, %rd1, %rd2;\n\
+             ld.global.f32 %f1, [%rd3];\nadd.s32 %r3, %r3, %r1;\nadd.s32 %r2, %r2, 1;\n\
+             setp.lt.u32 %p1, %r2, 8;\n@%p1 bra L;",
+        );
+        assert_eq!(l.len(), 1);
+        let l = &l[0];
+        assert_eq!(l.ivs.len(), 2);
+        assert!(matches!(l.ivs[0].step, Step::Reg(_)));
+        assert_eq!(l.ivs[1].step, Step::Imm(1));
+        assert_eq!(l.widenings.len(), 1);
+        assert!(l.widenings[0].signed);
+        let d = l.sites.values().next().unwrap();
+        assert_eq!(d.terms, vec![Term::Widened { ext: 0, coef: 4 }]);
+    }
+
+    #[test]
+    fn guarded_writes_labels_and_values_from_the_last_iteration_are_not_followed() {
+        // The address is computed after the load: the load reads last iteration's value.
+        let l = loops(
+            "L: ld.global.f32 %f1, [%rd3];\nmul.wide.s32 %rd2, %r3, 4;\n\
+             add.s64 %rd3, %rd1, %rd2;\nadd.s32 %r3, %r3, 1;\n\
+             setp.lt.u32 %p1, %r3, 8;\n@%p1 bra L;",
+        );
+        assert!(l.is_empty());
+        // A guarded step is no induction.
+        let l = loops(
+            "L: mul.wide.s32 %rd2, %r3, 4;\nadd.s64 %rd3, %rd1, %rd2;\n\
+             ld.global.f32 %f1, [%rd3];\nsetp.lt.u32 %p1, %r3, 8;\n@%p1 add.s32 %r3, %r3, 1;\n\
+             @%p1 bra L;",
+        );
+        assert!(l.is_empty());
+        // A label inside: two straight lines.
+        let l = loops(
+            "L: mul.wide.s32 %rd2, %r3, 4;\nadd.s64 %rd3, %rd1, %rd2;\nM:\n\
+             ld.global.f32 %f1, [%rd3];\nadd.s32 %r3, %r3, 1;\n\
+             setp.lt.u32 %p1, %r3, 8;\n@%p1 bra L;",
+        );
+        assert!(l.is_empty());
+    }
+
+    #[test]
+    fn a_pointer_induction_moves_by_its_step() {
+        let l = loops(
+            "mov.u64 %rd4, %rd1;\nL: ld.global.u32 %r5, [%rd4+4];\nsub.s64 %rd4, %rd4, 8;\n\
+             add.s32 %r2, %r2, 1;\nsetp.ne.s32 %p1, %r2, %r1;\n@%p1 bra L;",
+        );
+        assert_eq!(l.len(), 1);
+        let l = &l[0];
+        let iv = l.ivs.iter().position(|v| v.bits == 64).unwrap();
+        assert!(l.ivs[iv].negated);
+        assert_eq!(l.ivs[iv].step, Step::Imm(8));
+        let d = l.sites.values().next().unwrap();
+        assert_eq!(d.terms, vec![Term::Step { iv, coef: 1 }]);
+    }
+}

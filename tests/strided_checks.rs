@@ -1,0 +1,246 @@
+//! Checked loops whose accesses move by a fixed step (src/jit/lower/strided.rs): the JIT tests
+//! them in one iteration and runs the iterations it proved without tests. Each case runs a
+//! loop to its last valid iteration (the sum is worked out here) and one iteration further,
+//! which must fault on every engine as on the interpreter: past the end, below the start, at
+//! a 32-bit index that wraps (signed and unsigned), and in an inner loop entered again at an
+//! address the last entry's budget would not cover.
+
+mod common;
+
+use common::engines;
+use ptxjit::{Arg, Dim3, RunError, Value};
+
+const PTX: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+// sum of buf[start + k * step], k < count, through base = buf + shift (bytes); 32-bit
+// signed index widened by mul.wide.s32, the step a register.
+.visible .entry column(.param .u64 buf, .param .u64 out, .param .s64 shift,
+    .param .s32 start, .param .s32 step, .param .u32 count)
+{
+    .reg .u32 %s, %v, %k, %n;
+    .reg .s32 %i, %d;
+    .reg .u64 %b, %a, %o;
+    .reg .s64 %sh;
+    .reg .pred %p;
+    ld.param.u64 %b, [buf];
+    ld.param.s64 %sh, [shift];
+    add.s64 %b, %b, %sh;
+    ld.param.s32 %i, [start];
+    ld.param.s32 %d, [step];
+    ld.param.u32 %n, [count];
+    mov.u32 %s, 0;
+    mov.u32 %k, 0;
+L:
+    mul.wide.s32 %a, %i, 4;
+    add.s64 %a, %b, %a;
+    ld.global.u32 %v, [%a];
+    add.u32 %s, %s, %v;
+    add.s32 %i, %i, %d;
+    add.u32 %k, %k, 1;
+    setp.lt.u32 %p, %k, %n;
+    @%p bra L;
+    ld.param.u64 %o, [out];
+    st.global.u32 [%o], %s;
+    ret;
+}
+// The same with an unsigned index widened by cvt.u64.u32 and a constant step of one.
+.visible .entry ucolumn(.param .u64 buf, .param .u64 out, .param .s64 shift,
+    .param .u32 start, .param .u32 step, .param .u32 count)
+{
+    .reg .u32 %s, %v, %k, %n, %i;
+    .reg .u64 %b, %a, %o;
+    .reg .s64 %sh;
+    .reg .pred %p;
+    ld.param.u64 %b, [buf];
+    ld.param.s64 %sh, [shift];
+    add.s64 %b, %b, %sh;
+    ld.param.u32 %i, [start];
+    ld.param.u32 %n, [count];
+    mov.u32 %s, 0;
+    mov.u32 %k, 0;
+L:
+    cvt.u64.u32 %a, %i;
+    shl.b64 %a, %a, 2;
+    add.s64 %a, %b, %a;
+    ld.global.u32 %v, [%a];
+    add.u32 %s, %s, %v;
+    add.u32 %i, %i, 1;
+    add.u32 %k, %k, 1;
+    setp.lt.u32 %p, %k, %n;
+    @%p bra L;
+    ld.param.u64 %o, [out];
+    st.global.u32 [%o], %s;
+    ret;
+}
+// Rows of 8 words, `rowstep` words apart: the inner loop walks a row through a pointer
+// that moves by 4 bytes, entered again for each of `rows` rows.
+.visible .entry rows(.param .u64 buf, .param .u64 out, .param .u64 shift,
+    .param .u32 rowstep, .param .u32 unused, .param .u32 rows)
+{
+    .reg .u32 %s, %v, %j, %r, %n, %rs;
+    .reg .u64 %b, %a, %o, %w;
+    .reg .pred %p, %q;
+    ld.param.u64 %b, [buf];
+    ld.param.u32 %rs, [rowstep];
+    ld.param.u32 %n, [rows];
+    mov.u32 %s, 0;
+    mov.u32 %r, 0;
+ROW:
+    mul.lo.u32 %v, %r, %rs;
+    mul.wide.u32 %w, %v, 4;
+    add.s64 %a, %b, %w;
+    mov.u32 %j, 0;
+L:
+    ld.global.u32 %v, [%a];
+    add.u32 %s, %s, %v;
+    add.s64 %a, %a, 4;
+    add.u32 %j, %j, 1;
+    setp.lt.u32 %p, %j, 8;
+    @%p bra L;
+    add.u32 %r, %r, 1;
+    setp.lt.u32 %q, %r, %n;
+    @%q bra ROW;
+    ld.param.u64 %o, [out];
+    st.global.u32 [%o], %s;
+    ret;
+}
+"#;
+
+/// Words 0, 1, 2, ... of the buffer the loops read.
+const WORDS: usize = 64;
+
+/// Launches `kernel` on one thread over the buffer of `WORDS` words `i` (word `i` holds
+/// `i * i + 1`): the sum, or the fault's message.
+fn run(
+    kernel: &str,
+    shift: i64,
+    a: u32,
+    b: u32,
+    count: u32,
+) -> Vec<(&'static str, Result<u32, String>)> {
+    let words: Vec<u8> = (0..WORDS as u32)
+        .flat_map(|i| (i * i + 1).to_le_bytes())
+        .collect();
+    engines(PTX)
+        .into_iter()
+        .map(|(name, e)| {
+            let (mut buf, mut out) = (words.clone(), vec![0u8; 4]);
+            let r = e.launch(
+                kernel,
+                Dim3::x(1),
+                Dim3::x(1),
+                &mut [
+                    Arg::Buffer(&mut buf),
+                    Arg::Buffer(&mut out),
+                    Arg::Scalar(Value::u64(shift as u64)),
+                    Arg::Scalar(Value::u32(a)),
+                    Arg::Scalar(Value::u32(b)),
+                    Arg::Scalar(Value::u32(count)),
+                ],
+            );
+            let r = match r {
+                Ok(()) => Ok(u32::from_le_bytes(out[..4].try_into().unwrap())),
+                Err(RunError::Fault(f, _)) => Err(f.message),
+                Err(e) => panic!("{name}: {e}"),
+            };
+            (name, r)
+        })
+        .collect()
+}
+
+/// The sum of words at `indices` (word `i` holds `i * i + 1`).
+fn sum(indices: impl Iterator<Item = i64>) -> u32 {
+    indices.fold(0u32, |s, i| s.wrapping_add((i * i + 1) as u32))
+}
+
+/// Every engine sums `want`; one iteration more faults with a message holding `fault`.
+fn last_valid_then_fault(
+    kernel: &str,
+    shift: i64,
+    a: u32,
+    b: u32,
+    count: u32,
+    want: u32,
+    fault: &[&str],
+) {
+    for (name, r) in run(kernel, shift, a, b, count) {
+        assert_eq!(r, Ok(want), "{name}: {count} iterations");
+    }
+    for (name, r) in run(kernel, shift, a, b, count + 1) {
+        let message = r.expect_err(&format!("{name}: {} iterations fault", count + 1));
+        assert!(
+            fault.iter().any(|f| message.contains(f)),
+            "{name}: {message}"
+        );
+    }
+}
+
+#[test]
+fn a_column_walk_faults_at_the_first_word_past_the_end() {
+    // Indices 3, 8, ..., 63 (13 iterations); the 14th reads index 68, 16 bytes past the end.
+    let want = sum((0..13).map(|k| 3 + 5 * k));
+    last_valid_then_fault("column", 0, 3, 5, 13, want, &["16 bytes past the end"]);
+    // Longer strides in a longer walk from the start.
+    let want = sum((0..8).map(|k| 9 * k));
+    last_valid_then_fault("column", 0, 0, 9, 8, want, &["out of bounds"]);
+}
+
+#[test]
+fn a_walk_down_faults_below_the_start() {
+    // Through base = buf + 32 (index i reads word i + 8): indices 52 down to -8 in steps of
+    // 6 read words 60 down to 0 (11 iterations); the 12th reads 24 bytes below the start.
+    let want = sum((0..11).map(|k| 60 - 6 * k));
+    last_valid_then_fault(
+        "column",
+        32,
+        52,
+        (-6i32) as u32,
+        11,
+        want,
+        &["no memory there", "out of bounds"],
+    );
+}
+
+#[test]
+fn a_signed_index_that_wraps_faults_where_it_wraps() {
+    // base = buf - 4 * (2^31 - 4): indices 2^31 - 4 .. 2^31 - 1 are words 0 to 3; the next
+    // index is -2^31, 16 GiB below.
+    let shift = -4 * ((1i64 << 31) - 4);
+    let want = sum(0..4);
+    last_valid_then_fault(
+        "column",
+        shift,
+        (1u32 << 31) - 4,
+        1,
+        4,
+        want,
+        &["no memory there", "out of bounds"],
+    );
+}
+
+#[test]
+fn an_unsigned_index_that_wraps_faults_where_it_wraps() {
+    // base = buf - 4 * (2^32 - 3): indices 2^32 - 3 .. 2^32 - 1 are words 0 to 2; the next
+    // index is 0, 16 GiB below.
+    let shift = -4 * ((1i64 << 32) - 3);
+    let want = sum(0..3);
+    last_valid_then_fault(
+        "ucolumn",
+        shift,
+        u32::MAX - 2,
+        1,
+        3,
+        want,
+        &["no memory there", "out of bounds"],
+    );
+}
+
+#[test]
+fn an_inner_loop_entered_again_is_tested_again() {
+    // Rows 16 words apart: rows 0 to 3 (words 0-7, 16-23, 32-39, 48-55) lie inside; row 4
+    // starts at word 64, the first past the end, while a budget carried over from row 0's
+    // first test would still count 31 proved iterations.
+    let want = sum((0..4).flat_map(|r| (0..8).map(move |j| 16 * r + j)));
+    last_valid_then_fault("rows", 0, 16, 0, 4, want, &["0 bytes past the end"]);
+}

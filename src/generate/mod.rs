@@ -343,7 +343,7 @@ const HEADER: &str = ".version 8.3\n.target sm_90\n.address_size 64\n";
 fn register_decls() -> String {
     format!(
         "  .reg .b32 %r<{R}>;\n  .reg .b64 %rd<{RD}>;\n  .reg .f32 %f<{F}>;\n  .reg .f64 %fd<{FD}>;\n  \
-         .reg .pred %p<{P}>;\n  .reg .u64 %in, %out, %t64;\n  .reg .u32 %t, %n, %lc;\n  .reg .pred %lp;\n  \
+         .reg .pred %p<{P}>;\n  .reg .u64 %in, %out, %t64;\n  .reg .u32 %t, %n, %lc, %si;\n  .reg .pred %lp;\n  .reg .u64 %sa;\n  \
          .reg .v2 .b32 %v<2>;\n  .local .align 8 .b8 loc[{LOCAL}];\n"
     )
 }
@@ -521,8 +521,45 @@ impl Gen<'_> {
                 self.out.push(format!("{l}:\n"));
             }
             10..=17 => self.carry_chain(),
+            18..=20 if top => self.strided_walk(),
             _ => self.instruction(),
         }
+    }
+
+    /// A loop of loads from the thread's input slot that move by a fixed step each time
+    /// round, through a pointer or a widened 32-bit index (the checked JIT's strided loops),
+    /// up or down, staying inside the slot: a wild address is described differently by the
+    /// engines (which memory lies near it differs), and the faults of strided loops have
+    /// tests of their own (tests/strided_checks.rs).
+    fn strided_walk(&mut self) {
+        let l = self.label();
+        let step = 4 * *self.rng.pick(&[1i64, 2, 3, 10, -1, -2, -3]);
+        let start = 4 * self.rng.below((IN_BYTES / 4) as u64) as i64;
+        let room = if step > 0 {
+            (IN_BYTES as i64 - 4 - start) / step
+        } else {
+            start / -step
+        };
+        let n = 1 + self.rng.below(room as u64 + 1);
+        let d = self.r();
+        self.out.push(format!("  mov.u32 %lc, {n};\n"));
+        if self.rng.chance(50) {
+            self.out
+                .push(format!("  add.s64 %sa, %in, {start};\n{l}:\n"));
+            self.out.push(format!(
+                "  ld.global.b32 {d}, [%sa];\n  add.s64 %sa, %sa, {step};\n"
+            ));
+        } else {
+            let (start, step) = (start / 4, step / 4);
+            self.out.push(format!("  mov.u32 %si, {start};\n{l}:\n"));
+            self.out.push(format!(
+                "  mul.wide.s32 %t64, %si, 4;\n  add.s64 %sa, %in, %t64;\n  \
+                 ld.global.b32 {d}, [%sa];\n  add.s32 %si, %si, {step};\n"
+            ));
+        }
+        self.out.push(format!(
+            "  sub.u32 %lc, %lc, 1;\n  setp.ne.u32 %lp, %lc, 0;\n  @%lp bra {l};\n"
+        ));
     }
 
     fn carry_chain(&mut self) {

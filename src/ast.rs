@@ -1334,6 +1334,27 @@ pub enum Inst {
 }
 
 impl Inst {
+    /// A load's or store's state space, vector count, element type and address.
+    pub fn load_or_store(&self) -> Option<(Option<Space>, u8, Type, &Address)> {
+        match self {
+            Inst::Ld {
+                space,
+                vec,
+                ty,
+                addr,
+                ..
+            }
+            | Inst::St {
+                space,
+                vec,
+                ty,
+                addr,
+                ..
+            } => Some((*space, *vec, *ty, addr)),
+            _ => None,
+        }
+    }
+
     /// Whether the instruction writes register `r` (as a destination, a vector element or a
     /// call's return value).
     pub fn writes(&self, r: RegId) -> bool {

@@ -46,22 +46,8 @@ pub(super) fn bounded_accesses(f: &Function) -> HashMap<usize, BoundedSpan> {
         starts: &starts,
     };
     for (i, ins) in body.iter().enumerate() {
-        let (space, vec, ty, addr) = match &ins.inst {
-            Inst::Ld {
-                space,
-                vec,
-                ty,
-                addr,
-                ..
-            }
-            | Inst::St {
-                space,
-                vec,
-                ty,
-                addr,
-                ..
-            } => (space, vec, ty, addr),
-            _ => continue,
+        let Some((space, vec, ty, addr)) = ins.inst.load_or_store() else {
+            continue;
         };
         let AddrBase::Reg(sum) = addr.base else {
             continue;
@@ -69,7 +55,7 @@ pub(super) fn bounded_accesses(f: &Function) -> HashMap<usize, BoundedSpan> {
         if !matches!(space, None | Some(Space::Global)) {
             continue;
         }
-        let size = (ty.bytes() * *vec as usize) as u64;
+        let size = (ty.bytes() * vec as usize) as u64;
         let Some(span) = scope.span(i, sum, addr.offset, size) else {
             continue;
         };

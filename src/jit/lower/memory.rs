@@ -197,31 +197,15 @@ impl CheckPlan {
 /// A global, generic or `.shared` access through a register at an offset aligned to its
 /// size: base register, whether it is `.shared`, offset, size.
 fn run_candidate(inst: &Inst) -> Option<(RegId, bool, i64, usize)> {
-    let (space, vec, ty, addr) = match inst {
-        Inst::Ld {
-            space,
-            vec,
-            ty,
-            addr,
-            ..
-        }
-        | Inst::St {
-            space,
-            vec,
-            ty,
-            addr,
-            ..
-        } => (space, vec, ty, addr),
-        _ => return None,
-    };
+    let (space, vec, ty, addr) = inst.load_or_store()?;
     let AddrBase::Reg(reg) = addr.base else {
         return None;
     };
-    let size = ty.bytes() * *vec as usize;
+    let size = ty.bytes() * vec as usize;
     let usable = matches!(space, None | Some(Space::Global | Space::Shared))
         && addr.offset.rem_euclid(size as i64) == 0
         && addr.offset.checked_add(size as i64).is_some();
-    usable.then_some((reg, *space == Some(Space::Shared), addr.offset, size))
+    usable.then_some((reg, space == Some(Space::Shared), addr.offset, size))
 }
 
 impl Lower<'_, '_> {

@@ -238,6 +238,11 @@ impl Lower<'_, '_> {
     /// After site `at` of loop `k` passed its test at address `at_addr` (`size` bytes, of
     /// `space`, its recent area in `slot`): how many more iterations it stays inside that
     /// area and aligned, folded into the loop's next budget.
+    ///
+    /// Sound because a recent-area slot only ever holds an area valid for accesses of its
+    /// kind (writable global areas in the global slots, shared areas in the shared ones:
+    /// `rt_check`), and no area goes away while the loop runs (it has no calls or returns);
+    /// an address outside the slot's area proves nothing (a budget of 0).
     pub(super) fn strided_site_room(
         &mut self,
         k: usize,

@@ -235,7 +235,7 @@ impl Lower<'_, '_> {
             .then_some((k, proved))
     }
 
-    /// After site `at` of loop `k` passed its test at address `at_addr` (`size` bytes, of
+    /// After site `at` of loop `k` passed its test at address `addr` (`size` bytes, of
     /// `space`, its recent area in `slot`): how many more iterations it stays inside that
     /// area and aligned, folded into the loop's next budget.
     ///

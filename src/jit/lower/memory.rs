@@ -411,17 +411,8 @@ impl Lower<'_, '_> {
         base: Value,
         align: u64,
     ) -> Value {
-        let area = self.recent_area(slot);
-        self.in_area(lo, end, area, base, align)
-    }
-
-    /// The bounds of the recent area of `slot`.
-    fn recent_area(&mut self, slot: usize) -> (Value, Value) {
-        let field = (offset_of!(ThreadCtx, hits) + 16 * slot) as i32;
-        let ctx = self.ctx;
-        let area_lo = self.b.ins().load(types::I64, trusted(), ctx, field);
-        let area_hi = self.b.ins().load(types::I64, trusted(), ctx, field + 8);
-        (area_lo, area_hi)
+        let bounds = self.area_bounds(Area::Recent(slot));
+        self.in_area(lo, end, bounds, base, align)
     }
 
     /// Whether `lo..end` is non-empty and inside `area`, and `base` a multiple of `align`.
@@ -479,8 +470,13 @@ impl Lower<'_, '_> {
         self.b.ins().brif(nonempty, inside, &[], outside, &[]);
     }
 
+    /// The low and high bounds of an area that an access can be tested against inline.
+    pub(super) fn area_bounds(&mut self, area: Area) -> (Value, Value) {
+        (self.area_bound(area, false), self.area_bound(area, true))
+    }
+
     /// The low or high bound of an area that an access can be tested against inline.
-    pub(super) fn area_bound(&mut self, area: Area, high: bool) -> Value {
+    fn area_bound(&mut self, area: Area, high: bool) -> Value {
         match area {
             Area::Recent(slot) => {
                 let field = (offset_of!(ThreadCtx, hits) + 16 * slot + 8 * high as usize) as i32;
@@ -562,7 +558,8 @@ impl Lower<'_, '_> {
             self.b.switch_to_block(inline);
             passed = learn;
         }
-        match self.known_area(d.space, d.slot) {
+        let area = self.known_area(d.space, d.slot);
+        match area {
             Some(area) => {
                 let end = self.b.ins().iadd_imm_s(at, d.size as i64);
                 self.branch_in_area(at, end, area, d.size as u64, passed, slow);
@@ -577,9 +574,9 @@ impl Lower<'_, '_> {
             self.b.switch_to_block(passed);
             let lo = self.plus(base, span.lowest);
             let hi = self.plus(base, span.end);
-            let ok = match self.known_area(d.space, d.slot) {
+            let ok = match area {
                 Some(area) => {
-                    let bounds = (self.area_bound(area, false), self.area_bound(area, true));
+                    let bounds = self.area_bounds(area);
                     self.in_area(lo, hi, bounds, base, span.align)
                 }
                 None => self.b.ins().iconst(types::I8, 0),

@@ -22,6 +22,7 @@
 
 use super::Lower;
 use crate::ast::{AddrBase, Function, Imm, Inst, IntBinOp, MulMode, Operand, RegId, Space, Type};
+use crate::interp::int::sext;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
 use cranelift_frontend::Variable;
@@ -256,8 +257,7 @@ impl Lower<'_, '_> {
         let (step, fixed) = self.step_of(k, &delta);
         let n = match self.known_area(space, slot) {
             Some(area) => {
-                let lo = self.area_bound(area, false);
-                let hi = self.area_bound(area, true);
+                let (lo, hi) = self.area_bounds(area);
                 let end = self.b.ins().iadd_imm_s(addr, size as i64);
                 let inside = self.in_area(addr, end, (lo, hi), addr, size);
                 let odd = self.b.ins().band_imm_s(step, size as i64 - 1);
@@ -506,7 +506,7 @@ fn one_loop(f: &Function, head: usize, back: usize) -> Option<StridedLoop> {
             }
         };
         // An access through a register whose value is known here.
-        if let Inst::Ld { addr, .. } | Inst::St { addr, .. } = &ins.inst
+        if let Some((_, _, _, addr)) = ins.inst.load_or_store()
             && ins.guard.is_none()
             && let AddrBase::Reg(r) = addr.base
             && let Some(d) = read(&Operand::Reg(r), 64, &known)
@@ -637,7 +637,7 @@ fn value(
             };
             // The constant as the instruction reads it: sign-extended for signed types.
             let k = if ty.is_signed() {
-                sign_extend(k, ty.bits())
+                sext(k, ty.bits())
             } else {
                 k as i64
             };
@@ -661,12 +661,6 @@ fn value(
         },
         _ => None,
     }
-}
-
-/// The low `bits` of `v` as a signed number.
-fn sign_extend(v: u64, bits: u32) -> i64 {
-    let shift = 64 - bits;
-    ((v << shift) as i64) >> shift
 }
 
 #[cfg(test)]

@@ -1050,10 +1050,23 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// The constant of PTX type `ty` with bit pattern `bits`.
     fn constant(&mut self, ty: Type, bits: u64) -> Value {
         match ty {
+            Type::F32 | Type::F64 if bits != 0 => self.pooled_float(clif(ty), bits),
             Type::F32 => self.b.ins().f32const(Ieee32::with_bits(bits as u32)),
             Type::F64 => self.b.ins().f64const(Ieee64::with_bits(bits)),
             t => self.iconst(clif(t), bits),
         }
+    }
+
+    /// A float constant loaded from the constant pool: x86-64 Cranelift builds an
+    /// `f32const`/`f64const` in a general register and moves it across (two instructions,
+    /// one of them a slow cross-domain move); a vector constant's lane 0 is one load.
+    fn pooled_float(&mut self, ty: ir::Type, bits: u64) -> Value {
+        let lanes = ty.by(128 / ty.bits()).expect("a 128-bit vector type");
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&bits.to_le_bytes());
+        let k = self.b.func.dfg.constants.insert(bytes.to_vec().into());
+        let v = self.b.ins().vconst(lanes, k);
+        self.b.ins().extractlane(v, 0)
     }
 
     fn zero(&mut self, ty: Type) -> Value {
@@ -1199,6 +1212,38 @@ impl<'a, 'f> Lower<'a, 'f> {
                     opcode: ir::Opcode::Iconst,
                     imm,
                 } => Some(imm.bits()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The bits of `v` if it is a float constant (see [`Lower::constant`]).
+    pub(super) fn float_const_of(&self, v: Value) -> Option<u64> {
+        let dfg = &self.b.func.dfg;
+        let ir::ValueDef::Result(inst, _) = dfg.value_def(v) else {
+            return None;
+        };
+        match dfg.insts[inst] {
+            ir::InstructionData::UnaryIeee32 { imm, .. } => Some(imm.bits() as u64),
+            ir::InstructionData::UnaryIeee64 { imm, .. } => Some(imm.bits()),
+            ir::InstructionData::BinaryImm8 {
+                opcode: ir::Opcode::Extractlane,
+                arg,
+                imm: 0,
+            } => match dfg.value_def(arg) {
+                ir::ValueDef::Result(k, _) => match dfg.insts[k] {
+                    ir::InstructionData::UnaryConst {
+                        opcode: ir::Opcode::Vconst,
+                        constant_handle,
+                    } => {
+                        let bytes = dfg.constants.get(constant_handle).as_slice();
+                        let mut low = [0u8; 8];
+                        low.copy_from_slice(&bytes[..8]);
+                        Some(u64::from_le_bytes(low))
+                    }
+                    _ => None,
+                },
                 _ => None,
             },
             _ => None,

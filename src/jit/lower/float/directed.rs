@@ -11,10 +11,12 @@
 //! - An exact zero sum is +0 in round-to-nearest (unless both terms are −0) and −0 in `.rm`
 //!   (unless both are +0): for `.rm` such results come from the mirror
 //!   `RM(x) = −RN(−x)`, i.e. `−((−a) − b)`, `−(b − a)`, `−((−a)·b + (−c))`.
-//! - f32: the operands are exact in f64, so is their product, and TwoSum gives the f64 sum's
-//!   error exactly; the f64 value and its error are then rounded to f32 with the same step.
-//!   Nothing can overflow or underflow in f64, so every input takes this path; `.rm` of a
-//!   sum is `.rp` mirrored, which gives its zeros their sign.
+//! - f32: the operands are exact in f64, so is their product (an f32 fma is one f64 fma).
+//!   The f64 result `s` rounded to f32 gives `r`; `s − r` is exact and, when nonzero, has
+//!   the sign of the whole error. Only when `s` is an f32 itself does the f64 rounding's own
+//!   error decide: TwoSum gives it, in a cold block. Nothing can overflow or underflow in
+//!   f64, so every input takes this path; `.rm` of a sum is `.rp` mirrored, which gives its
+//!   zeros their sign.
 //! - f64: TwoSum (add, sub), the fma residual `fma(a, b, −p)` (mul), and for fma
 //!   `t + tl = r − c` (TwoSum) with `w = fma(a, b, −t)`: the error `x − r = (a·b − t) − tl`
 //!   has the sign of `w − tl` whenever that is nonzero. An error that is zero only where it
@@ -73,51 +75,83 @@ impl Lower<'_, '_> {
 
     /// f32 through f64: the exact value is `s + e` (`e` = 0 for mul), `s` in f64.
     fn directed_f32(&mut self, rnd: Rounding, op: Exact, v: &[Value]) -> Value {
-        let w: Vec<Value> = v
-            .iter()
-            .map(|&x| self.b.ins().fpromote(types::F64, x))
-            .collect();
+        let w: Vec<Value> = v.iter().map(|&x| self.promote(x)).collect();
         // .rm of a sum is .rp of the negated sum, negated (for the sign of an exact zero).
         let mirror = rnd == Rounding::Rm && op != Exact::Mul;
-        let (s, e) = match (op, mirror) {
-            (Exact::Add, false) => self.two_sum(w[0], w[1], false),
+        // s = RN(x) in f64, x the exact value (negated for the mirror).
+        let s = match (op, mirror) {
+            (Exact::Add, false) => self.b.ins().fadd(w[0], w[1]),
             (Exact::Add, true) => {
                 let na = self.b.ins().fneg(w[0]);
-                self.two_sum(na, w[1], true)
+                self.b.ins().fsub(na, w[1])
             }
-            (Exact::Sub, false) => self.two_sum(w[0], w[1], true),
-            (Exact::Sub, true) => self.two_sum(w[1], w[0], true),
-            (Exact::Mul, _) => (self.b.ins().fmul(w[0], w[1]), None),
-            (Exact::Fma, _) => {
-                let p = self.b.ins().fmul(w[0], w[1]);
-                if mirror {
-                    let np = self.b.ins().fneg(p);
-                    self.two_sum(np, w[2], true)
-                } else {
-                    self.two_sum(p, w[2], false)
-                }
+            (Exact::Sub, false) => self.b.ins().fsub(w[0], w[1]),
+            (Exact::Sub, true) => self.b.ins().fsub(w[1], w[0]),
+            (Exact::Mul, _) => self.b.ins().fmul(w[0], w[1]),
+            // a·b is exact in f64, so the fused sum rounds once, as TwoSum's sum does.
+            (Exact::Fma, false) => self.b.ins().fma(w[0], w[1], w[2]),
+            (Exact::Fma, true) => {
+                let na = self.b.ins().fneg(w[0]);
+                let nc = self.b.ins().fneg(w[2]);
+                self.b.ins().fma(na, w[1], nc)
             }
         };
         let r = self.b.ins().fdemote(types::F32, s);
         let back = self.b.ins().fpromote(types::F64, r);
-        // s − back is exact (Sterbenz, or both tiny) and, when nonzero, larger than |e|:
-        // g has the sign of the exact error x − r, is +0 when there is none, NaN when s is
-        // infinite (exact), and −∞ or +∞ when s overflowed f32 to the other infinity.
-        let mut g = self.b.ins().fsub(s, back);
-        if let Some(e) = e {
-            g = self.b.ins().fadd(g, e);
-        }
+        // s − back is exact (Sterbenz, or both tiny) and, when nonzero, larger than |e|, so
+        // it has the sign of the exact error x − r; it is NaN when s is infinite (exact), and
+        // −∞ or +∞ when s overflowed f32 to the other infinity.
+        let d = self.b.ins().fsub(s, back);
+        let mode = if mirror { Rounding::Rp } else { rnd };
+        let bits = if op == Exact::Mul {
+            self.f32_step(mode, r, back, d)
+        } else {
+            // Only when s is an f32 itself (s − back = 0) does the error of s decide:
+            // TwoSum's `e`, in a cold block.
+            let (common, exact, join) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            self.b.append_block_param(join, types::I32);
+            let zero = self.b.ins().f64const(0.0);
+            let is_f32 = self.b.ins().fcmp(FloatCC::Equal, d, zero);
+            self.b.ins().brif(is_f32, exact, &[], common, &[]);
+
+            self.b.switch_to_block(common);
+            let bits = self.f32_step(mode, r, back, d);
+            self.b.ins().jump(join, &[bits.into()]);
+
+            self.b.switch_to_block(exact);
+            self.b.set_cold_block(exact);
+            let e = self.f32_sum_error(op, mirror, &w);
+            let bits = self.f32_step(mode, r, back, e);
+            self.b.ins().jump(join, &[bits.into()]);
+
+            self.b.switch_to_block(join);
+            self.b.block_params(join)[0]
+        };
+        let bits = if mirror {
+            self.b.ins().bxor_imm_s(bits, i32::MIN as i64)
+        } else {
+            bits
+        };
+        self.bitcast(types::F32, bits)
+    }
+
+    /// The bits of the f32 `r` (`back` in f64) stepped by one in `mode` (`.rz` or `.rp`, or
+    /// `.rm` of a product) when `g`, the sign carrier of the exact error, asks for it.
+    fn f32_step(&mut self, mode: Rounding, r: Value, back: Value, g: Value) -> Value {
         let zero = self.b.ins().f64const(0.0);
         let rb = self.bitcast(types::I32, r);
-        let mode = if mirror { Rounding::Rp } else { rnd };
-        let by = match mode {
+        match mode {
             Rounding::Rz => {
                 // toward zero when g and r have opposite signs; g·r is ±0 when either is
                 // zero (f32 values cannot underflow in f64), NaN when g is.
                 let h = self.b.ins().fmul(g, back);
                 let toward = self.b.ins().fcmp(FloatCC::LessThan, h, zero);
                 let toward = self.b.ins().uextend(types::I32, toward);
-                self.b.ins().ineg(toward)
+                self.b.ins().isub(rb, toward)
             }
             _ => {
                 let cc = if mode == Rounding::Rp {
@@ -133,14 +167,46 @@ impl Lower<'_, '_> {
                     self.b.ins().ineg(up)
                 };
                 let none = self.b.ins().iconst(types::I32, 0);
-                self.b.ins().select(go, by, none)
+                let by = self.b.ins().select(go, by, none);
+                self.b.ins().iadd(rb, by)
             }
-        };
-        let mut res = self.b.ins().iadd(rb, by);
-        if mirror {
-            res = self.b.ins().bxor_imm_s(res, i32::MIN as i64);
         }
-        self.bitcast(types::F32, res)
+    }
+
+    /// TwoSum's error `e` of the f64 sum of the promoted operands `w` (negated for the
+    /// mirror): the exact value is `s + e`.
+    fn f32_sum_error(&mut self, op: Exact, mirror: bool, w: &[Value]) -> Value {
+        let (_, e) = match (op, mirror) {
+            (Exact::Add, false) => self.two_sum(w[0], w[1], false),
+            (Exact::Add, true) => {
+                let na = self.b.ins().fneg(w[0]);
+                self.two_sum(na, w[1], true)
+            }
+            (Exact::Sub, false) => self.two_sum(w[0], w[1], true),
+            (Exact::Sub, true) => self.two_sum(w[1], w[0], true),
+            (Exact::Fma, _) => {
+                let p = self.b.ins().fmul(w[0], w[1]);
+                if mirror {
+                    let np = self.b.ins().fneg(p);
+                    self.two_sum(np, w[2], true)
+                } else {
+                    self.two_sum(p, w[2], false)
+                }
+            }
+            (Exact::Mul, _) => unreachable!("a product of f32 values is exact in f64"),
+        };
+        e.expect("TwoSum gives an error")
+    }
+
+    /// `x` (f32) in f64; a constant is promoted here.
+    fn promote(&mut self, x: Value) -> Value {
+        match self.float_const_of(x) {
+            Some(bits) => {
+                let wide = f64::from(f32::from_bits(bits as u32));
+                self.constant(Type::F64, wide.to_bits())
+            }
+            None => self.b.ins().fpromote(types::F64, x),
+        }
     }
 
     /// +1 on the bits of a float r ≥ 0, −1 for r < 0: the step to the next float up.
@@ -287,7 +353,7 @@ impl Lower<'_, '_> {
     /// |v| ≥ the f64 with bits `bits`.
     fn at_least(&mut self, v: Value, bits: u64) -> Value {
         let mag = self.b.ins().fabs(v);
-        let lo = self.b.ins().f64const(f64::from_bits(bits));
+        let lo = self.constant(Type::F64, bits);
         self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, mag, lo)
     }
 

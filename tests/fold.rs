@@ -410,3 +410,47 @@ fn kernel_parameters_are_loaded_once_per_block() {
         assert_eq!(got, (100..108).collect::<Vec<u32>>(), "{name}");
     }
 }
+
+/// Float immediates come from the constant pool: one load each, never built in a general
+/// register and moved across (`movl $imm` then `vmovd`, which x86-64 Cranelift emits for
+/// an `f32const`); the values are Rust's.
+#[test]
+fn float_constants_are_loaded() {
+    let ptx = format!(
+        "{HEADER}.visible .func (.reg .f32 %d) f0(.reg .f32 %a)\n{{\n  \
+         fma.rn.f32 %d, %a, 0f40490FDB, 0f3F000000;\n  mul.rn.f32 %d, %d, 0f40000001;\n  \
+         ret;\n}}\n\
+         .visible .func (.reg .f64 %d) f1(.reg .f64 %a)\n{{\n  \
+         fma.rn.f64 %d, %a, 0d400921FB54442D18, 0d3FE0000000000000;\n  \
+         mul.rn.f64 %d, %d, 0d4000000000000001;\n  ret;\n}}\n"
+    );
+    let listing = asm(&ptx);
+    for name in ["f0", "f1"] {
+        let code = code_of(&listing, name);
+        assert!(
+            !code.contains("vmovd %r") && !code.contains("vmovq %r") && !code.contains("movabs"),
+            "{name}: {code}"
+        );
+    }
+    let (k32, h32, c32) = (
+        f32::from_bits(0x4049_0FDB),
+        0.5f32,
+        f32::from_bits(0x4000_0001),
+    );
+    let (k64, h64, c64) = (
+        std::f64::consts::PI,
+        0.5f64,
+        f64::from_bits(0x4000_0000_0000_0001),
+    );
+    for (engine, e) in engines(&ptx) {
+        for x in [0.0f32, 1.0, -2.5, 1e-40, 3.0e38] {
+            let got = e.call("f0", &[ptxjit::Value::f32(x)]).unwrap()[0].bits as u32;
+            let want = x.mul_add(k32, h32) * c32;
+            assert_eq!(got, want.to_bits(), "{engine} f0({x})");
+            let x = f64::from(x);
+            let got = e.call("f1", &[ptxjit::Value::f64(x)]).unwrap()[0].bits;
+            let want = x.mul_add(k64, h64) * c64;
+            assert_eq!(got, want.to_bits(), "{engine} f1({x})");
+        }
+    }
+}

@@ -124,6 +124,11 @@ pub(super) struct LoopBudget {
     budget: Variable,
     /// The budget the tested iteration under way proves (the least over what it tested).
     next: Variable,
+    /// Where a proved iteration's branch back goes: the head's choice again, in a block of
+    /// its own, so that the proved iterations are a loop of their own inside the loop and
+    /// the register allocator keeps more of their values in registers rather than in the
+    /// slots the tested version's pressure gives them at the head.
+    again: Option<Block>,
 }
 
 /// The budget an iteration that tested nothing hands on: more iterations than any loop
@@ -164,6 +169,7 @@ impl Lower<'_, '_> {
                 shape,
                 budget: self.b.declare_var(types::I64),
                 next: self.b.declare_var(types::I64),
+                again: None,
             })
             .collect()
     }
@@ -184,14 +190,32 @@ impl Lower<'_, '_> {
     /// the budget is not spent, else to the tested one. Returns each version's first block
     /// (and whether it is the proved one) and the block after the loop.
     pub(super) fn strided_head(&mut self, k: usize) -> ([(Block, bool); 2], Block) {
-        let left = self.b.use_var(self.loops[k].budget);
-        let (tested, proved, after) = (
+        let (tested, proved, after, again) = (
+            self.b.create_block(),
             self.b.create_block(),
             self.b.create_block(),
             self.b.create_block(),
         );
-        self.b.ins().brif(left, proved, &[], tested, &[]);
+        for at_head in [true, false] {
+            if !at_head {
+                self.b.switch_to_block(again);
+            }
+            let left = self.b.use_var(self.loops[k].budget);
+            self.b.ins().brif(left, proved, &[], tested, &[]);
+        }
+        self.loops[k].again = Some(again);
         ([(tested, false), (proved, true)], after)
+    }
+
+    /// Where the branch at instruction `at` to `target` goes instead: a proved iteration's
+    /// branch back to its loop's head (see [`LoopBudget::again`]).
+    pub(super) fn strided_back(&self, at: usize, target: Block) -> Block {
+        match self.version {
+            Some((k, true)) if self.loops[k].shape.back == at => {
+                self.loops[k].again.unwrap_or(target)
+            }
+            _ => target,
+        }
     }
 
     /// Starts a version of loop `k`'s body in block `start`: a proved iteration spends one

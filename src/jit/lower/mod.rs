@@ -1063,6 +1063,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// one of them a slow cross-domain move); a vector constant's lane 0 is one load.
     fn pooled_float(&mut self, ty: ir::Type, bits: u64) -> Value {
         let lanes = ty.by(128 / ty.bits()).expect("a 128-bit vector type");
+        let bits = bits & (u64::MAX >> (64 - ty.bits()));
         let mut bytes = [0u8; 16];
         bytes[..8].copy_from_slice(&bits.to_le_bytes());
         let k = self.b.func.dfg.constants.insert(bytes.to_vec().into());
@@ -1237,7 +1238,9 @@ impl<'a, 'f> Lower<'a, 'f> {
                     ir::InstructionData::UnaryConst {
                         opcode: ir::Opcode::Vconst,
                         constant_handle,
-                    } => {
+                    } if dfg.value_type(arg).lane_type() == dfg.value_type(v)
+                        && dfg.value_type(v).is_float() =>
+                    {
                         let bytes = dfg.constants.get(constant_handle).as_slice();
                         let mut low = [0u8; 8];
                         low.copy_from_slice(&bytes[..8]);

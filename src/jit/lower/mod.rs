@@ -87,12 +87,18 @@ pub fn cold_name(helper: &str) -> String {
     format!("{helper}.cold")
 }
 
-/// The signature of a cold helper's trampoline (see [`COLD_HELPERS`]).
-pub fn cold_signature(name: &str) -> Signature {
-    let (_, params, _) = HELPERS
+/// A helper's parameter and result types (see [`HELPERS`]).
+fn helper_types(name: &str) -> (&'static [ir::Type], &'static [ir::Type]) {
+    let (_, params, rets) = HELPERS
         .iter()
         .find(|h| h.0 == name)
-        .expect("a cold helper is a helper");
+        .expect("a runtime helper");
+    (params, rets)
+}
+
+/// The signature of a cold helper's trampoline (see [`COLD_HELPERS`]).
+pub fn cold_signature(name: &str) -> Signature {
+    let (params, _) = helper_types(name);
     let mut with_out = vec![types::I64];
     with_out.extend_from_slice(params);
     signature(CallConv::PreserveAll, &with_out, &[])
@@ -1033,7 +1039,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let mut with_out = vec![out];
         with_out.extend_from_slice(args);
         self.b.ins().call(r, &with_out);
-        let (_, _, rets) = HELPERS.iter().find(|h| h.0 == name)?;
+        let (_, rets) = helper_types(name);
         rets.first()
             .map(|t| self.b.ins().load(*t, trusted(), out, 0))
     }

@@ -79,21 +79,22 @@ impl Lower<'_, '_> {
         // .rm of a sum is .rp of the negated sum, negated (for the sign of an exact zero).
         let mirror = rnd == Rounding::Rm && op != Exact::Mul;
         // s = RN(x) in f64, x the exact value (negated for the mirror).
-        let s = match (op, mirror) {
-            (Exact::Add, false) => self.b.ins().fadd(w[0], w[1]),
-            (Exact::Add, true) => {
-                let na = self.b.ins().fneg(w[0]);
-                self.b.ins().fsub(na, w[1])
-            }
-            (Exact::Sub, false) => self.b.ins().fsub(w[0], w[1]),
-            (Exact::Sub, true) => self.b.ins().fsub(w[1], w[0]),
-            (Exact::Mul, _) => self.b.ins().fmul(w[0], w[1]),
-            // a·b is exact in f64, so the fused sum rounds once, as TwoSum's sum does.
-            (Exact::Fma, false) => self.b.ins().fma(w[0], w[1], w[2]),
-            (Exact::Fma, true) => {
+        let s = match op {
+            Exact::Mul => self.b.ins().fmul(w[0], w[1]),
+            // a·b is exact in f64, so the fused sum rounds once, as the sum of its terms does.
+            Exact::Fma if mirror => {
                 let na = self.b.ins().fneg(w[0]);
                 let nc = self.b.ins().fneg(w[2]);
                 self.b.ins().fma(na, w[1], nc)
+            }
+            Exact::Fma => self.b.ins().fma(w[0], w[1], w[2]),
+            Exact::Add | Exact::Sub => {
+                let (x, y, sub) = self.f32_sum_terms(op, mirror, &w, None);
+                if sub {
+                    self.b.ins().fsub(x, y)
+                } else {
+                    self.b.ins().fadd(x, y)
+                }
             }
         };
         let r = self.b.ins().fdemote(types::F32, s);
@@ -176,26 +177,37 @@ impl Lower<'_, '_> {
     /// TwoSum's error `e` of the f64 sum of the promoted operands `w` (negated for the
     /// mirror): the exact value is `s + e`.
     fn f32_sum_error(&mut self, op: Exact, mirror: bool, w: &[Value]) -> Value {
-        let (_, e) = match (op, mirror) {
-            (Exact::Add, false) => self.two_sum(w[0], w[1], false),
-            (Exact::Add, true) => {
-                let na = self.b.ins().fneg(w[0]);
-                self.two_sum(na, w[1], true)
-            }
-            (Exact::Sub, false) => self.two_sum(w[0], w[1], true),
-            (Exact::Sub, true) => self.two_sum(w[1], w[0], true),
+        let product = (op == Exact::Fma).then(|| self.b.ins().fmul(w[0], w[1]));
+        let (x, y, sub) = self.f32_sum_terms(op, mirror, w, product);
+        let (_, e) = self.two_sum(x, y, sub);
+        e.expect("TwoSum gives an error")
+    }
+
+    /// The two terms of the exact f64 sum an f32 `add`, `sub` or (with the exact product
+    /// `product`) `fma` computes, negated for the mirror: `x − y` when the flag says so,
+    /// else `x + y`.
+    fn f32_sum_terms(
+        &mut self,
+        op: Exact,
+        mirror: bool,
+        w: &[Value],
+        product: Option<Value>,
+    ) -> (Value, Value, bool) {
+        match (op, mirror) {
+            (Exact::Add, false) => (w[0], w[1], false),
+            (Exact::Add, true) => (self.b.ins().fneg(w[0]), w[1], true),
+            (Exact::Sub, false) => (w[0], w[1], true),
+            (Exact::Sub, true) => (w[1], w[0], true),
             (Exact::Fma, _) => {
-                let p = self.b.ins().fmul(w[0], w[1]);
+                let p = product.expect("fma's terms need its product");
                 if mirror {
-                    let np = self.b.ins().fneg(p);
-                    self.two_sum(np, w[2], true)
+                    (self.b.ins().fneg(p), w[2], true)
                 } else {
-                    self.two_sum(p, w[2], false)
+                    (p, w[2], false)
                 }
             }
             (Exact::Mul, _) => unreachable!("a product of f32 values is exact in f64"),
-        };
-        e.expect("TwoSum gives an error")
+        }
     }
 
     /// `x` (f32) in f64; a constant is promoted here.

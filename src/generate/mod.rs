@@ -467,6 +467,22 @@ impl Gen<'_> {
             self.rd()
         }
     }
+    /// An f32 source: a register, or now and then an immediate (`0f…`, an edge value).
+    fn f_or_imm(&mut self) -> String {
+        if self.rng.chance(20) {
+            format!("0f{:08x}", edge_value(self.rng, Type::F32) as u32)
+        } else {
+            self.f()
+        }
+    }
+    /// An f64 source: a register, or now and then an immediate (`0d…`, an edge value).
+    fn fd_or_imm(&mut self) -> String {
+        if self.rng.chance(20) {
+            format!("0d{:016x}", edge_value(self.rng, Type::F64))
+        } else {
+            self.fd()
+        }
+    }
     fn small(&mut self) -> String {
         if self.rng.chance(50) {
             format!("{}", self.rng.below(70))
@@ -940,7 +956,7 @@ impl Gen<'_> {
     }
 
     fn float32(&mut self) {
-        let (d, a, b, c) = (self.f(), self.f(), self.f(), self.f());
+        let (d, a, b, c) = (self.f(), self.f(), self.f_or_imm(), self.f_or_imm());
         let rnd = *self.rng.pick(&RNDS);
         let ftz = if self.rng.chance(40) { ".ftz" } else { "" };
         let sat = if self.rng.chance(25) { ".sat" } else { "" };
@@ -985,7 +1001,7 @@ impl Gen<'_> {
     }
 
     fn float64(&mut self) {
-        let (d, a, b, c) = (self.fd(), self.fd(), self.fd(), self.fd());
+        let (d, a, b, c) = (self.fd(), self.fd(), self.fd_or_imm(), self.fd_or_imm());
         let rnd = *self.rng.pick(&RNDS);
         let text = match self.rng.below(6) {
             0 | 1 => {

@@ -4,7 +4,9 @@
 mod common;
 
 use common::{Rng, engines};
-use ptxjit::Value;
+use ptxjit::ast::Type;
+use ptxjit::jit::Emit;
+use ptxjit::{JitOptions, Value};
 
 /// The manual's example for `madc` (9.7.2.6), verbatim: [r3,r2,r1,r0] = [r5,r4] * [r7,r6].
 const MANUAL_MULTIWORD: &str = r#"
@@ -80,7 +82,7 @@ struct Step {
 
 /// The model: the manual's semantics in u128, CF as NOT borrow for subtraction; `mad.hi` of
 /// a signed type takes the high half of the signed product.
-fn model(steps: &[Step], bits: u32, signed: bool, regs: &mut [u128; 4], p: bool) {
+fn model(steps: &[Step], bits: u32, signed: bool, regs: &mut [u128], p: bool) {
     let sext = |v: u128| -> i128 { ((v << (128 - bits)) as i128) >> (128 - bits) };
     let m = (1u128 << bits) - 1;
     let mut cf = 0u128;
@@ -120,9 +122,8 @@ fn model(steps: &[Step], bits: u32, signed: bool, regs: &mut [u128; 4], p: bool)
     }
 }
 
-/// `zeroed`: %x2 and %x3 start as the constant 0 (`mov %x, 0`, as bignum code clears its
-/// accumulator limbs), so that steps meet operands the JIT knows to be zero.
-fn text(steps: &[Step], ty: &str, zeroed: bool) -> String {
+/// The PTX text of `steps`, a line each, on registers `%x<k>` (guards on `%p`).
+fn steps_text(steps: &[Step], ty: &str) -> String {
     let mut body = String::new();
     for s in steps {
         let guard = match s.guard {
@@ -155,6 +156,13 @@ fn text(steps: &[Step], ty: &str, zeroed: bool) -> String {
         body.push_str(&line);
         body.push('\n');
     }
+    body
+}
+
+/// `zeroed`: %x2 and %x3 start as the constant 0 (`mov %x, 0`, as bignum code clears its
+/// accumulator limbs), so that steps meet operands the JIT knows to be zero.
+fn text(steps: &[Step], ty: &str, zeroed: bool) -> String {
+    let body = steps_text(steps, ty);
     let (x2, x3) = if zeroed { ("0", "0") } else { ("%i2", "%i3") };
     format!(
         ".version 7.8\n.target sm_80\n.address_size 64\n\
@@ -266,6 +274,193 @@ fn random_carry_chains_match_the_wide_model() {
                 model(&steps, bits, ty.starts_with(".s"), &mut regs, flag != 0);
                 let want: Vec<Value> = regs.iter().map(|r| Value::new(vty, *r as u64)).collect();
                 assert_eq!(got, want, "{name}: inputs {inputs:x?} flag {flag}\n{ptx}");
+            }
+        }
+    }
+}
+
+// ---- product rows ---------------------------------------------------------------------------
+
+/// A product added into limbs as GPU bignum code writes it (the JIT forms each product once
+/// there: src/jit/lower/rows.rs): registers `%x0..` are the limbs `t` (`n + lo_tail`), then
+/// the factors `y` (`n`), then `x`. The `mad.lo` row with `lo_tail` `addc` steps (the last
+/// with `.cc` when `lo_last_cc`), then the `mad.hi` row one limb up with `hi_tail` steps (the
+/// chain's last step with `.cc` when `hi_last_cc`).
+struct Rows {
+    n: usize,
+    lo_tail: usize,
+    lo_last_cc: bool,
+    hi_tail: usize,
+    hi_last_cc: bool,
+}
+
+impl Rows {
+    fn limbs(&self) -> usize {
+        self.n + self.lo_tail
+    }
+
+    fn registers(&self) -> usize {
+        self.limbs() + self.n + 1
+    }
+
+    fn steps(&self) -> Vec<Step> {
+        let (n, limbs) = (self.n, self.limbs());
+        let x = limbs + n;
+        let mad = |hi: bool, j: usize, d: usize, last: bool, last_cc: bool| Step {
+            op: Op::Mad {
+                hi,
+                cin: j > 0,
+                cout: !last || last_cc,
+            },
+            d,
+            a: limbs + j,
+            b: x,
+            b_imm: None,
+            c: d,
+            guard: None,
+        };
+        let addc = |d: usize, last: bool, last_cc: bool| Step {
+            op: Op::AddSub {
+                sub: false,
+                cin: true,
+                cout: !last || last_cc,
+            },
+            d,
+            a: d,
+            b: 0,
+            b_imm: Some(0),
+            c: 0,
+            guard: None,
+        };
+        let mut s = Vec::new();
+        for j in 0..n {
+            s.push(mad(false, j, j, false, true));
+        }
+        for k in 0..self.lo_tail {
+            s.push(addc(n + k, k + 1 == self.lo_tail, self.lo_last_cc));
+        }
+        for j in 0..n {
+            let last = j + 1 == n && self.hi_tail == 0;
+            s.push(mad(true, j, j + 1, last, self.hi_last_cc));
+        }
+        for k in 0..self.hi_tail {
+            let last = k + 1 == self.hi_tail;
+            s.push(addc(n + 1 + k, last, self.hi_last_cc));
+        }
+        s
+    }
+}
+
+/// A `.func f` taking and returning registers `%x0..%x{count-1}`, running `steps` on them.
+fn registers_func(steps: &[Step], ty: &str, count: usize) -> String {
+    let list = |p: &str| -> String {
+        (0..count)
+            .map(|k| format!(".reg {ty} %{p}{k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = format!(
+        ".version 7.8\n.target sm_80\n.address_size 64\n.visible .func ({}) f({})\n{{\n\
+         .reg {ty} %x<{count}>;\n.reg .pred %p;\n",
+        list("r"),
+        list("i")
+    );
+    for k in 0..count {
+        s += &format!("mov{ty} %x{k}, %i{k};\n");
+    }
+    s += &steps_text(steps, ty);
+    for k in 0..count {
+        s += &format!("mov{ty} %r{k}, %x{k};\n");
+    }
+    s + "ret;\n}\n"
+}
+
+/// How many products the function `f` of `ptx` forms: `imul` and `umulhi` in its CLIF.
+fn products_formed(ptx: &str) -> (usize, usize) {
+    let options = JitOptions {
+        emit: Emit::Clif,
+        checked: false,
+        lanes: false,
+        ..JitOptions::default()
+    };
+    let jit = common::jit_with(ptx, options);
+    let (_, clif) = (jit.listing.iter())
+        .find(|(name, _)| name == "f")
+        .expect("a listing of f");
+    let count = |op: &str| clif.matches(&format!(" = {op} ")).count();
+    (count("imul"), count("umulhi"))
+}
+
+/// Product rows of several shapes and widths against the manual's model, on every engine; the
+/// shapes the JIT takes as one chain form each product once, the others twice.
+#[test]
+fn product_rows_match_the_wide_model() {
+    let mut rng = Rng::new(11);
+    let edge = [0u64, 1, u64::MAX, u64::MAX - 1, 1 << 63, (1 << 32) - 1];
+    let shape = |n, lo_tail, lo_last_cc, hi_tail, hi_last_cc| Rows {
+        n,
+        lo_tail,
+        lo_last_cc,
+        hi_tail,
+        hi_last_cc,
+    };
+    // (shape, what follows the rows, whether the JIT forms each product once)
+    let cf_read = |limbs: usize| Step {
+        op: Op::AddSub {
+            sub: false,
+            cin: true,
+            cout: false,
+        },
+        d: limbs - 1,
+        a: limbs - 1,
+        b: 0,
+        b_imm: Some(0),
+        c: 0,
+        guard: None,
+    };
+    let cases: Vec<(Rows, bool, bool)> = vec![
+        // The benchmark's shape: two limbs above the row.
+        (shape(4, 2, false, 1, false), false, true),
+        (shape(1, 1, false, 0, false), false, true),
+        (shape(3, 1, true, 0, true), false, true),
+        (shape(5, 3, true, 2, true), false, true),
+        // CC.CF read after the rows: as written.
+        (shape(4, 2, false, 1, true), true, false),
+        (shape(4, 2, false, 1, false), true, false),
+        // The chains end at different limbs: as written.
+        (shape(3, 2, false, 0, false), false, false),
+    ];
+    for (ty, bits) in [(".u32", 32u32), (".u64", 64)] {
+        let mask = u64::MAX >> (64 - bits);
+        let vty = if bits == 32 { Type::U32 } else { Type::U64 };
+        for (rows, read_cf, once) in &cases {
+            let mut steps = rows.steps();
+            if *read_cf {
+                steps.push(cf_read(rows.limbs()));
+            }
+            let count = rows.registers();
+            let ptx = registers_func(&steps, ty, count);
+            let (imul, umulhi) = products_formed(&ptx);
+            let want_shape = if *once { (rows.n, 0) } else { (rows.n, rows.n) };
+            assert_eq!((imul, umulhi), want_shape, "products formed\n{ptx}");
+            for (name, engine) in engines(&ptx) {
+                for _ in 0..64 {
+                    let inputs: Vec<u64> = (0..count)
+                        .map(|_| match rng.below(3) {
+                            0 => edge[rng.below(edge.len() as u64) as usize],
+                            _ => rng.next_u64(),
+                        } & mask)
+                        .collect();
+                    let args: Vec<Value> = inputs.iter().map(|v| Value::new(vty, *v)).collect();
+                    let got = engine
+                        .call("f", &args)
+                        .unwrap_or_else(|e| panic!("{name}: {e}\n{ptx}"));
+                    let mut regs: Vec<u128> = inputs.iter().map(|&v| v as u128).collect();
+                    model(&steps, bits, false, &mut regs, false);
+                    let want: Vec<Value> =
+                        regs.iter().map(|r| Value::new(vty, *r as u64)).collect();
+                    assert_eq!(got, want, "{name}: inputs {inputs:x?}\n{ptx}");
+                }
             }
         }
     }

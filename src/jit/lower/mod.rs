@@ -15,6 +15,7 @@ mod int;
 mod lanes;
 mod liveness;
 mod memory;
+mod rows;
 mod strided;
 pub(super) mod sync;
 mod video;
@@ -266,6 +267,8 @@ pub struct Lower<'a, 'f> {
     /// The variables kept in registers (`layout::in_registers`): an integer of the
     /// variable's width each, holding its bits.
     var_regs: Vec<Option<Variable>>,
+    /// Pairs of product rows lowered as one chain (see [`rows`]).
+    rows: rows::Rows,
 }
 
 /// Memory flags of ordinary accesses (may trap only in unchecked mode).
@@ -392,6 +395,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             nan: float::nan::plan(f),
             step: None,
             var_regs,
+            rows: rows::plan(f),
         };
         l.loops = l.loop_budgets();
         (l, entry)
@@ -913,7 +917,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.at = i;
         self.strided_before(i);
         self.start_check_run(i);
-        self.guarded(ins, labels);
+        if let Some(row) = self.rows.start.get(&i).cloned() {
+            self.product_row(i, &row);
+        } else if !self.rows.inner.contains(&i) {
+            self.guarded(ins, labels);
+        }
     }
 
     /// An instruction under its guard: a branch around it.

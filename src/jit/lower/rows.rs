@@ -247,22 +247,18 @@ impl Lower<'_, '_> {
             carry = Some(high);
         }
         // The last carry through the limbs above; the top limb's own carry is dropped.
-        let above = &row.limbs[row.pairs.len()..];
-        for (k, &limb) in above.iter().enumerate() {
+        let zero = self.iconst(types::I64, 0);
+        for &limb in &row.limbs[row.pairs.len()..] {
             let c = carry.take().expect("a carry from the row");
-            let t = self.get(&Operand::Reg(limb), row.ty);
-            if k + 1 == above.len() {
-                let c = self.resize(c, narrow, false);
-                let v = self.b.ins().iadd(t, c);
-                self.set_reg(limb, row.ty, v);
+            let c = if narrow == types::I32 {
+                self.narrow_zext(narrow, c)
             } else {
-                let acc = self.resize(t, wide, false);
-                let c = self.resize(c, wide, false);
-                let acc = self.b.ins().iadd(acc, c);
-                let (low, high) = self.halves(acc, narrow);
-                self.set_reg(limb, row.ty, low);
-                carry = Some(high);
-            }
+                c
+            };
+            let t = self.get(&Operand::Reg(limb), row.ty);
+            let (v, cout) = self.add_with_carry(t, c, zero, false);
+            self.set_reg(limb, row.ty, v);
+            carry = Some(cout);
         }
     }
 

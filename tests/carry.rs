@@ -375,8 +375,8 @@ fn registers_func(steps: &[Step], ty: &str, count: usize) -> String {
     s + "ret;\n}\n"
 }
 
-/// How many products the function `f` of `ptx` forms: `imul` and `umulhi` in its CLIF.
-fn products_formed(ptx: &str) -> (usize, usize) {
+/// How many times each CLIF operation of `ops` occurs in the function `f` of `ptx`.
+fn clif_counts<const N: usize>(ptx: &str, ops: [&str; N]) -> [usize; N] {
     let options = JitOptions {
         emit: Emit::Clif,
         checked: false,
@@ -387,8 +387,7 @@ fn products_formed(ptx: &str) -> (usize, usize) {
     let (_, clif) = (jit.listing.iter())
         .find(|(name, _)| name == "f")
         .expect("a listing of f");
-    let count = |op: &str| clif.matches(&format!(" = {op} ")).count();
-    (count("imul"), count("umulhi"))
+    ops.map(|op| clif.matches(&format!(" = {op} ")).count())
 }
 
 /// Product rows of several shapes and widths against the manual's model, on every engine; the
@@ -440,8 +439,18 @@ fn product_rows_match_the_wide_model() {
             }
             let count = rows.registers();
             let ptx = registers_func(&steps, ty, count);
-            let (imul, umulhi) = products_formed(&ptx);
-            let want_shape = if *once { (rows.n, 0) } else { (rows.n, rows.n) };
+            let [imul, umulhi] = clif_counts(&ptx, ["imul", "umulhi"]);
+            // Taken as one chain, a u32 row multiplies two limbs at a time (32×64 bits).
+            let once_products = if bits == 32 {
+                rows.n.div_ceil(2)
+            } else {
+                rows.n
+            };
+            let want_shape = if *once {
+                (once_products, 0)
+            } else {
+                (rows.n, rows.n)
+            };
             assert_eq!((imul, umulhi), want_shape, "products formed\n{ptx}");
             for (name, engine) in engines(&ptx) {
                 for _ in 0..64 {
@@ -460,6 +469,100 @@ fn product_rows_match_the_wide_model() {
                     let want: Vec<Value> =
                         regs.iter().map(|r| Value::new(vty, *r as u64)).collect();
                     assert_eq!(got, want, "{name}: inputs {inputs:x?}\n{ptx}");
+                }
+            }
+        }
+    }
+}
+
+/// A schoolbook product of two n-limb numbers in the shape of GPU code: per limb of `b`, a
+/// pair of product rows into n + 2 accumulator limbs, the low limb out, the limbs moved down
+/// one. Rows follow rows, so the JIT's packed limb pairs pass from one to the next, at both
+/// parities (odd and even n). Checked against num-bigint on every engine.
+fn schoolbook_ptx(ty: &str, n: usize) -> String {
+    let list = |p: &str, count: usize| -> String {
+        (0..count)
+            .map(|k| format!(".reg {ty} %{p}{k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = format!(
+        ".version 7.8\n.target sm_80\n.address_size 64\n.visible .func ({}) f({}, {})\n{{\n\
+         .reg {ty} %t<{}>;\n",
+        list("r", 2 * n),
+        list("a", n),
+        list("b", n),
+        n + 2
+    );
+    for j in 0..n + 2 {
+        s += &format!("mov{ty} %t{j}, 0;\n");
+    }
+    for i in 0..n {
+        for j in 0..n {
+            let op = if j == 0 { "mad.lo.cc" } else { "madc.lo.cc" };
+            s += &format!("{op}{ty} %t{j}, %a{j}, %b{i}, %t{j};\n");
+        }
+        s += &format!(
+            "addc.cc{ty} %t{n}, %t{n}, 0;\naddc{ty} %t{}, %t{}, 0;\n",
+            n + 1,
+            n + 1
+        );
+        for j in 0..n {
+            let op = if j == 0 { "mad.hi.cc" } else { "madc.hi.cc" };
+            s += &format!("{op}{ty} %t{}, %a{j}, %b{i}, %t{};\n", j + 1, j + 1);
+        }
+        s += &format!("addc{ty} %t{}, %t{}, 0;\n", n + 1, n + 1);
+        s += &format!("mov{ty} %r{i}, %t0;\n");
+        for j in 0..n + 1 {
+            s += &format!("mov{ty} %t{j}, %t{};\n", j + 1);
+        }
+        s += &format!("mov{ty} %t{}, 0;\n", n + 1);
+    }
+    for j in 0..n {
+        s += &format!("mov{ty} %r{}, %t{j};\n", n + j);
+    }
+    s + "ret;\n}\n"
+}
+
+#[test]
+fn schoolbook_products_match_num_bigint() {
+    use num_bigint::BigUint;
+    let mut rng = Rng::new(12);
+    for (ty, bits, sizes) in [
+        (".u32", 32u32, &[1usize, 2, 3, 5, 8][..]),
+        (".u64", 64, &[1, 3, 4]),
+    ] {
+        let mask = u64::MAX >> (64 - bits);
+        let vty = if bits == 32 { Type::U32 } else { Type::U64 };
+        let number = |limbs: &[u64]| {
+            (limbs.iter().rev()).fold(BigUint::default(), |acc, &l| (acc << bits) + l)
+        };
+        for &n in sizes {
+            let ptx = schoolbook_ptx(ty, n);
+            // Each product formed once (u32: two limbs at a time, so fewer than n·n), and no
+            // accumulator pair packed again: only the factors are, once for each parity.
+            let [imul, umulhi, bor] = clif_counts(&ptx, ["imul", "umulhi", "bor"]);
+            assert_eq!(umulhi, 0, "{ty} n={n}");
+            assert!(
+                imul <= n * n && (bits == 64 || n == 1 || imul < n * n),
+                "{ty} n={n}: {imul}"
+            );
+            assert!(bor < n.max(2), "{ty} n={n}: {bor} packed pairs");
+            for (name, engine) in engines(&ptx) {
+                for case in 0..48 {
+                    let limb = |rng: &mut Rng| match case {
+                        0 => mask,
+                        _ if rng.below(4) == 0 => mask,
+                        _ => rng.next_u64() & mask,
+                    };
+                    let inputs: Vec<u64> = (0..2 * n).map(|_| limb(&mut rng)).collect();
+                    let args: Vec<Value> = inputs.iter().map(|v| Value::new(vty, *v)).collect();
+                    let got = engine
+                        .call("f", &args)
+                        .unwrap_or_else(|e| panic!("{name}: {e}\n{ptx}"));
+                    let got: Vec<u64> = got.iter().map(|v| v.bits).collect();
+                    let product = number(&inputs[..n]) * number(&inputs[n..]);
+                    assert_eq!(number(&got), product, "{name}: {ty} n={n} {inputs:x?}");
                 }
             }
         }

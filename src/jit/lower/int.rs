@@ -143,7 +143,7 @@ impl Lower<'_, '_> {
     /// carry-in, limbs cleared with `mov %t, 0`) are left out, and a lone term has no carry.
     /// `x_absorbs_carry`: x + cin cannot wrap (x is the high half of an unsigned product,
     /// at most 2^n − 2), so a 64-bit step adds the carry first and needs one carry out.
-    pub(super) fn add_with_carry(
+    fn add_with_carry(
         &mut self,
         x: Value,
         y: Value,

@@ -456,6 +456,7 @@ impl Lower<'_, '_> {
             let next = l.b.create_block();
             l.b.ins().brif(ok, next, &[], outside, &[]);
             l.b.switch_to_block(next);
+            l.b.seal_block(next);
         };
         let misaligned = self.b.ins().band_imm_s(lo, align as i64 - 1);
         let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
@@ -546,6 +547,7 @@ impl Lower<'_, '_> {
             self.b.set_cold_block(inline);
             self.b.ins().brif(ok, done, &[], inline, &[]);
             self.b.switch_to_block(inline);
+            self.b.seal_block(inline);
         }
         let mut passed = done;
         if let Some((base, _, var)) = proof {
@@ -556,6 +558,7 @@ impl Lower<'_, '_> {
             self.b.set_cold_block(learn);
             self.b.ins().brif(same, done, &[], inline, &[]);
             self.b.switch_to_block(inline);
+            self.b.seal_block(inline);
             passed = learn;
         }
         let area = self.known_area(d.space, d.slot);
@@ -587,6 +590,7 @@ impl Lower<'_, '_> {
             self.b.ins().jump(done, &[]);
         }
         self.b.switch_to_block(slow);
+        self.b.seal_block(slow);
         let desc = self.iconst(types::I32, d.pack() as u64);
         let site = self.iconst(types::I64, self.site);
         let ctx = self.ctx;
@@ -595,6 +599,12 @@ impl Lower<'_, '_> {
             .expect("rt_check returns a status");
         self.fail_if(failed);
         self.b.ins().jump(passed, &[]);
+        // Every edge into `done` (and `learn`) is made: sealed, the code after the check
+        // reads registers as the values they had before it (see `Lower::fail_if`).
+        self.b.seal_block(done);
+        if passed != done {
+            self.b.seal_block(passed);
+        }
         self.b.switch_to_block(done);
     }
 

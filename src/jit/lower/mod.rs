@@ -267,8 +267,10 @@ pub struct Lower<'a, 'f> {
     /// The variables kept in registers (`layout::in_registers`): an integer of the
     /// variable's width each, holding its bits.
     var_regs: Vec<Option<Variable>>,
-    /// Pairs of product rows lowered as one chain (see [`rows`]).
+    /// Pairs of product rows lowered as one chain (see [`rows`]), and the limb pairs those
+    /// chains keep packed in 64 bits, by their two 32-bit values.
     rows: rows::Rows,
+    packed: HashMap<(Value, Value), Value>,
 }
 
 /// Memory flags of ordinary accesses (may trap only in unchecked mode).
@@ -396,6 +398,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             step: None,
             var_regs,
             rows: rows::plan(f),
+            packed: HashMap::new(),
         };
         l.loops = l.loop_budgets();
         (l, entry)
@@ -943,9 +946,11 @@ impl<'a, 'f> Lower<'a, 'f> {
                     self.b.ins().brif(p, run, &[], skip, &[]);
                 }
                 self.b.switch_to_block(run);
+                self.b.seal_block(run);
                 self.inst(&ins.inst, labels);
                 self.b.ins().jump(skip, &[]);
                 self.b.switch_to_block(skip);
+                self.b.seal_block(skip);
             }
             None => self.inst(&ins.inst, labels),
         }
@@ -964,6 +969,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         let fail = self.fail;
         self.b.ins().brif(failed, fail, &[], cont, &[]);
         self.b.switch_to_block(cont);
+        // Its one predecessor is known: sealed now, the block reads every register as the
+        // value it had before the test, not as a fresh block parameter, so what the
+        // lowering remembers of those values (constants, extensions, packed limb pairs)
+        // holds across the test.
+        self.b.seal_block(cont);
     }
 
     fn inst(&mut self, inst: &Inst, labels: &[Block]) {

@@ -221,59 +221,174 @@ fn carry_dead_after(f: &Function, end: usize) -> bool {
     true
 }
 
+/// The factors of the products at limbs `j` and `j + 1` of a u32 row as one 32×64-bit
+/// product `(y_hi:y_lo)·x`, when the two share a factor (`None` for a limb without a
+/// product); `None` when they share none.
+fn paired_factors(row: &Row, j: usize) -> Option<[Option<Operand>; 3]> {
+    let n = row.pairs.len();
+    if j >= n {
+        return Some([None, None, None]);
+    }
+    let (a0, b0) = &row.pairs[j];
+    if j + 1 == n {
+        return Some([Some(a0.clone()), None, Some(b0.clone())]);
+    }
+    let (a1, b1) = &row.pairs[j + 1];
+    let [y0, y1, x] = if b0 == b1 {
+        [a0, a1, b0]
+    } else if a0 == a1 {
+        [b0, b1, a0]
+    } else if b0 == a1 {
+        [a0, b1, b0]
+    } else if a0 == b1 {
+        [b0, a1, a0]
+    } else {
+        return None;
+    };
+    Some([Some(y0.clone()), Some(y1.clone()), Some(x.clone())])
+}
+
 impl Lower<'_, '_> {
     /// A pair of rows as one chain of double-width steps (see the module documentation).
+    /// A u32 row goes two limbs a step where it can: `acc = (t1:t0) + (y1:y0)·x + c` in 128
+    /// bits (at most 2^96 − 1 with c < 2^32, so c stays below 2^32), half the steps of
+    /// 32-bit ones. The row starts at the limb that makes its pairs the previous row's
+    /// (a row one limb down reads the limbs the last one wrote, shifted by one), so the
+    /// packed pairs pass from row to row and are never taken apart.
     pub(super) fn product_row(&mut self, start: usize, row: &Row) {
+        self.at = start;
+        let wide32 = row.ty == Type::U32;
+        let mut j = 0;
+        if wide32 && row.limbs.len() > 2 {
+            let [t0, t1, t2] = [0, 1, 2].map(|k| self.limb_value(row, k));
+            if !self.packed.contains_key(&(t0, t1)) && self.packed.contains_key(&(t1, t2)) {
+                j = 1;
+            }
+        }
+        let mut carry = None;
+        for k in 0..j {
+            carry = Some(self.row_step(row, k, carry));
+        }
+        while j < row.limbs.len() {
+            let pair = (wide32 && j + 1 < row.limbs.len())
+                .then(|| paired_factors(row, j))
+                .flatten();
+            match pair {
+                Some(factors) => {
+                    carry = Some(self.row_pair_step(row, j, factors, carry));
+                    j += 2;
+                }
+                None => {
+                    carry = Some(self.row_step(row, j, carry));
+                    j += 1;
+                }
+            }
+        }
+    }
+
+    /// Limb `j` of a row: `acc = t_j + a_j·b_j + c` (no product above the row), one width
+    /// up; the limb is its low half, the carry out (returned, an i64) its high half.
+    fn row_step(&mut self, row: &Row, j: usize, carry: Option<Value>) -> Value {
         let (narrow, wide) = match row.ty {
             Type::U32 => (types::I32, types::I64),
             _ => (types::I64, types::I128),
         };
-        let mut carry = None;
-        for (j, (a, b)) in row.pairs.iter().enumerate() {
-            self.at = start + j;
-            let x = self.get(a, row.ty);
-            let y = self.get(b, row.ty);
+        let mut terms = Vec::new();
+        if let Some((a, b)) = row.pairs.get(j) {
+            let (x, y) = (self.get(a, row.ty), self.get(b, row.ty));
             let (x, y) = (self.resize(x, wide, false), self.resize(y, wide, false));
-            let mut acc = self.b.ins().imul(x, y);
-            let t = self.get(&Operand::Reg(row.limbs[j]), row.ty);
-            for term in [Some(t), carry].into_iter().flatten() {
-                if self.const_of(term) != Some(0) {
-                    let term = self.resize(term, wide, false);
-                    acc = self.b.ins().iadd(acc, term);
-                }
-            }
-            let (low, high) = self.halves(acc, narrow);
-            self.set_reg(row.limbs[j], row.ty, low);
-            carry = Some(high);
+            terms.push(self.b.ins().imul(x, y));
         }
-        // The last carry through the limbs above; the top limb's own carry is dropped.
-        let zero = self.iconst(types::I64, 0);
-        for &limb in &row.limbs[row.pairs.len()..] {
-            let c = carry.take().expect("a carry from the row");
-            let c = if narrow == types::I32 {
-                self.narrow_zext(narrow, c)
-            } else {
-                c
-            };
-            let t = self.get(&Operand::Reg(limb), row.ty);
-            let (v, cout) = self.add_with_carry(t, c, zero, false);
-            self.set_reg(limb, row.ty, v);
-            carry = Some(cout);
-        }
-    }
-
-    /// The low half of a double-width sum (as a `narrow` value) and its high half (as an
-    /// i64: the carry).
-    fn halves(&mut self, acc: Value, narrow: ir::Type) -> (Value, Value) {
-        if narrow == types::I64 {
-            let (lo, hi) = self.b.ins().isplit(acc);
-            (lo, hi)
+        let t = self.limb_value(row, j);
+        terms.extend([Some(t), carry].into_iter().flatten());
+        let acc = self.wide_sum(&terms, wide);
+        let (low, high) = if narrow == types::I64 {
+            self.b.ins().isplit(acc)
         } else {
             // The limb as its own zero-extended copy, as in `add_with_carry`.
             let low = self.b.ins().ireduce(narrow, acc);
             let low = self.b.ins().uextend(types::I64, low);
             let v = self.narrow_zext(narrow, low);
             (v, self.b.ins().ushr_imm_s(acc, 32))
+        };
+        self.set_reg(row.limbs[j], row.ty, low);
+        high
+    }
+
+    /// Limbs `j` and `j + 1` of a u32 row at once, `(y1:y0)·x` their product (see
+    /// [`paired_factors`]): the pair is kept packed for the next row (`Lower::packed`).
+    fn row_pair_step(
+        &mut self,
+        row: &Row,
+        j: usize,
+        [y0, y1, x]: [Option<Operand>; 3],
+        carry: Option<Value>,
+    ) -> Value {
+        let get = |l: &mut Self, o: Option<Operand>| match o {
+            Some(o) => l.get(&o, Type::U32),
+            None => l.iconst(types::I32, 0),
+        };
+        let (y0, y1, x) = (get(self, y0), get(self, y1), get(self, x));
+        let (t0, t1) = (self.limb_value(row, j), self.limb_value(row, j + 1));
+        let mut terms = Vec::new();
+        if self.const_of(y0) != Some(0) || self.const_of(y1) != Some(0) {
+            let y = self.pack(y0, y1);
+            let y = self.resize(y, types::I128, false);
+            let x = self.resize(x, types::I64, false);
+            let x = self.resize(x, types::I128, false);
+            terms.push(self.b.ins().imul(y, x));
         }
+        terms.push(self.pack(t0, t1));
+        terms.extend(carry);
+        let acc = self.wide_sum(&terms, types::I128);
+        let (low, high) = self.b.ins().isplit(acc);
+        let v0 = self.b.ins().ireduce(types::I32, low);
+        let up = self.b.ins().ushr_imm_s(low, 32);
+        let v1 = self.narrow_zext(types::I32, up);
+        self.packed.insert((v0, v1), low);
+        self.set_reg(row.limbs[j], row.ty, v0);
+        self.set_reg(row.limbs[j + 1], row.ty, v1);
+        high
+    }
+
+    fn limb_value(&mut self, row: &Row, j: usize) -> Value {
+        self.get(&Operand::Reg(row.limbs[j]), row.ty)
+    }
+
+    /// `hi:lo` of two 32-bit values as an i64: made once (a row's factors are packed for
+    /// every row), folded for constants.
+    fn pack(&mut self, lo: Value, hi: Value) -> Value {
+        if let Some(&p) = self.packed.get(&(lo, hi)) {
+            return p;
+        }
+        if let (Some(l), Some(h)) = (self.const_of(lo), self.const_of(hi)) {
+            let bits = (l as u32 as u64) | (h as u32 as u64) << 32;
+            return self.iconst(types::I64, bits);
+        }
+        let l = self.resize(lo, types::I64, false);
+        if self.const_of(hi) == Some(0) {
+            return l;
+        }
+        let h = self.resize(hi, types::I64, false);
+        let h = self.b.ins().ishl_imm_s(h, 32);
+        let p = self.b.ins().bor(l, h);
+        self.packed.insert((lo, hi), p);
+        p
+    }
+
+    /// The sum of `terms` in type `wide`, the terms known to be zero left out.
+    fn wide_sum(&mut self, terms: &[Value], wide: ir::Type) -> Value {
+        let mut acc: Option<Value> = None;
+        for &t in terms {
+            if self.const_of(t) == Some(0) {
+                continue;
+            }
+            let t = self.resize(t, wide, false);
+            acc = Some(match acc {
+                Some(a) => self.b.ins().iadd(a, t),
+                None => t,
+            });
+        }
+        acc.unwrap_or_else(|| self.iconst(wide, 0))
     }
 }

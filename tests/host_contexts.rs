@@ -17,7 +17,8 @@ fn jit(ptx: &str, checked: bool) -> Jit {
     common::jit_with(ptx, options)
 }
 
-/// `fresh(a)` reads `.local` words and registers (`%z`, `%u`) before writing them, and writes
+/// `fresh(a)` reads `.local` words (through their address, so they live in its frame, not in
+/// registers) and registers (`%z`, `%u`) before writing them, and writes
 /// the return parameter `s` only when `a != 0`. Starting from zero on every call it returns
 /// `r = a`, `s = a` (`s = 0` when `a == 0`); a second call that saw the first call's all-ones
 /// or 1000 would return something else. `peek` faults on an address outside every area,
@@ -30,19 +31,20 @@ const FRESH: &str = r#".version 7.8
 .visible .func (.param .u64 r, .param .u32 s) fresh(.param .u32 a)
 {
     .local .align 8 .b8 buf[64];
-    .reg .u64 %x, %y, %z;
+    .reg .u64 %x, %y, %z, %b;
     .reg .u32 %w, %u;
     .reg .pred %p;
-    ld.local.u64 %x, [buf+56];
-    ld.local.u64 %y, [buf];
+    mov.u64 %b, buf;
+    ld.local.u64 %x, [%b+56];
+    ld.local.u64 %y, [%b];
     or.b64 %x, %x, %y;
     or.b64 %x, %x, %z;
     ld.param.u32 %w, [a];
     add.u32 %w, %w, %u;
     cvt.u64.u32 %y, %w;
     add.u64 %x, %x, %y;
-    st.local.u64 [buf+56], -1;
-    st.local.u64 [buf], -1;
+    st.local.u64 [%b+56], -1;
+    st.local.u64 [%b], -1;
     mov.u64 %z, -1;
     mov.u32 %u, 1000;
     st.param.u64 [r], %x;

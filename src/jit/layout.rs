@@ -51,8 +51,8 @@ pub struct FrameLayout {
     pub call_buf: u32,
     /// The frame's variables, for checked accesses.
     pub frame_vars: Vec<FrameVar>,
-    /// Variables kept in registers instead of the frame ([`in_registers`]).
-    pub in_registers: Vec<bool>,
+    /// Variables kept in registers instead of the frame, as their pieces ([`in_registers`]).
+    pub in_registers: Vec<Option<Vec<Piece>>>,
 }
 
 impl FrameLayout {
@@ -73,7 +73,7 @@ impl FrameLayout {
         let mut frame_vars = Vec::new();
         let mut at = 0;
         for (v, in_register) in f.vars.iter().zip(&in_registers) {
-            if in_frame(v) && !in_register {
+            if in_frame(v) && in_register.is_none() {
                 at = align_up(at, VAR_ALIGN);
                 vars.push(at);
                 frame_vars.push(FrameVar {
@@ -122,33 +122,50 @@ impl FrameLayout {
     }
 }
 
-/// Which of `f`'s variables live in registers: a `.param` or `.local` variable of 1, 2, 4 or
-/// 8 bytes declared in the body (a call sequence's parameters, an inlined callee's, see
-/// `frontend::inline_small_calls`), or a `.func`'s own parameter or return parameter, that
-/// only plain `ld`/`st` of its whole width at its own address touch. Nothing can take its
-/// address, so nothing can tell it is not in memory: the load reads the bits the last store
-/// wrote (or the argument, or zero, as the frame starts). A function with sync points keeps
-/// its frame (its round function saves registers, not these).
-pub fn in_registers(f: &Function) -> Vec<bool> {
+/// A part of a variable kept in a register: `size` bytes (1, 2, 4 or 8) at `offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Piece {
+    pub offset: u32,
+    pub size: u32,
+}
+
+/// The most bytes a variable kept in registers may have, and the most pieces.
+const MAX_REGISTER_VAR_BYTES: usize = 1024;
+const MAX_PIECES: usize = 64;
+
+/// Which of `f`'s variables live in registers, and in which pieces: a `.param` or `.local`
+/// variable declared in the body (a call sequence's parameters, an inlined callee's, see
+/// `frontend::inline_small_calls`, a small local array), or a `.func`'s own parameter or
+/// return parameter (a bignum passed by value as `.param .b8 a[32]`), that only plain
+/// `ld`/`st` (vectors included) at constant offsets from its own address touch, each element
+/// naturally aligned and inside it, and every two elements either the same bytes or
+/// disjoint. Each distinct element is a piece. Nothing can take the variable's address, so
+/// nothing can tell it is not in memory: a load reads the bits the last store of its piece
+/// wrote (or the argument, or zero, as the frame starts), and a byte no piece covers is
+/// never read. A function with sync points keeps its frame (its round function saves
+/// registers, not these).
+pub fn in_registers(f: &Function) -> Vec<Option<Vec<Piece>>> {
     use crate::ast::{AddrBase, Inst, MemOrder, Space, VarId};
-    let mut ok: Vec<bool> = (f.vars.iter())
+    let mut pieces: Vec<Option<Vec<Piece>>> = (f.vars.iter())
         .map(|v| {
-            (v.role == VarRole::Body || f.kind == FuncKind::Func)
+            ((v.role == VarRole::Body || f.kind == FuncKind::Func)
                 && matches!(v.space, Space::Param | Space::Local)
-                && matches!(v.size, 1 | 2 | 4 | 8)
+                && (1..=MAX_REGISTER_VAR_BYTES).contains(&v.size))
+            .then(Vec::new)
         })
         .collect();
     let body = f.body.as_deref().unwrap_or(&[]);
     if body.iter().any(|i| matches!(i.inst, Inst::Sync { .. })) {
-        return vec![false; f.vars.len()];
+        return vec![None; f.vars.len()];
     }
     for ins in body {
-        // The variable a whole-width plain access at its own address reads or writes.
-        let whole = match &ins.inst {
+        // The variable a plain access at a constant offset from its own address reads or
+        // writes, and the elements it touches.
+        let access = match &ins.inst {
             Inst::Ld {
                 space,
                 order: MemOrder::Weak,
-                vec: 1,
+                vec,
                 ty,
                 addr,
                 ..
@@ -156,36 +173,61 @@ pub fn in_registers(f: &Function) -> Vec<bool> {
             | Inst::St {
                 space,
                 order: MemOrder::Weak,
-                vec: 1,
+                vec,
                 ty,
                 addr,
                 ..
             } => match addr.base {
-                AddrBase::Var(VarId::Function(i))
-                    if addr.offset == 0
-                        && ty.bytes() == f.var(i).size
-                        && space.is_none_or(|s| s == f.var(i).space) =>
-                {
-                    Some(i)
+                AddrBase::Var(VarId::Function(i)) if space.is_none_or(|s| s == f.var(i).space) => {
+                    let n = ty.bytes() as i64;
+                    let elements: Option<Vec<Piece>> = (0..*vec as i64)
+                        .map(|k| {
+                            let at = addr.offset.checked_add(k * n)?;
+                            let fits = at >= 0 && at % n == 0 && at + n <= f.var(i).size as i64;
+                            fits.then_some(Piece {
+                                offset: at as u32,
+                                size: n as u32,
+                            })
+                        })
+                        .collect();
+                    elements.map(|e| (i, e))
                 }
                 _ => None,
             },
             _ => None,
         };
         // The access names its own variable once; any other naming (an address taken, a
-        // call's argument, a partial access) keeps the variable in memory.
-        let mut own = whole;
+        // call's argument, an access it cannot be split into pieces for) keeps the
+        // variable in memory.
+        let mut own = access.as_ref().map(|(i, _)| *i);
         for v in ins.vars() {
             if let VarId::Function(i) = v {
                 if own == Some(i) {
                     own = None;
                 } else {
-                    ok[i as usize] = false;
+                    pieces[i as usize] = None;
                 }
             }
         }
+        if let Some((i, elements)) = access
+            && let Some(known) = &mut pieces[i as usize]
+        {
+            known.extend(elements);
+        }
     }
-    ok
+    for p in pieces.iter_mut() {
+        if let Some(known) = p {
+            known.sort_unstable();
+            known.dedup();
+            let disjoint = known
+                .windows(2)
+                .all(|w| w[0].offset + w[0].size <= w[1].offset);
+            if !disjoint || known.len() > MAX_PIECES {
+                *p = None;
+            }
+        }
+    }
+    pieces
 }
 
 fn sizes_of(f: &Function, ps: &[crate::ast::Param]) -> Vec<usize> {

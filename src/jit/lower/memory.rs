@@ -219,10 +219,16 @@ impl Lower<'_, '_> {
                 addr,
                 order,
             } => {
-                if let Some(var) = self.var_reg(addr) {
-                    let bits = self.b.use_var(var);
-                    let v = self.of_int_bits(*ty, bits);
-                    self.set(d, *ty, v);
+                if let Some(vars) = self.var_pieces(addr, *ty, *vec) {
+                    let parts = match d {
+                        Operand::Vector(parts) => parts.clone(),
+                        _ => vec![d.clone()],
+                    };
+                    for (part, var) in parts.iter().zip(vars) {
+                        let bits = self.b.use_var(var);
+                        let v = self.of_int_bits(*ty, bits);
+                        self.set(part, *ty, v);
+                    }
                     return;
                 }
                 if let Some(values) = self.hoisted.get(&self.at).cloned() {
@@ -265,10 +271,16 @@ impl Lower<'_, '_> {
                 a,
                 order,
             } => {
-                if let Some(var) = self.var_reg(addr) {
-                    let v = self.get(a, *ty);
-                    let bits = self.int_bits(*ty, v);
-                    self.b.def_var(var, bits);
+                if let Some(vars) = self.var_pieces(addr, *ty, *vec) {
+                    let parts = match a {
+                        Operand::Vector(parts) => parts.clone(),
+                        _ => vec![a.clone()],
+                    };
+                    for (part, var) in parts.iter().zip(vars) {
+                        let v = self.get(part, *ty);
+                        let bits = self.int_bits(*ty, v);
+                        self.b.def_var(var, bits);
+                    }
                     return;
                 }
                 let n = ty.bytes();
@@ -288,13 +300,16 @@ impl Lower<'_, '_> {
         }
     }
 
-    /// The register holding the variable an access reads or writes whole, when it lives in
-    /// one (`layout::in_registers` admits only such accesses to it).
-    fn var_reg(&self, a: &Address) -> Option<Variable> {
-        match a.base {
-            AddrBase::Var(VarId::Function(i)) => self.var_regs[i as usize],
-            _ => None,
-        }
+    /// The registers holding the elements an access of `vec` elements of `ty` reads or
+    /// writes, when its variable lives in registers (see [`super::pieces`]).
+    fn var_pieces(&self, a: &Address, ty: crate::ast::Type, vec: u8) -> Option<Vec<Variable>> {
+        let AddrBase::Var(VarId::Function(i)) = a.base else {
+            return None;
+        };
+        let n = ty.bytes() as i64;
+        (0..vec as i64)
+            .map(|k| self.piece_var(i, a.offset + k * n))
+            .collect()
     }
 
     /// The address of an access as a base and a constant offset for the load or store,
@@ -499,7 +514,7 @@ impl Lower<'_, '_> {
     /// the thread's frames hold.
     fn only_local_var(&self) -> Option<u32> {
         let mut locals = (self.f.vars.iter().enumerate())
-            .filter(|(i, v)| v.space == Space::Local && self.var_regs[*i].is_none());
+            .filter(|(i, v)| v.space == Space::Local && !self.in_registers(*i as u32));
         match (locals.next(), locals.next()) {
             (Some((i, _)), None) => Some(i as u32),
             _ => None,

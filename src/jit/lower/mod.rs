@@ -15,6 +15,7 @@ mod int;
 mod lanes;
 mod liveness;
 mod memory;
+mod pieces;
 mod rows;
 mod strided;
 pub(super) mod sync;
@@ -264,9 +265,9 @@ pub struct Lower<'a, 'f> {
     /// By instruction index: float arithmetic whose NaN result needs no canonical form
     /// (see [`float::nan`]).
     nan: float::nan::NanPlan,
-    /// The variables kept in registers (`layout::in_registers`): an integer of the
-    /// variable's width each, holding its bits.
-    var_regs: Vec<Option<Variable>>,
+    /// The variables kept in registers (`layout::in_registers`): an integer of each
+    /// piece's width, holding its bits (see [`pieces`]).
+    var_regs: Vec<Option<Vec<(crate::jit::layout::Piece, Variable)>>>,
     /// Pairs of product rows lowered as one chain (see [`rows`]), and the limb pairs those
     /// chains keep packed in 64 bits, by their two 32-bit values.
     rows: rows::Rows,
@@ -331,9 +332,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let layout = &sh.layouts[fid.0 as usize];
         let mut b = b;
         let regs: Vec<Variable> = f.regs.iter().map(|r| b.declare_var(clif(r.ty))).collect();
-        let var_regs = (f.vars.iter().zip(&layout.in_registers))
-            .map(|(v, &r)| r.then(|| b.declare_var(int_type(8 * v.size as u32))))
-            .collect();
+        let var_regs = pieces::declare(&mut b, &layout.in_registers);
         let cf = b.declare_var(types::I64);
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
@@ -413,11 +412,8 @@ impl<'a, 'f> Lower<'a, 'f> {
         for (k, p) in self.f.params.iter().enumerate() {
             let off = self.layout.args[k] as i32;
             match p {
-                Param::Mem(ast::VarId::Function(i)) if self.var_regs[*i as usize].is_some() => {
-                    let ty = int_type(8 * self.f.var(*i).size as u32);
-                    let v = self.load_value(ty, trusted(), args, off);
-                    self.b
-                        .def_var(self.var_regs[*i as usize].expect("tested"), v);
+                Param::Mem(ast::VarId::Function(i)) if self.in_registers(*i) => {
+                    self.load_pieces(*i, args, off);
                 }
                 Param::Mem(ast::VarId::Function(i)) => {
                     let dst = self.frame_var(*i);
@@ -467,12 +463,12 @@ impl<'a, 'f> Lower<'a, 'f> {
         for (p, v) in l.f.params.iter().zip(args) {
             match p {
                 Param::Reg(r) => l.b.def_var(l.regs[r.0 as usize], v),
-                Param::Mem(ast::VarId::Function(i)) => match l.var_regs[*i as usize] {
-                    Some(var) => {
+                Param::Mem(ast::VarId::Function(i)) => match l.in_registers(*i) {
+                    true => {
                         let bits = l.int_bits(l.f.var(*i).ty, v);
-                        l.b.def_var(var, bits);
+                        l.pieces_of_bits(*i, bits);
                     }
-                    None => {
+                    false => {
                         let at = l.frame_var(*i);
                         l.b.ins().store(trusted(), v, at, 0);
                     }
@@ -495,12 +491,12 @@ impl<'a, 'f> Lower<'a, 'f> {
                 Some(Param::Reg(r)) => vec![l.b.use_var(l.regs[r.0 as usize]).into()],
                 Some(Param::Mem(ast::VarId::Function(i))) => {
                     let pty = l.f.var(*i).ty;
-                    let v = match l.var_regs[*i as usize] {
-                        Some(var) => {
-                            let bits = l.b.use_var(var);
+                    let v = match l.in_registers(*i) {
+                        true => {
+                            let bits = l.bits_of_pieces(*i);
                             l.of_int_bits(pty, bits)
                         }
-                        None => {
+                        false => {
                             let at = l.frame_var(*i);
                             l.load_value(clif(pty), trusted(), at, 0)
                         }
@@ -530,9 +526,8 @@ impl<'a, 'f> Lower<'a, 'f> {
         for (k, p) in self.f.rets.iter().enumerate() {
             let off = self.layout.rets[k] as i32;
             match p {
-                Param::Mem(ast::VarId::Function(i)) if self.var_regs[*i as usize].is_some() => {
-                    let v = self.b.use_var(self.var_regs[*i as usize].expect("tested"));
-                    self.b.ins().store(trusted(), v, rets, off);
+                Param::Mem(ast::VarId::Function(i)) if self.in_registers(*i) => {
+                    self.store_pieces(*i, rets, off);
                 }
                 Param::Mem(ast::VarId::Function(i)) => {
                     let src = self.frame_var(*i);
@@ -768,13 +763,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
         self.checks.forget_proofs(&mut self.b);
         for k in 0..self.var_regs.len() {
-            if let Some(v) = self.var_regs[k] {
-                let z = self
-                    .b
-                    .ins()
-                    .iconst(int_type(8 * self.f.vars[k].size as u32), 0);
-                self.b.def_var(v, z);
-            }
+            self.zero_pieces(k as u32);
         }
         // Variables start zeroed, except a `.func`'s parameters, which the arguments fill.
         let mut from = 0;
@@ -796,7 +785,9 @@ impl<'a, 'f> Lower<'a, 'f> {
             .params
             .iter()
             .filter_map(|p| match p {
-                Param::Mem(ast::VarId::Function(i)) if !self.layout.in_registers[*i as usize] => {
+                Param::Mem(ast::VarId::Function(i))
+                    if self.layout.in_registers[*i as usize].is_none() =>
+                {
                     let start = self.layout.vars[*i as usize];
                     let end = start + self.f.var(*i).size as u32 / 8 * 8;
                     (end > start).then_some((start, end))

@@ -186,7 +186,10 @@ impl<'a, 'f> Lower<'a, 'f> {
     ) -> Result<(), Refused> {
         let f = sh.ptx.func(fid);
         let layout = &sh.layouts[fid.0 as usize];
-        if layout.frame_size > 0 || layout.call_buf > 0 || layout.in_registers.contains(&true) {
+        if layout.frame_size > 0
+            || layout.call_buf > 0
+            || layout.in_registers.iter().any(Option::is_some)
+        {
             return refuse("it has .local or .param variables or calls");
         }
         if uses_shared_memory(sh.ptx, f) {

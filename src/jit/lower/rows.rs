@@ -295,12 +295,30 @@ impl Lower<'_, '_> {
         };
         let mut terms = Vec::new();
         if let Some((a, b)) = row.pairs.get(j) {
-            let (x, y) = (self.get(a, row.ty), self.get(b, row.ty));
+            // The factor the row shares goes first: x86's `mulx` reads it from rdx, where it
+            // then stays for the whole row.
+            let shared_a = [j.wrapping_sub(1), j + 1]
+                .iter()
+                .filter_map(|&k| row.pairs.get(k))
+                .any(|(a2, b2)| a2 == a && b2 != b);
+            let (first, second) = if shared_a { (a, b) } else { (b, a) };
+            let (x, y) = (self.get(first, row.ty), self.get(second, row.ty));
             let (x, y) = (self.resize(x, wide, false), self.resize(y, wide, false));
             terms.push(self.b.ins().imul(x, y));
         }
         let t = self.limb_value(row, j);
         terms.extend([Some(t), carry].into_iter().flatten());
+        terms.retain(|&v| self.const_of(v) != Some(0));
+        // Above the products: one term has no carry, and the top limb's carry is dropped.
+        if j >= row.pairs.len() && (terms.len() <= 1 || j + 1 == row.limbs.len()) {
+            let mut v = self.iconst(narrow, 0);
+            for term in terms {
+                let term = self.resize(term, narrow, false);
+                v = self.combine(super::fold::Combine::Add, v, term);
+            }
+            self.set_reg(row.limbs[j], row.ty, v);
+            return self.iconst(types::I64, 0);
+        }
         let acc = self.wide_sum(&terms, wide);
         let (low, high) = if narrow == types::I64 {
             self.b.ins().isplit(acc)
@@ -331,7 +349,8 @@ impl Lower<'_, '_> {
         let (y0, y1, x) = (get(self, y0), get(self, y1), get(self, x));
         let (t0, t1) = (self.limb_value(row, j), self.limb_value(row, j + 1));
         let mut terms = Vec::new();
-        if self.const_of(y0) != Some(0) || self.const_of(y1) != Some(0) {
+        let product = self.const_of(y0) != Some(0) || self.const_of(y1) != Some(0);
+        if product {
             let y = self.pack(y0, y1);
             let y = self.resize(y, types::I128, false);
             let x = self.resize(x, types::I64, false);
@@ -340,8 +359,19 @@ impl Lower<'_, '_> {
         }
         terms.push(self.pack(t0, t1));
         terms.extend(carry);
-        let acc = self.wide_sum(&terms, types::I128);
-        let (low, high) = self.b.ins().isplit(acc);
+        terms.retain(|&v| self.const_of(v) != Some(0));
+        // Above the products: one term has no carry, and the top pair's carry is dropped.
+        let (low, high) = if !product && (terms.len() <= 1 || j + 2 == row.limbs.len()) {
+            let mut v = self.iconst(types::I64, 0);
+            for term in terms {
+                let term = self.resize(term, types::I64, false);
+                v = self.combine(super::fold::Combine::Add, v, term);
+            }
+            (v, self.iconst(types::I64, 0))
+        } else {
+            let acc = self.wide_sum(&terms, types::I128);
+            self.b.ins().isplit(acc)
+        };
         let v0 = self.b.ins().ireduce(types::I32, low);
         let up = self.b.ins().ushr_imm_s(low, 32);
         let v1 = self.narrow_zext(types::I32, up);

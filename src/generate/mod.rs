@@ -536,7 +536,8 @@ impl Gen<'_> {
                 }
                 self.out.push(format!("{l}:\n"));
             }
-            10..=17 => self.carry_chain(),
+            10..=15 => self.carry_chain(),
+            16..=17 => self.product_rows(),
             18..=20 if top => self.strided_walk(),
             _ => self.instruction(),
         }
@@ -608,6 +609,84 @@ impl Gen<'_> {
                 self.emit(format!("{op}.{ty} {d}, {a}, {b};"));
             }
         }
+    }
+
+    /// A product added into limbs as bignum code writes it (the JIT takes this shape as one
+    /// chain, src/jit/lower/rows.rs): a `mad.lo` row, `addc` steps into the limbs above, the
+    /// `mad.hi` row one limb up over the same factors and its own `addc` steps; now and then
+    /// bent out of that shape (a factor among the limbs, chains that end at different limbs,
+    /// CC.CF read after it).
+    fn product_rows(&mut self) {
+        let wide = self.rng.chance(40);
+        let (ty, class, count) = if wide {
+            ("u64", "rd", RD)
+        } else {
+            ("u32", "r", R)
+        };
+        let (n, above) = (
+            1 + self.rng.below(3) as usize,
+            1 + self.rng.below(2) as usize,
+        );
+        let mut regs: Vec<usize> = (0..count).collect();
+        for k in (1..count).rev() {
+            regs.swap(k, self.rng.below(k as u64 + 1) as usize);
+        }
+        let name = |k: usize| format!("%{class}{k}");
+        let limbs: Vec<String> = regs[..n + above].iter().map(|&k| name(k)).collect();
+        let spare: Vec<usize> = regs[n + above..].to_vec();
+        let register = |g: &mut Self| match g.rng.chance(8) {
+            true => name(regs[g.rng.below((n + above) as u64) as usize]),
+            false => name(*g.rng.pick(&spare)),
+        };
+        let x = register(self);
+        let pairs: Vec<(String, String)> = (0..n)
+            .map(|_| {
+                if self.rng.chance(25) {
+                    let ty = if wide { Type::U64 } else { Type::U32 };
+                    (x.clone(), edge_value(self.rng, ty).to_string())
+                } else {
+                    let y = register(self);
+                    match self.rng.chance(50) {
+                        true => (y, x.clone()),
+                        false => (x.clone(), y),
+                    }
+                }
+            })
+            .collect();
+        let below_top = match self.rng.below(10) {
+            0 => above,
+            1 if above >= 2 => above - 2,
+            _ => above - 1,
+        };
+        let cc = |g: &mut Self, last: bool| if !last || g.rng.chance(30) { ".cc" } else { "" };
+        let mut lines = Vec::new();
+        for (j, (a, b)) in pairs.iter().enumerate() {
+            let op = if j == 0 { "mad" } else { "madc" };
+            let t = &limbs[j];
+            lines.push(format!("{op}.lo.cc.{ty} {t}, {a}, {b}, {t};"));
+        }
+        for k in 0..above {
+            let c = cc(self, k + 1 == above);
+            let t = &limbs[n + k];
+            lines.push(format!("addc{c}.{ty} {t}, {t}, 0;"));
+        }
+        for (j, (a, b)) in pairs.iter().enumerate() {
+            let op = if j == 0 { "mad" } else { "madc" };
+            let c = cc(self, j + 1 == n && below_top == 0);
+            let t = &limbs[j + 1];
+            lines.push(format!("{op}.hi{c}.{ty} {t}, {a}, {b}, {t};"));
+        }
+        for k in 0..below_top {
+            let c = cc(self, k + 1 == below_top);
+            let t = &limbs[(n + 1 + k).min(limbs.len() - 1)];
+            lines.push(format!("addc{c}.{ty} {t}, {t}, 0;"));
+        }
+        if self.rng.chance(20) {
+            let d = reg(self.rng, class, count);
+            lines.push(format!("addc.{ty} {d}, 0, 0;"));
+        }
+        self.out
+            .extend(lines.into_iter().map(|l| format!("  {l}\n")));
     }
 
     fn instruction(&mut self) {

@@ -355,7 +355,8 @@ impl Lower<'_, '_> {
             let y = self.resize(y, types::I128, false);
             let x = self.resize(x, types::I64, false);
             let x = self.resize(x, types::I128, false);
-            terms.push(self.b.ins().imul(y, x));
+            // The shared factor first, into rdx for `mulx`, as in `row_step`.
+            terms.push(self.b.ins().imul(x, y));
         }
         terms.push(self.pack(t0, t1));
         terms.extend(carry);

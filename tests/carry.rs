@@ -6,7 +6,7 @@ mod common;
 use common::{Rng, engines};
 use ptxjit::ast::Type;
 use ptxjit::jit::Emit;
-use ptxjit::{JitOptions, Value};
+use ptxjit::{Arg, Dim3, JitOptions, Value};
 
 /// The manual's example for `madc` (9.7.2.6), verbatim: [r3,r2,r1,r0] = [r5,r4] * [r7,r6].
 const MANUAL_MULTIWORD: &str = r#"
@@ -565,6 +565,67 @@ fn schoolbook_products_match_num_bigint() {
                     assert_eq!(number(&got), product, "{name}: {ty} n={n} {inputs:x?}");
                 }
             }
+        }
+    }
+}
+
+/// The same u32 row in two blocks that do not dominate each other (a branch skips the first;
+/// both read their factors through the kernel's parameters, which are loaded once for the
+/// block, so the factors are the same values in both): the second row must not use what the
+/// first packed. Against the wide model, the row applied once or twice.
+#[test]
+fn rows_in_sibling_blocks_pack_their_own_factors() {
+    let ptx = "\
+.version 7.8\n.target sm_80\n.address_size 64\n\
+.visible .entry k(.param .u64 out, .param .u32 pa, .param .u32 pb)\n{\n\
+  .reg .b64 %p;\n  .reg .b32 %x, %a0, %a1, %t<3>;\n  .reg .pred %c;\n\
+  ld.param.u64 %p, [out];\n  ld.global.v4.u32 {%x, %t0, %t1, %t2}, [%p];\n\
+  setp.lt.u32 %c, %x, 100;\n  @%c bra ELSE;\n\
+  ld.param.u32 %a0, [pa];\n  ld.param.u32 %a1, [pb];\n\
+  mad.lo.cc.u32 %t0, %a0, %x, %t0;\n  madc.lo.cc.u32 %t1, %a1, %x, %t1;\n  addc.u32 %t2, %t2, 0;\n\
+  mad.hi.cc.u32 %t1, %a0, %x, %t1;\n  madc.hi.u32 %t2, %a1, %x, %t2;\n\
+ELSE:\n\
+  ld.param.u32 %a0, [pa];\n  ld.param.u32 %a1, [pb];\n\
+  mad.lo.cc.u32 %t0, %a0, %x, %t0;\n  madc.lo.cc.u32 %t1, %a1, %x, %t1;\n  addc.u32 %t2, %t2, 0;\n\
+  mad.hi.cc.u32 %t1, %a0, %x, %t1;\n  madc.hi.u32 %t2, %a1, %x, %t2;\n\
+  st.global.v2.u32 [%p], {%t0, %t1};\n  st.global.u32 [%p+8], %t2;\n  ret;\n}\n";
+    let mut rng = Rng::new(13);
+    for (name, engine) in engines(ptx) {
+        for case in 0..40 {
+            let x = if case % 2 == 0 {
+                rng.below(100) as u32
+            } else {
+                rng.next_u64() as u32 | 128
+            };
+            let t: [u32; 3] = std::array::from_fn(|_| rng.next_u64() as u32);
+            let (pa, pb) = (rng.next_u64() as u32, rng.next_u64() as u32);
+            let mut buf: Vec<u8> = [x, t[0], t[1], t[2]]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect();
+            engine
+                .launch(
+                    "k",
+                    Dim3::x(1),
+                    Dim3::x(1),
+                    &mut [
+                        Arg::Buffer(&mut buf),
+                        Arg::Scalar(Value::u32(pa)),
+                        Arg::Scalar(Value::u32(pb)),
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let wide = |w: [u32; 3]| w[0] as u128 | (w[1] as u128) << 32 | (w[2] as u128) << 64;
+            let a = pa as u128 | (pb as u128) << 32;
+            let times = if x < 100 { 1 } else { 2 };
+            let mut want = wide(t);
+            for _ in 0..times {
+                want = (want + a * x as u128) & ((1u128 << 96) - 1);
+            }
+            let got: Vec<u32> = (0..3)
+                .map(|k| u32::from_le_bytes(buf[4 * k..4 * k + 4].try_into().unwrap()))
+                .collect();
+            assert_eq!(wide([got[0], got[1], got[2]]), want, "{name}: x={x}");
         }
     }
 }

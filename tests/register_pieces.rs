@@ -200,3 +200,37 @@ fn a_local_array_at_constant_offsets_lives_in_registers() {
         assert_eq!(framed, overlap, "overlap {overlap}:\n{clif}");
     }
 }
+
+/// A vector access must be aligned as a whole: `ld.local.v2.u32` at `arr+4` (each word
+/// aligned, the pair not) faults in checked mode, as the interpreter reports it, whether
+/// the array would otherwise live in registers or not (a load and a store).
+#[test]
+fn a_misaligned_vector_access_still_faults() {
+    let ptx = format!(
+        "{HEAD}.visible .entry k(.param .u64 out, .param .u32 how)\n{{\n\
+         \x20 .local .align 16 .b8 arr[16];\n  .reg .b64 %p;\n  .reg .b32 %x, %y, %h;\n  .reg .pred %s;\n\
+         \x20 ld.param.u64 %p, [out];\n  ld.param.u32 %h, [how];\n  ld.global.u32 %x, [%p];\n\
+         \x20 st.local.u32 [arr+8], %x;\n  setp.eq.u32 %s, %h, 0;\n  @%s bra STORE;\n\
+         \x20 st.local.u32 [arr+4], %x;\n  ld.local.v2.u32 {{%x, %y}}, [arr+4];\n  bra.uni DONE;\n\
+         STORE:\n  st.local.v2.u32 [arr+4], {{%x, %x}};\n  ld.local.u32 %y, [arr+8];\n\
+         DONE:\n  add.u32 %x, %x, %y;\n  st.global.u32 [%p], %x;\n  ret;\n}}\n"
+    );
+    for (name, e) in common::engines(&ptx) {
+        for (how, line) in [(0u32, 20), (1, 17)] {
+            let mut buf = 5u32.to_le_bytes().to_vec();
+            let err = e
+                .launch(
+                    "k",
+                    Dim3::x(1),
+                    Dim3::x(1),
+                    &mut [Arg::Buffer(&mut buf), Arg::Scalar(ptxjit::Value::u32(how))],
+                )
+                .expect_err("a misaligned vector access faults");
+            let ptxjit::RunError::Fault(f, _) = err else {
+                panic!("{name}: not a fault: {err:?}")
+            };
+            assert_eq!(f.line, line, "{name}: {}", f.message);
+            assert!(f.message.contains("misaligned"), "{name}: {}", f.message);
+        }
+    }
+}

@@ -627,30 +627,25 @@ impl Gen<'_> {
             1 + self.rng.below(3) as usize,
             1 + self.rng.below(2) as usize,
         );
+        // One row pair, or two as a product's rows follow each other (the second one limb
+        // up, with a factor of its own): the JIT passes packed limb pairs from one to the next.
+        let rows = 1 + self.rng.chance(35) as usize;
+        let window = n + above + rows - 1;
         let mut regs: Vec<usize> = (0..count).collect();
         for k in (1..count).rev() {
             regs.swap(k, self.rng.below(k as u64 + 1) as usize);
         }
         let name = |k: usize| format!("%{class}{k}");
-        let limbs: Vec<String> = regs[..n + above].iter().map(|&k| name(k)).collect();
-        let spare: Vec<usize> = regs[n + above..].to_vec();
+        let limbs: Vec<String> = regs[..window].iter().map(|&k| name(k)).collect();
+        let spare: Vec<usize> = regs[window..].to_vec();
         let register = |g: &mut Self| match g.rng.chance(8) {
-            true => name(regs[g.rng.below((n + above) as u64) as usize]),
+            true => name(regs[g.rng.below(window as u64) as usize]),
             false => name(*g.rng.pick(&spare)),
         };
-        let x = register(self);
-        let pairs: Vec<(String, String)> = (0..n)
-            .map(|_| {
-                if self.rng.chance(25) {
-                    let ty = if wide { Type::U64 } else { Type::U32 };
-                    (x.clone(), edge_value(self.rng, ty).to_string())
-                } else {
-                    let y = register(self);
-                    match self.rng.chance(50) {
-                        true => (y, x.clone()),
-                        false => (x.clone(), y),
-                    }
-                }
+        let ys: Vec<String> = (0..n)
+            .map(|_| match self.rng.chance(25) {
+                true => edge_value(self.rng, if wide { Type::U64 } else { Type::U32 }).to_string(),
+                false => register(self),
             })
             .collect();
         let below_top = match self.rng.below(10) {
@@ -660,26 +655,45 @@ impl Gen<'_> {
         };
         let cc = |g: &mut Self, last: bool| if !last || g.rng.chance(30) { ".cc" } else { "" };
         let mut lines = Vec::new();
-        for (j, (a, b)) in pairs.iter().enumerate() {
-            let op = if j == 0 { "mad" } else { "madc" };
-            let t = &limbs[j];
-            lines.push(format!("{op}.lo.cc.{ty} {t}, {a}, {b}, {t};"));
-        }
-        for k in 0..above {
-            let c = cc(self, k + 1 == above);
-            let t = &limbs[n + k];
-            lines.push(format!("addc{c}.{ty} {t}, {t}, 0;"));
-        }
-        for (j, (a, b)) in pairs.iter().enumerate() {
-            let op = if j == 0 { "mad" } else { "madc" };
-            let c = cc(self, j + 1 == n && below_top == 0);
-            let t = &limbs[j + 1];
-            lines.push(format!("{op}.hi{c}.{ty} {t}, {a}, {b}, {t};"));
-        }
-        for k in 0..below_top {
-            let c = cc(self, k + 1 == below_top);
-            let t = &limbs[(n + 1 + k).min(limbs.len() - 1)];
-            lines.push(format!("addc{c}.{ty} {t}, {t}, 0;"));
+        for r in 0..rows {
+            let x = register(self);
+            // Factor pairs: y·x or x·y (an immediate always second), now and then two
+            // factors that the neighbouring products do not share.
+            let pairs: Vec<(String, String)> = (ys.iter())
+                .map(|y| {
+                    let other = if self.rng.chance(15) {
+                        register(self)
+                    } else {
+                        x.clone()
+                    };
+                    match y.starts_with('%') && self.rng.chance(50) {
+                        true => (y.clone(), other),
+                        false => (other, y.clone()),
+                    }
+                })
+                .collect();
+            let limbs = &limbs[r..r + n + above];
+            for (j, (a, b)) in pairs.iter().enumerate() {
+                let op = if j == 0 { "mad" } else { "madc" };
+                let t = &limbs[j];
+                lines.push(format!("{op}.lo.cc.{ty} {t}, {a}, {b}, {t};"));
+            }
+            for k in 0..above {
+                let c = cc(self, k + 1 == above);
+                let t = &limbs[n + k];
+                lines.push(format!("addc{c}.{ty} {t}, {t}, 0;"));
+            }
+            for (j, (a, b)) in pairs.iter().enumerate() {
+                let op = if j == 0 { "mad" } else { "madc" };
+                let c = cc(self, j + 1 == n && below_top == 0);
+                let t = &limbs[j + 1];
+                lines.push(format!("{op}.hi{c}.{ty} {t}, {a}, {b}, {t};"));
+            }
+            for k in 0..below_top {
+                let c = cc(self, k + 1 == below_top);
+                let t = &limbs[(n + 1 + k).min(limbs.len() - 1)];
+                lines.push(format!("addc{c}.{ty} {t}, {t}, 0;"));
+            }
         }
         if self.rng.chance(20) {
             let d = reg(self.rng, class, count);

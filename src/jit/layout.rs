@@ -137,9 +137,9 @@ const MAX_PIECES: usize = 64;
 /// variable declared in the body (a call sequence's parameters, an inlined callee's, see
 /// `frontend::inline_small_calls`, a small local array), or a `.func`'s own parameter or
 /// return parameter (a bignum passed by value as `.param .b8 a[32]`), that only plain
-/// `ld`/`st` (vectors included) at constant offsets from its own address touch, each element
-/// naturally aligned and inside it, and every two elements either the same bytes or
-/// disjoint. Each distinct element is a piece. Nothing can take the variable's address, so
+/// `ld`/`st` (vectors included) at constant offsets from its own address touch, each access
+/// naturally aligned as a whole and inside it, and every two elements either the same bytes
+/// or disjoint. Each distinct element is a piece. Nothing can take the variable's address, so
 /// nothing can tell it is not in memory: a load reads the bits the last store of its piece
 /// wrote (or the argument, or zero, as the frame starts), and a byte no piece covers is
 /// never read. A function with sync points keeps its frame (its round function saves
@@ -178,7 +178,12 @@ pub fn in_registers(f: &Function) -> Vec<Option<Vec<Piece>>> {
                 addr,
                 ..
             } => match addr.base {
-                AddrBase::Var(VarId::Function(i)) if space.is_none_or(|s| s == f.var(i).space) => {
+                // A vector access must be aligned as a whole (else it faults in checked
+                // mode, so its variable stays in memory where that is tested).
+                AddrBase::Var(VarId::Function(i))
+                    if space.is_none_or(|s| s == f.var(i).space)
+                        && addr.offset % (ty.bytes() as i64 * *vec as i64) == 0 =>
+                {
                     let n = ty.bytes() as i64;
                     let elements: Option<Vec<Piece>> = (0..*vec as i64)
                         .map(|k| {

@@ -268,10 +268,13 @@ pub struct Lower<'a, 'f> {
     /// The variables kept in registers (`layout::in_registers`): an integer of each
     /// piece's width, holding its bits (see [`pieces`]).
     var_regs: Vec<Option<Vec<(crate::jit::layout::Piece, Variable)>>>,
-    /// Pairs of product rows lowered as one chain (see [`rows`]), and the limb pairs those
-    /// chains keep packed in 64 bits, by their two 32-bit values.
+    /// Pairs of product rows lowered as one chain (see [`rows`]), the limb pairs those
+    /// chains keep packed in 64 bits, by their two 32-bit values (each made just before
+    /// the two, so it dominates wherever they are read), and the factor pairs packed in a
+    /// block, valid in that block only.
     rows: rows::Rows,
     packed: HashMap<(Value, Value), Value>,
+    packed_here: HashMap<(Value, Value), (Block, Value)>,
 }
 
 /// Memory flags of ordinary accesses (may trap only in unchecked mode).
@@ -398,6 +401,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             var_regs,
             rows: rows::plan(f),
             packed: HashMap::new(),
+            packed_here: HashMap::new(),
         };
         l.loops = l.loop_budgets();
         (l, entry)

@@ -386,10 +386,17 @@ impl Lower<'_, '_> {
         self.get(&Operand::Reg(row.limbs[j]), row.ty)
     }
 
-    /// `hi:lo` of two 32-bit values as an i64: made once (a row's factors are packed for
-    /// every row), folded for constants.
+    /// `hi:lo` of two 32-bit values as an i64: a pair a row made, or made here once for
+    /// the block (a row's factors are packed for every row after it in the block: only
+    /// there does this value dominate every later use of the two), folded for constants.
     fn pack(&mut self, lo: Value, hi: Value) -> Value {
         if let Some(&p) = self.packed.get(&(lo, hi)) {
+            return p;
+        }
+        let here = self.b.current_block();
+        if let Some(&(at, p)) = self.packed_here.get(&(lo, hi))
+            && Some(at) == here
+        {
             return p;
         }
         if let (Some(l), Some(h)) = (self.const_of(lo), self.const_of(hi)) {
@@ -403,7 +410,9 @@ impl Lower<'_, '_> {
         let h = self.resize(hi, types::I64, false);
         let h = self.b.ins().ishl_imm_s(h, 32);
         let p = self.b.ins().bor(l, h);
-        self.packed.insert((lo, hi), p);
+        if let Some(at) = here {
+            self.packed_here.insert((lo, hi), (at, p));
+        }
         p
     }
 

@@ -557,6 +557,7 @@ impl Lower<'_, '_> {
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         let done = self.b.create_block();
+        let began = self.b.current_block();
         if let Some(ok) = run_ok {
             let inline = self.b.create_block();
             self.b.set_cold_block(inline);
@@ -621,6 +622,7 @@ impl Lower<'_, '_> {
             self.b.seal_block(passed);
         }
         self.b.switch_to_block(done);
+        self.note_dominated(done, began);
     }
 
     /// Whether an access is inside a variable, aligned, in its space and allowed, whatever

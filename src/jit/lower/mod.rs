@@ -271,10 +271,13 @@ pub struct Lower<'a, 'f> {
     /// Pairs of product rows lowered as one chain (see [`rows`]), the limb pairs those
     /// chains keep packed in 64 bits, by their two 32-bit values (each made just before
     /// the two, so it dominates wherever they are read), and the factor pairs packed in a
-    /// block, valid in that block only.
+    /// block, valid in the blocks it is known to dominate.
     rows: rows::Rows,
     packed: HashMap<(Value, Value), Value>,
     packed_here: HashMap<(Value, Value), (Block, Value)>,
+    /// Blocks that checks and guards continue in, each with the block it began in, which
+    /// dominates it (see [`Lower::note_dominated`]).
+    dominated_by: HashMap<Block, Block>,
 }
 
 /// Memory flags of ordinary accesses (may trap only in unchecked mode).
@@ -402,6 +405,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             rows: rows::plan(f),
             packed: HashMap::new(),
             packed_here: HashMap::new(),
+            dominated_by: HashMap::new(),
         };
         l.loops = l.loop_budgets();
         (l, entry)
@@ -934,6 +938,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             Some(_) if known == Some(false) && self.step.is_none() => {}
             Some(g) => {
                 let (run, skip) = (self.b.create_block(), self.b.create_block());
+                let here = self.b.current_block();
                 let p = self.b.use_var(self.regs[g.reg.0 as usize]);
                 if g.negated {
                     self.b.ins().brif(p, skip, &[], run, &[]);
@@ -946,8 +951,31 @@ impl<'a, 'f> Lower<'a, 'f> {
                 self.b.ins().jump(skip, &[]);
                 self.b.switch_to_block(skip);
                 self.b.seal_block(skip);
+                self.note_dominated(skip, here);
             }
             None => self.inst(&ins.inst, labels),
+        }
+    }
+
+    /// Records that every path to `block` passes through `by` (the block where a check or
+    /// a guard began), for what the lowering keeps per block ([`Lower::dominates`]).
+    pub(super) fn note_dominated(&mut self, block: Block, by: Option<Block>) {
+        if let Some(by) = by {
+            self.dominated_by.insert(block, by);
+        }
+    }
+
+    /// Whether `a` is `b` or one of the blocks recorded to dominate it
+    /// ([`Lower::note_dominated`]): false when not known.
+    pub(super) fn dominates(&self, a: Block, mut b: Block) -> bool {
+        loop {
+            if a == b {
+                return true;
+            }
+            match self.dominated_by.get(&b) {
+                Some(&up) => b = up,
+                None => return false,
+            }
         }
     }
 
@@ -962,8 +990,10 @@ impl<'a, 'f> Lower<'a, 'f> {
     fn fail_if(&mut self, failed: Value) {
         let cont = self.b.create_block();
         let fail = self.fail;
+        let here = self.b.current_block();
         self.b.ins().brif(failed, fail, &[], cont, &[]);
         self.b.switch_to_block(cont);
+        self.note_dominated(cont, here);
         // Its one predecessor is known: sealed now, the block reads every register as the
         // value it had before the test, not as a fresh block parameter, so what the
         // lowering remembers of those values (constants, extensions, packed limb pairs)

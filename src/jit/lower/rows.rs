@@ -386,16 +386,17 @@ impl Lower<'_, '_> {
         self.get(&Operand::Reg(row.limbs[j]), row.ty)
     }
 
-    /// `hi:lo` of two 32-bit values as an i64: a pair a row made, or made here once for
-    /// the block (a row's factors are packed for every row after it in the block: only
-    /// there does this value dominate every later use of the two), folded for constants.
+    /// `hi:lo` of two 32-bit values as an i64: a pair a row made, or made once and used
+    /// again in the blocks its block is known to dominate (a row's factors are packed for
+    /// the rows after it, across the checks between them, but not for a row in a block
+    /// beside it), folded for constants.
     fn pack(&mut self, lo: Value, hi: Value) -> Value {
         if let Some(&p) = self.packed.get(&(lo, hi)) {
             return p;
         }
         let here = self.b.current_block();
         if let Some(&(at, p)) = self.packed_here.get(&(lo, hi))
-            && Some(at) == here
+            && here.is_some_and(|h| self.dominates(at, h))
         {
             return p;
         }

@@ -1593,6 +1593,16 @@ impl Inst {
     /// The registers the instruction reads (its guard aside), in no particular order; a
     /// register may appear twice. A video instruction's `d` counts as read (its sub-word
     /// forms keep the other bytes).
+    /// Whether the instruction reads or writes CC.CF (the extended-precision forms).
+    pub fn uses_carry(&self) -> bool {
+        match self {
+            Inst::IntBin { carry, .. } | Inst::Mad { carry, .. } => {
+                carry.carry_in || carry.carry_out
+            }
+            _ => false,
+        }
+    }
+
     pub fn reads(&self) -> Vec<RegId> {
         let mut regs = Vec::new();
         let mut op = |o: &Operand| match o {

@@ -629,3 +629,36 @@ ELSE:\n\
         }
     }
 }
+
+/// CC.CF is each function's own (docs/semantics.md): the callee starts at 0 and the caller's
+/// flag is what it was after the call, whether the call is inlined or not. The caller sets
+/// CF = 1 (0xffffffff + 1); the callee returns the CF it starts with plus 2·(its own
+/// carry out of x + x); the caller then adds its CF to the result.
+#[test]
+fn the_carry_flag_is_each_calls_own() {
+    let ptx = "\
+.version 7.8\n.target sm_80\n.address_size 64\n\
+.func (.reg .b32 r) g(.reg .b32 a)\n{\n  .reg .b32 %c, %d;\n\
+  addc.u32 %c, 0, 0;\n  add.cc.u32 %d, a, a;\n  addc.u32 %d, 0, 0;\n\
+  shl.b32 %d, %d, 1;\n  add.u32 r, %c, %d;\n  ret;\n}\n\
+.visible .entry k(.param .u64 out)\n{\n  .reg .b64 %p;\n  .reg .b32 %x, %y, %z;\n\
+  ld.param.u64 %p, [out];\n  ld.global.u32 %x, [%p];\n\
+  add.cc.u32 %z, %x, 1;\n  call (%y), g, (%x);\n  addc.u32 %y, %y, 0;\n\
+  st.global.u32 [%p], %y;\n  ret;\n}\n";
+    for (name, engine) in engines(ptx) {
+        for x in [0xffff_ffffu32, 0x8000_0000, 5] {
+            let mut buf = x.to_le_bytes().to_vec();
+            engine
+                .launch("k", Dim3::x(1), Dim3::x(1), &mut [Arg::Buffer(&mut buf)])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let caller_cf = (x == u32::MAX) as u32;
+            let callee_cf = ((x as u64 + x as u64) >> 32) as u32;
+            let want = 2 * callee_cf + caller_cf;
+            assert_eq!(
+                u32::from_le_bytes(buf[..4].try_into().unwrap()),
+                want,
+                "{name}: x={x:#x}"
+            );
+        }
+    }
+}

@@ -86,8 +86,8 @@ const SMALL_FRAME: usize = 256;
 /// Most instructions inlining may add to one caller.
 const INLINE_BUDGET: usize = 4096;
 
-/// The module the JIT compiles: each call of a small leaf `.func` (no calls, barriers or
-/// `.shared` variables, at most `SMALL_CALLEE` instructions) replaced by the callee's body,
+/// The module the JIT compiles: each call of a small leaf `.func` (no calls, barriers,
+/// `.shared` variables or carry flag, at most `SMALL_CALLEE` instructions) replaced by the callee's body,
 /// in every function without sync points, so that its arguments and results are register
 /// copies instead of a call through memory (the lowering keeps such `.param` variables in
 /// registers, `jit::lower::promote`). A module with recursion is left whole: a call chain's
@@ -108,6 +108,9 @@ pub fn inline_small_calls(mut m: Module) -> Module {
                 && !body
                     .iter()
                     .any(|i| matches!(i.inst, Inst::Call { .. } | Inst::Sync { .. }))
+                // CC.CF is each call's own (docs/semantics.md): a callee that reads or
+                // writes it keeps its call.
+                && !body.iter().any(|i| i.inst.uses_carry())
                 && f.vars.iter().all(|v| v.space != Space::Shared)
                 && f.vars.iter().map(|v| v.size).sum::<usize>() <= SMALL_FRAME
         })

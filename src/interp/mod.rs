@@ -1138,10 +1138,14 @@ impl<'a> Thread<'a> {
             }
         }
         self.depth += 1;
+        // CC.CF is the function's own: 0 at the callee's entry, and the caller's again after
+        // the call (PTX: not preserved across calls; docs/semantics.md).
+        let caller_cf = std::mem::replace(&mut self.cf, false);
         // PTX recursion is host recursion here: 256 levels of run/exec frames need more than
         // a host thread's stack holds in debug builds, so the stack grows on the heap when
         // little is left.
         let result = stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.run(id, &mut io));
+        self.cf = caller_cf;
         self.depth -= 1;
         match result {
             Ok(()) => {}

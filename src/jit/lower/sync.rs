@@ -145,10 +145,7 @@ fn dirty_at_points(f: &ast::Function, live: &HashMap<usize, RegSet>) -> HashMap<
 
 /// Whether a function reads or writes CC.CF.
 fn uses_carry(f: &ast::Function) -> bool {
-    f.body.iter().flatten().any(|i| match &i.inst {
-        Inst::IntBin { carry, .. } | Inst::Mad { carry, .. } => carry.carry_in || carry.carry_out,
-        _ => false,
-    })
+    f.body.iter().flatten().any(|i| i.inst.uses_carry())
 }
 
 /// The round function's state while it is lowered.

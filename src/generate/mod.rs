@@ -349,7 +349,9 @@ fn register_decls() -> String {
 }
 
 /// `.func (.param .b32 r) h(.param .b32 a, .param .b64 b)`: a few random straight-line
-/// instructions over its own registers (a and b loaded into %r0 and %rd0), returning %r1.
+/// instructions over its own registers (a and b loaded into %r0 and %rd0), returning %r1;
+/// now and then a carry chain, which reads the flag the call starts with and leaves one
+/// behind (each call's own: docs/semantics.md).
 fn helper(rng: &mut Rng) -> String {
     let mut g = Gen {
         rng,
@@ -358,7 +360,11 @@ fn helper(rng: &mut Rng) -> String {
         calls: false,
     };
     for _ in 0..3 + g.rng.below(8) {
-        g.instruction();
+        if g.rng.chance(10) {
+            g.carry_chain();
+        } else {
+            g.instruction();
+        }
     }
     format!(
         ".func (.param .b32 r) h(.param .b32 a, .param .b64 b)\n{{\n{}  \

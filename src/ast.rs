@@ -1590,9 +1590,6 @@ impl Instruction {
 }
 
 impl Inst {
-    /// The registers the instruction reads (its guard aside), in no particular order; a
-    /// register may appear twice. A video instruction's `d` counts as read (its sub-word
-    /// forms keep the other bytes).
     /// Whether the instruction reads or writes CC.CF (the extended-precision forms).
     pub fn uses_carry(&self) -> bool {
         match self {
@@ -1603,6 +1600,9 @@ impl Inst {
         }
     }
 
+    /// The registers the instruction reads (its guard aside), in no particular order; a
+    /// register may appear twice. A video instruction's `d` counts as read (its sub-word
+    /// forms keep the other bytes).
     pub fn reads(&self) -> Vec<RegId> {
         let mut regs = Vec::new();
         let mut op = |o: &Operand| match o {

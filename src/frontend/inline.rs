@@ -87,10 +87,11 @@ const SMALL_FRAME: usize = 256;
 const INLINE_BUDGET: usize = 4096;
 
 /// The module the JIT compiles: each call of a small leaf `.func` (no calls, barriers,
-/// `.shared` variables or carry flag, at most `SMALL_CALLEE` instructions) replaced by the callee's body,
-/// in every function without sync points, so that its arguments and results are register
-/// copies instead of a call through memory (the lowering keeps such `.param` variables in
-/// registers, `jit::lower::promote`). A module with recursion is left whole: a call chain's
+/// `.shared` variables or carry flag, at most `SMALL_CALLEE` instructions) replaced by the
+/// callee's body, in every function without sync points, so that its arguments and results
+/// are register copies instead of a call through memory (the lowering keeps such `.param`
+/// variables in registers, `jit::layout::in_registers`). A module with recursion is left
+/// whole: a call chain's
 /// depth, which can fault, must stay what the interpreter counts. Each rebuilt function
 /// lists its inlined calls, by which the JIT reports a fault inside one as the interpreter
 /// does (at the call, "in call to" the callee).

@@ -187,10 +187,7 @@ fn epilogue(rng: &mut Rng, layout: Elements, in_place: bool, shift: u32) -> (Str
     }
     // Stores in a random order now and then (the lanes check every pair).
     if rng.chance(30) {
-        for i in (1..stores.len()).rev() {
-            let j = rng.below(i as u64 + 1) as usize;
-            stores.swap(i, j);
-        }
+        rng.shuffle(&mut stores);
     }
     // Now and then a thread reads back an element after the stores (its neighbour's in the
     // structure-of-arrays layout): a store before a load, which the lanes must order.

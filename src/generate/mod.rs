@@ -72,6 +72,13 @@ impl Rng {
     fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
+    /// `items` in a uniformly random order (Fisher–Yates).
+    fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            items.swap(i, j);
+        }
+    }
 }
 
 /// An edge-biased value of type `ty` (its bit pattern): half the time one of the type's edge
@@ -638,9 +645,7 @@ impl Gen<'_> {
         let rows = 1 + self.rng.chance(35) as usize;
         let window = n + above + rows - 1;
         let mut regs: Vec<usize> = (0..count).collect();
-        for k in (1..count).rev() {
-            regs.swap(k, self.rng.below(k as u64 + 1) as usize);
-        }
+        self.rng.shuffle(&mut regs);
         let name = |k: usize| format!("%{class}{k}");
         let limbs: Vec<String> = regs[..window].iter().map(|&k| name(k)).collect();
         let spare: Vec<usize> = regs[window..].to_vec();

@@ -6,7 +6,7 @@ use super::fold::{Combine, Shift};
 use super::{Lower, clif};
 use crate::ast::{Carry, Inst, IntBinOp, IntUnOp, MulMode, PrmtMode, ShfDir, ShfMode, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, Value, types};
+use cranelift_codegen::ir::{self, InstBuilder, Value, types};
 
 impl Lower<'_, '_> {
     pub(super) fn int_arith(&mut self, inst: &Inst) {
@@ -174,25 +174,40 @@ impl Lower<'_, '_> {
             };
             return (v, self.iconst(types::I64, 0));
         }
-        let mut s = None;
-        for t in terms {
-            let t = self.resize(t, wide, false);
-            s = Some(match s {
-                Some(acc) => self.b.ins().iadd(acc, t),
+        let s = self.sum_in(&terms, wide);
+        self.halves(s, ty)
+    }
+
+    /// The sum of `terms`, each zero-extended (or truncated) to `ty`, the terms known to be
+    /// zero left out; zero when none is left.
+    pub(super) fn sum_in(&mut self, terms: &[Value], ty: ir::Type) -> Value {
+        let mut acc: Option<Value> = None;
+        for &t in terms {
+            if self.const_of(t) == Some(0) {
+                continue;
+            }
+            let t = self.resize(t, ty, false);
+            acc = Some(match acc {
+                Some(a) => self.b.ins().iadd(a, t),
                 None => t,
             });
         }
-        let s = s.expect("at least two terms");
-        if wide == types::I128 {
-            let (lo, hi) = self.b.ins().isplit(s);
+        acc.unwrap_or_else(|| self.iconst(ty, 0))
+    }
+
+    /// A sum made one width up (i64 for a 32-bit `narrow`, i128 for a 64-bit one) as its
+    /// low half, a value of `narrow`, and its high half, the carry (an i64).
+    pub(super) fn halves(&mut self, sum: Value, narrow: ir::Type) -> (Value, Value) {
+        if narrow == types::I64 {
+            let (lo, hi) = self.b.ins().isplit(sum);
             (lo, hi)
         } else {
             // The limb as its own zero-extended copy (`movl`), so that the sum dies in the
             // shift and the next step reads the limb without extending it.
-            let low = self.b.ins().ireduce(ty, s);
-            let low = self.b.ins().uextend(wide, low);
-            let v = self.narrow_zext(ty, low);
-            let c = self.b.ins().ushr_imm_s(s, ty.bits() as i64);
+            let low = self.b.ins().ireduce(narrow, sum);
+            let low = self.b.ins().uextend(types::I64, low);
+            let v = self.narrow_zext(narrow, low);
+            let c = self.b.ins().ushr_imm_s(sum, narrow.bits() as i64);
             (v, c)
         }
     }

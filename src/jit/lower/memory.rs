@@ -208,6 +208,14 @@ fn run_candidate(inst: &Inst) -> Option<(RegId, bool, i64, usize)> {
     usable.then_some((reg, space == Some(Space::Shared), addr.offset, size))
 }
 
+/// The elements of an access's register operand: a vector's parts, or the operand alone.
+fn elements(op: &Operand) -> &[Operand] {
+    match op {
+        Operand::Vector(parts) => parts,
+        _ => std::slice::from_ref(op),
+    }
+}
+
 impl Lower<'_, '_> {
     pub(super) fn memory(&mut self, inst: &Inst) {
         match inst {
@@ -220,11 +228,7 @@ impl Lower<'_, '_> {
                 order,
             } => {
                 if let Some(vars) = self.var_pieces(addr, *ty, *vec) {
-                    let parts = match d {
-                        Operand::Vector(parts) => parts.clone(),
-                        _ => vec![d.clone()],
-                    };
-                    for (part, var) in parts.iter().zip(vars) {
+                    for (part, var) in elements(d).iter().zip(vars) {
                         let bits = self.b.use_var(var);
                         let v = self.of_int_bits(*ty, bits);
                         self.set(part, *ty, v);
@@ -233,29 +237,16 @@ impl Lower<'_, '_> {
                 }
                 if let Some(values) = self.hoisted.get(&self.at).cloned() {
                     // A kernel parameter loaded once per block (`Lower::hoist_param_loads`).
-                    match d {
-                        Operand::Vector(parts) => {
-                            for (part, v) in parts.iter().zip(values) {
-                                self.set(part, *ty, v);
-                            }
-                        }
-                        _ => self.set(d, *ty, values[0]),
+                    for (part, v) in elements(d).iter().zip(values) {
+                        self.set(part, *ty, v);
                     }
                     return;
                 }
                 let n = ty.bytes();
                 let (at, off) = self.access(addr, n * *vec as usize, *space, false);
-                match d {
-                    Operand::Vector(parts) => {
-                        for (k, part) in parts.iter().enumerate() {
-                            let v = self.load_value(clif(*ty), flags(), at, off + (k * n) as i32);
-                            self.set(part, *ty, v);
-                        }
-                    }
-                    _ => {
-                        let v = self.load_value(clif(*ty), flags(), at, off);
-                        self.set(d, *ty, v);
-                    }
+                for (k, part) in elements(d).iter().enumerate() {
+                    let v = self.load_value(clif(*ty), flags(), at, off + (k * n) as i32);
+                    self.set(part, *ty, v);
                 }
                 // x86 keeps later accesses after a load; the fence also keeps Cranelift
                 // from moving them above it.
@@ -272,11 +263,7 @@ impl Lower<'_, '_> {
                 order,
             } => {
                 if let Some(vars) = self.var_pieces(addr, *ty, *vec) {
-                    let parts = match a {
-                        Operand::Vector(parts) => parts.clone(),
-                        _ => vec![a.clone()],
-                    };
-                    for (part, var) in parts.iter().zip(vars) {
+                    for (part, var) in elements(a).iter().zip(vars) {
                         let v = self.get(part, *ty);
                         let bits = self.int_bits(*ty, v);
                         self.b.def_var(var, bits);
@@ -284,10 +271,7 @@ impl Lower<'_, '_> {
                     return;
                 }
                 let n = ty.bytes();
-                let values: Vec<Value> = match a {
-                    Operand::Vector(parts) => parts.iter().map(|p| self.get(p, *ty)).collect(),
-                    _ => vec![self.get(a, *ty)],
-                };
+                let values: Vec<Value> = elements(a).iter().map(|p| self.get(p, *ty)).collect();
                 let (at, off) = self.access(addr, n * *vec as usize, *space, true);
                 if *order == MemOrder::Release {
                     self.b.ins().fence();

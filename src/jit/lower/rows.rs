@@ -22,7 +22,7 @@
 use super::Lower;
 use super::liveness;
 use crate::ast::{Function, Imm, Inst, IntBinOp, MulMode, Operand, RegId, Type};
-use cranelift_codegen::ir::{self, InstBuilder, Value, types};
+use cranelift_codegen::ir::{InstBuilder, Value, types};
 use std::collections::{HashMap, HashSet};
 
 /// A recognised pair of rows: instructions `start..=end` of a function.
@@ -311,24 +311,12 @@ impl Lower<'_, '_> {
         terms.retain(|&v| self.const_of(v) != Some(0));
         // Above the products: one term has no carry, and the top limb's carry is dropped.
         if j >= row.pairs.len() && (terms.len() <= 1 || j + 1 == row.limbs.len()) {
-            let mut v = self.iconst(narrow, 0);
-            for term in terms {
-                let term = self.resize(term, narrow, false);
-                v = self.combine(super::fold::Combine::Add, v, term);
-            }
+            let v = self.sum_in(&terms, narrow);
             self.set_reg(row.limbs[j], row.ty, v);
             return self.iconst(types::I64, 0);
         }
-        let acc = self.wide_sum(&terms, wide);
-        let (low, high) = if narrow == types::I64 {
-            self.b.ins().isplit(acc)
-        } else {
-            // The limb as its own zero-extended copy, as in `add_with_carry`.
-            let low = self.b.ins().ireduce(narrow, acc);
-            let low = self.b.ins().uextend(types::I64, low);
-            let v = self.narrow_zext(narrow, low);
-            (v, self.b.ins().ushr_imm_s(acc, 32))
-        };
+        let acc = self.sum_in(&terms, wide);
+        let (low, high) = self.halves(acc, narrow);
         self.set_reg(row.limbs[j], row.ty, low);
         high
     }
@@ -363,15 +351,10 @@ impl Lower<'_, '_> {
         terms.retain(|&v| self.const_of(v) != Some(0));
         // Above the products: one term has no carry, and the top pair's carry is dropped.
         let (low, high) = if !product && (terms.len() <= 1 || j + 2 == row.limbs.len()) {
-            let mut v = self.iconst(types::I64, 0);
-            for term in terms {
-                let term = self.resize(term, types::I64, false);
-                v = self.combine(super::fold::Combine::Add, v, term);
-            }
-            (v, self.iconst(types::I64, 0))
+            (self.sum_in(&terms, types::I64), self.iconst(types::I64, 0))
         } else {
-            let acc = self.wide_sum(&terms, types::I128);
-            self.b.ins().isplit(acc)
+            let acc = self.sum_in(&terms, types::I128);
+            self.halves(acc, types::I64)
         };
         let v0 = self.b.ins().ireduce(types::I32, low);
         let up = self.b.ins().ushr_imm_s(low, 32);
@@ -415,21 +398,5 @@ impl Lower<'_, '_> {
             self.packed_here.insert((lo, hi), (at, p));
         }
         p
-    }
-
-    /// The sum of `terms` in type `wide`, the terms known to be zero left out.
-    fn wide_sum(&mut self, terms: &[Value], wide: ir::Type) -> Value {
-        let mut acc: Option<Value> = None;
-        for &t in terms {
-            if self.const_of(t) == Some(0) {
-                continue;
-            }
-            let t = self.resize(t, wide, false);
-            acc = Some(match acc {
-                Some(a) => self.b.ins().iadd(a, t),
-                None => t,
-            });
-        }
-        acc.unwrap_or_else(|| self.iconst(wide, 0))
     }
 }

@@ -3,7 +3,10 @@
 //! loop to its last valid iteration (the sum is worked out here) and one iteration further,
 //! which must fault on every engine as on the interpreter: past the end, below the start, at
 //! a 32-bit index that wraps (signed and unsigned), and in an inner loop entered again at an
-//! address the last entry's budget would not cover.
+//! address the last entry's budget would not cover. Accesses (and widened indices) that move
+//! by the same step share one budget bound, the least of their rooms: the `pair` loop reads
+//! two buffers at indices a fixed distance apart and faults where the first of the two
+//! leaves its buffer (or wraps), whichever buffer that is.
 
 mod common;
 
@@ -101,6 +104,48 @@ L:
     add.u32 %r, %r, 1;
     setp.lt.u32 %q, %r, %n;
     @%q bra ROW;
+    ld.param.u64 %o, [out];
+    st.global.u32 [%o], %s;
+    ret;
+}
+// s += buf[i] + 3 * buf2'[i + off] for count iterations from i = start, i += step, where
+// buf2' = buf2 + shift2 bytes: both indices signed and widened, both moving by `step`. The
+// loop leaves from the middle of its body, with its sum in a register it carries.
+.visible .entry pair(.param .u64 buf, .param .u64 out, .param .u64 buf2,
+    .param .s64 shift2, .param .s32 start, .param .s32 off, .param .s32 step,
+    .param .u32 count)
+{
+    .reg .u32 %s, %v, %w, %k, %n;
+    .reg .s32 %i, %j, %off, %d;
+    .reg .u64 %b, %b2, %a, %c, %o;
+    .reg .s64 %sh;
+    .reg .pred %p;
+    ld.param.u64 %b, [buf];
+    ld.param.u64 %b2, [buf2];
+    ld.param.s64 %sh, [shift2];
+    add.s64 %b2, %b2, %sh;
+    ld.param.s32 %i, [start];
+    ld.param.s32 %off, [off];
+    ld.param.s32 %d, [step];
+    ld.param.u32 %n, [count];
+    mov.u32 %s, 0;
+    mov.u32 %k, 0;
+L:
+    mul.wide.s32 %a, %i, 4;
+    add.s64 %a, %b, %a;
+    ld.global.u32 %v, [%a];
+    add.s32 %j, %i, %off;
+    mul.wide.s32 %c, %j, 4;
+    add.s64 %c, %b2, %c;
+    ld.global.u32 %w, [%c];
+    mad.lo.u32 %v, %w, 3, %v;
+    add.u32 %s, %s, %v;
+    add.s32 %i, %i, %d;
+    add.u32 %k, %k, 1;
+    setp.ge.u32 %p, %k, %n;
+    @%p bra DONE;
+    bra.uni L;
+DONE:
     ld.param.u64 %o, [out];
     st.global.u32 [%o], %s;
     ret;
@@ -223,4 +268,107 @@ fn an_inner_loop_entered_again_is_tested_again() {
     // first test would still count 31 proved iterations.
     let want = sum((0..4).flat_map(|r| (0..8).map(move |j| 16 * r + j)));
     last_valid_then_fault("rows", 0, 16, 0, 4, want, &["0 bytes past the end"]);
+}
+
+/// Words in the second buffer of `pair` (word `i` holds `1000 + i`).
+const WORDS2: usize = 40;
+
+/// Launches `pair` on one thread: the sum, or the fault's message.
+fn run_pair(
+    shift2: i64,
+    start: i32,
+    off: i32,
+    step: i32,
+    count: u32,
+) -> Vec<(&'static str, Result<u32, String>)> {
+    let words: Vec<u8> = (0..WORDS as u32)
+        .flat_map(|i| (i * i + 1).to_le_bytes())
+        .collect();
+    let words2: Vec<u8> = (0..WORDS2 as u32)
+        .flat_map(|i| (1000 + i).to_le_bytes())
+        .collect();
+    engines(PTX)
+        .into_iter()
+        .map(|(name, e)| {
+            let (mut buf, mut out, mut buf2) = (words.clone(), vec![0u8; 4], words2.clone());
+            let r = e.launch(
+                "pair",
+                Dim3::x(1),
+                Dim3::x(1),
+                &mut [
+                    Arg::Buffer(&mut buf),
+                    Arg::Buffer(&mut out),
+                    Arg::Buffer(&mut buf2),
+                    Arg::Scalar(Value::u64(shift2 as u64)),
+                    Arg::Scalar(Value::u32(start as u32)),
+                    Arg::Scalar(Value::u32(off as u32)),
+                    Arg::Scalar(Value::u32(step as u32)),
+                    Arg::Scalar(Value::u32(count)),
+                ],
+            );
+            let r = match r {
+                Ok(()) => Ok(u32::from_le_bytes(out[..4].try_into().unwrap())),
+                Err(RunError::Fault(f, _)) => Err(f.message),
+                Err(e) => panic!("{name}: {e}"),
+            };
+            (name, r)
+        })
+        .collect()
+}
+
+/// `pair`'s sum over indices `i` of the first buffer and `j` of the second (word `j` of
+/// the second buffer as it lies after `shift2`).
+fn pair_sum(pairs: impl Iterator<Item = (i64, i64)>) -> u32 {
+    pairs.fold(0u32, |s, (i, j)| {
+        let w = 1000 + j as u32;
+        s.wrapping_add((i * i + 1) as u32).wrapping_add(3 * w)
+    })
+}
+
+/// Every engine sums `want` in `count` iterations; one iteration more faults with a
+/// message holding one of `fault`.
+fn pair_last_valid_then_fault(
+    (shift2, start, off, step): (i64, i32, i32, i32),
+    count: u32,
+    want: u32,
+    fault: &[&str],
+) {
+    for (name, r) in run_pair(shift2, start, off, step, count) {
+        assert_eq!(r, Ok(want), "{name}: {count} iterations");
+    }
+    for (name, r) in run_pair(shift2, start, off, step, count + 1) {
+        let message = r.expect_err(&format!("{name}: {} iterations fault", count + 1));
+        assert!(
+            fault.iter().any(|f| message.contains(f)),
+            "{name}: {message}"
+        );
+    }
+}
+
+#[test]
+fn two_accesses_with_one_step_fault_where_the_first_leaves_its_buffer() {
+    // Upwards, the shorter second buffer runs out first: j = i + 2 reaches word 40 (its
+    // end) at i = 38, while the first buffer has 26 words left.
+    let want = pair_sum((0..38).map(|i| (i, i + 2)));
+    pair_last_valid_then_fault((0, 0, 2, 1), 38, want, &["0 bytes past the end"]);
+    // The first buffer runs out first when the second is read further back: i = 3, 6, ...,
+    // 63 reads j = i - 30 (words 0 to 33 of the second buffer after i = 30); i = 66 is past
+    // the first buffer's end. Counting from i = 30 so that j starts at 0.
+    let want = pair_sum((0..12).map(|k| (30 + 3 * k, 3 * k)));
+    pair_last_valid_then_fault((0, 30, -30, 3), 12, want, &["8 bytes past the end"]);
+    // Downwards, by a step known only at run time: the second buffer's start is reached
+    // first (j = i - 24 is below 0 at i = 23), the first's index is still 23.
+    let want = pair_sum((0..40).map(|k| (63 - k, 39 - k)));
+    pair_last_valid_then_fault((0, 63, -24, -1), 40, want, WILD);
+}
+
+#[test]
+fn two_widened_indices_with_one_step_fault_where_the_first_wraps() {
+    // j = i + 2^31 - 4 reaches 2^31 - 1 at i = 3 and wraps to -2^31 at i = 4, while i is
+    // small: the second buffer, shifted down by 4 * (2^31 - 4) bytes, is read at words 0
+    // to 3, and the wrapped index lies 16 GiB below it.
+    let off = (1i32 << 30) - 2 + ((1i32 << 30) - 2);
+    let shift2 = -4 * i64::from(off);
+    let want = pair_sum((0..4).map(|i| (i, i)));
+    pair_last_valid_then_fault((shift2, 0, off, 1), 4, want, WILD);
 }

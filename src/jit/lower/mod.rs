@@ -246,6 +246,8 @@ pub struct Lower<'a, 'f> {
     /// version of one being lowered: (loop, whether its iterations are proved).
     loops: Vec<strided::LoopBudget>,
     version: Option<(usize, bool)>,
+    /// In a proved version: the loop-invariant registers it reads, as copied on entry.
+    proved_copies: HashMap<ast::RegId, Value>,
     refs: HashMap<&'static str, FuncRef>,
     cold_refs: HashMap<&'static str, FuncRef>,
     /// Where cold helpers' trampolines write their results.
@@ -387,6 +389,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             site: 0,
             at: 0,
             loops: Vec::new(),
+            proved_copies: HashMap::new(),
             version: None,
             checks: if sh.checked {
                 memory::CheckPlan::of(f)
@@ -893,7 +896,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                     for (j, ins) in body.iter().enumerate().take(back + 1).skip(i) {
                         self.instruction(j, ins, &labels);
                     }
-                    self.version = None;
+                    self.strided_version_end();
                     self.b.ins().jump(after, &[]);
                 }
                 self.b.switch_to_block(after);
@@ -1031,8 +1034,10 @@ impl<'a, 'f> Lower<'a, 'f> {
             Hint => {}
             Bra { target, .. } => {
                 self.strided_entry(self.at, self.f.labels[target.0 as usize]);
-                let to = self.strided_back(self.at, labels[target.0 as usize]);
-                self.jump_away(to)
+                let to = self.f.labels[target.0 as usize];
+                let to = self.strided_back(self.at, to, labels[target.0 as usize]);
+                self.jump_away(to);
+                self.strided_exits();
             }
             Call {
                 func, rets, args, ..
@@ -1244,6 +1249,9 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// selection can then fold it as an immediate, and no register stays busy with it
     /// across the function (the e-graph pass, off by default, would do this).
     fn reg_value(&mut self, r: ast::RegId) -> Value {
+        if let Some(&v) = self.proved_copies.get(&r) {
+            return v;
+        }
         let v = self.b.use_var(self.regs[r.0 as usize]);
         match self.const_of(v) {
             Some(k) => {

@@ -24,7 +24,9 @@ use super::Lower;
 use crate::ast::{AddrBase, Function, Imm, Inst, IntBinOp, MulMode, Operand, RegId, Space, Type};
 use crate::interp::int::sext;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
+use cranelift_codegen::ir::{
+    Block, InstBuilder, StackSlot, StackSlotData, StackSlotKind, Value, types,
+};
 use cranelift_frontend::Variable;
 use std::collections::HashMap;
 
@@ -80,9 +82,86 @@ pub(super) struct StridedLoop {
     pub widenings: Vec<Widening>,
     /// Accesses by instruction index: the change of the address per iteration.
     pub sites: HashMap<usize, Delta>,
+    /// The distinct changes per iteration (in the form [`StridedLoop::canonical`] gives)
+    /// among the sites and the widenings: each is one budget bound, worked out from the
+    /// least room that any of its sites or widenings has left.
+    pub steps: Vec<Delta>,
+    /// The step each site moves by, and each widening (by position in `widenings`).
+    pub site_step: HashMap<usize, usize>,
+    pub widening_step: Vec<usize>,
+    /// The registers the body reads before it writes them: those it never writes
+    /// (`invariant`) and those it does (`carried` from one iteration to the next).
+    pub invariant: Vec<RegId>,
+    pub carried: Vec<RegId>,
 }
 
 impl StridedLoop {
+    /// The same change with like terms added up, in order, and each widened term naming the
+    /// first widening whose source moves alike (a widened value changes by its source's
+    /// change, as a signed number, whether widened by sign or by zero: the budget keeps the
+    /// source in range).
+    fn canonical(&self, delta: &Delta) -> Delta {
+        let mut sum: Vec<((u8, usize), i64)> = Vec::new();
+        for t in &delta.terms {
+            let (key, coef) = match *t {
+                Term::Step { iv, coef } => ((0, iv), coef),
+                Term::Widened { ext, coef } => {
+                    let moves = self.canonical(&self.widenings[ext].delta);
+                    let first = (self.widenings.iter())
+                        .position(|w| self.canonical(&w.delta) == moves)
+                        .unwrap_or(ext);
+                    ((1, first), coef)
+                }
+            };
+            match sum.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, c)) => *c = c.wrapping_add(coef),
+                None => sum.push((key, coef)),
+            }
+        }
+        let mask = if delta.bits == 32 {
+            u32::MAX as u64
+        } else {
+            u64::MAX
+        };
+        sum.retain(|&(_, c)| c as u64 & mask != 0);
+        sum.sort_unstable_by_key(|&(k, _)| k);
+        let terms = (sum.into_iter())
+            .map(|((kind, n), coef)| match kind {
+                0 => Term::Step { iv: n, coef },
+                _ => Term::Widened { ext: n, coef },
+            })
+            .collect();
+        Delta {
+            bits: delta.bits,
+            terms,
+        }
+    }
+
+    /// Groups the sites and widenings by their change per iteration (`steps`).
+    fn group_steps(&mut self) {
+        let step_of = |l: &Self, d: &Delta, steps: &mut Vec<Delta>| {
+            let d = l.canonical(d);
+            steps.iter().position(|s| *s == d).unwrap_or_else(|| {
+                steps.push(d);
+                steps.len() - 1
+            })
+        };
+        let mut steps = Vec::new();
+        let mut sites: Vec<(usize, Delta)> =
+            (self.sites.iter()).map(|(&i, d)| (i, d.clone())).collect();
+        sites.sort_unstable_by_key(|&(i, _)| i);
+        for (i, d) in sites {
+            let n = step_of(self, &d, &mut steps);
+            self.site_step.insert(i, n);
+        }
+        for w in 0..self.widenings.len() {
+            let d = self.widenings[w].delta.clone();
+            let n = step_of(self, &d, &mut steps);
+            self.widening_step.push(n);
+        }
+        self.steps = steps;
+    }
+
     /// Whether instruction `i` is in the body.
     pub fn contains(&self, i: usize) -> bool {
         (self.head..=self.back).contains(&i)
@@ -124,11 +203,43 @@ pub(super) struct LoopBudget {
     budget: Variable,
     /// The budget the tested iteration under way proves (the least over what it tested).
     next: Variable,
+    /// The room of each of the shape's steps in the tested iteration under way.
+    rooms: Vec<Room>,
     /// Where a proved iteration's branch back goes: the head's choice again, in a block of
     /// its own, so that the proved iterations are a loop of their own inside the loop and
     /// the register allocator keeps more of their values in registers rather than in the
     /// slots the tested version's pressure gives them at the head.
     again: Option<Block>,
+    /// Whether the proved iterations are a loop of their own registers
+    /// ([`Lower::strided_head`]): the copies of the invariant registers they read, the
+    /// slots the copies go through, and the branches out of the loop whose blocks are still
+    /// to be filled.
+    isolated: bool,
+    copies: HashMap<RegId, Value>,
+    slots: HashMap<Option<RegId>, StackSlot>,
+    exits: Vec<(Block, Block)>,
+}
+
+/// What the tested iteration under way found of the sites and widenings that move by one
+/// step: the least room they have left (in bytes, or in values of a 32-bit source), and the
+/// largest site's size, which the step must be a multiple of. The least room makes one
+/// division for all of them: with one step, the one with the least room is the first to
+/// leave its area.
+///
+/// For a step known when compiled, one room: the room ahead, in the direction the step
+/// moves (for a step of 0, either side), made negative when a site lies outside its area
+/// on the other side. For a step known only at run time, the least room below and the
+/// least above. Rooms are signed: a site outside the area it was tested against has a
+/// negative room on one side (the area and the address that passed its test are host
+/// addresses, below 2^47 in x86-64's user space, so their differences do not reach 2^63),
+/// and then the step's bound is 0.
+struct Room {
+    fixed: Option<i64>,
+    below: Variable,
+    above: Variable,
+    align: u64,
+    /// Whether a site or widening of the iteration being lowered has set the variables.
+    seen: bool,
 }
 
 /// The budget an iteration that tested nothing hands on: more iterations than any loop
@@ -166,10 +277,23 @@ impl Lower<'_, '_> {
         }
         (strided_loops(self.f).into_iter())
             .map(|shape| LoopBudget {
+                rooms: (shape.steps.iter())
+                    .map(|step| Room {
+                        fixed: shape.fixed(step),
+                        below: self.b.declare_var(types::I64),
+                        above: self.b.declare_var(types::I64),
+                        align: 1,
+                        seen: false,
+                    })
+                    .collect(),
                 shape,
                 budget: self.b.declare_var(types::I64),
                 next: self.b.declare_var(types::I64),
                 again: None,
+                isolated: false,
+                copies: HashMap::new(),
+                slots: HashMap::new(),
+                exits: Vec::new(),
             })
             .collect()
     }
@@ -189,33 +313,127 @@ impl Lower<'_, '_> {
     /// At the head of loop `k` (its label's block): to the proved version of the body if
     /// the budget is not spent, else to the tested one. Returns each version's first block
     /// (and whether it is the proved one) and the block after the loop.
+    ///
+    /// The proved iterations are a loop of their own, entered from the head through `enter`
+    /// and left through `spent` (back to a tested iteration) or a branch out of the body
+    /// ([`Self::strided_exits`], [`Self::strided_version_end`]). Where the registers the loop reads fit in the machine's
+    /// (see [`Self::isolated`]), each way in and out copies them through a stack slot: the
+    /// copies are values of the proved loop alone, which the register allocator keeps in
+    /// registers there. Without the copies, a register's value in the proved loop joins, by
+    /// the block parameters that carry it, one live range with its values in the tested
+    /// version, whose pressure sends the whole range to the stack: the proved loop then
+    /// reloads it at every use.
     pub(super) fn strided_head(&mut self, k: usize) -> ([(Block, bool); 2], Block) {
-        let (tested, proved, after, again) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        for at_head in [true, false] {
-            if !at_head {
-                self.b.switch_to_block(again);
-            }
-            let left = self.b.use_var(self.loops[k].budget);
-            self.b.ins().brif(left, proved, &[], tested, &[]);
-        }
+        let [tested, proved, after, again, enter, spent] = [(); 6].map(|_| self.b.create_block());
+        let left = self.b.use_var(self.loops[k].budget);
+        self.b.ins().brif(left, enter, &[], tested, &[]);
+        self.b.switch_to_block(again);
+        let left = self.b.use_var(self.loops[k].budget);
+        self.b.ins().brif(left, proved, &[], spent, &[]);
         self.loops[k].again = Some(again);
+        let isolated = self.isolated(k);
+        self.b.switch_to_block(enter);
+        if isolated {
+            for r in self.loops[k].shape.invariant.clone() {
+                let copy = self.through_memory(k, r);
+                if self.const_of(copy).is_none() {
+                    self.loops[k].copies.insert(r, copy);
+                }
+            }
+            self.copy_carried(k);
+            let budget = self.loops[k].budget;
+            let left = self.b.use_var(budget);
+            let copy = self.through_memory_value(k, None, left);
+            self.b.def_var(budget, copy);
+        }
+        self.b.ins().jump(proved, &[]);
+        self.b.switch_to_block(spent);
+        if isolated {
+            self.copy_carried(k);
+        }
+        self.b.ins().jump(tested, &[]);
+        self.loops[k].isolated = isolated;
         ([(tested, false), (proved, true)], after)
     }
 
-    /// Where the branch at instruction `at` to `target` goes instead: a proved iteration's
-    /// branch back to its loop's head (see [`LoopBudget::again`]).
-    pub(super) fn strided_back(&self, at: usize, target: Block) -> Block {
-        match self.version {
-            Some((k, true)) if self.loops[k].shape.back == at => {
-                self.loops[k].again.unwrap_or(target)
+    /// Whether the registers loop `k` reads before writing them fit, with room to spare,
+    /// in x86-64's 15 general registers and 16 vector ones; where they do not, copies
+    /// would only add to the pressure in the proved loop.
+    fn isolated(&self, k: usize) -> bool {
+        let shape = &self.loops[k].shape;
+        let regs = shape.invariant.iter().chain(&shape.carried);
+        let floats = regs
+            .clone()
+            .filter(|r| self.f.reg(**r).ty.is_float())
+            .count();
+        let ints = regs.count() - floats;
+        ints <= 10 && floats <= 12
+    }
+
+    /// Register `r`'s value, stored to loop `k`'s slot for it and loaded back: a value the
+    /// register allocator cannot join with the one stored. Constants stay constants.
+    fn through_memory(&mut self, k: usize, r: RegId) -> Value {
+        let v = self.b.use_var(self.regs[r.0 as usize]);
+        self.through_memory_value(k, Some(r), v)
+    }
+
+    /// [`Self::through_memory`] for value `v` of register `r` (None: the budget).
+    fn through_memory_value(&mut self, k: usize, r: Option<RegId>, v: Value) -> Value {
+        if self.const_of(v).is_some() {
+            return v;
+        }
+        let ty = self.b.func.dfg.value_type(v);
+        let slot = *(self.loops[k].slots.entry(r)).or_insert_with(|| {
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4);
+            self.b.create_sized_stack_slot(data)
+        });
+        self.b.ins().stack_store(types::I64, v, slot, 0);
+        self.b.ins().stack_load(types::I64, ty, slot, 0)
+    }
+
+    /// Each register loop `k` carries from one iteration to the next, as a copy
+    /// ([`Self::through_memory`]).
+    fn copy_carried(&mut self, k: usize) {
+        for r in self.loops[k].shape.carried.clone() {
+            let copy = self.through_memory(k, r);
+            self.b.def_var(self.regs[r.0 as usize], copy);
+        }
+    }
+
+    /// Where the branch at instruction `at` to instruction `to` (block `target`) goes
+    /// instead, in a proved iteration: the branch back to its loop's own head (see
+    /// [`LoopBudget::again`]), or, for a branch out of the loop, a block that copies the
+    /// carried registers first ([`Self::strided_head`]), filled by
+    /// [`Self::strided_exits`].
+    pub(super) fn strided_back(&mut self, at: usize, to: usize, target: Block) -> Block {
+        let Some((k, true)) = self.version else {
+            return target;
+        };
+        let l = &self.loops[k];
+        match l.again {
+            Some(again) if l.shape.back == at => again,
+            _ if l.isolated && !l.shape.contains(to) => {
+                let exit = self.b.create_block();
+                self.loops[k].exits.push((exit, target));
+                exit
             }
             _ => target,
         }
+    }
+
+    /// Fills the blocks [`Self::strided_back`] made for branches out of a proved iteration,
+    /// then goes on in the block it was in (which no branch has ended).
+    pub(super) fn strided_exits(&mut self) {
+        let Some((k, true)) = self.version else {
+            return;
+        };
+        let here = self.b.current_block().expect("a block");
+        for (exit, target) in std::mem::take(&mut self.loops[k].exits) {
+            self.b.switch_to_block(exit);
+            self.copy_carried(k);
+            self.b.ins().jump(target, &[]);
+        }
+        self.b.switch_to_block(here);
     }
 
     /// Starts a version of loop `k`'s body in block `start`: a proved iteration spends one
@@ -230,8 +448,28 @@ impl Lower<'_, '_> {
         } else {
             let all = self.b.ins().iconst(types::I64, UNBOUNDED);
             self.b.def_var(next, all);
+            for r in &mut self.loops[k].rooms {
+                r.seen = false;
+            }
         }
+        self.proved_copies = match proved {
+            true => std::mem::take(&mut self.loops[k].copies),
+            false => HashMap::new(),
+        };
         self.version = Some((k, proved));
+    }
+
+    /// Ends the version being lowered, which falls out of the loop from here (after a
+    /// conditional branch back): a proved one copies its carried registers on the way out,
+    /// as its other ways out do.
+    pub(super) fn strided_version_end(&mut self) {
+        if let Some((k, true)) = self.version
+            && self.loops[k].isolated
+        {
+            self.copy_carried(k);
+        }
+        self.version = None;
+        self.proved_copies.clear();
     }
 
     /// Before instruction `at`, in a tested iteration: the budget bounds of the widenings it
@@ -244,6 +482,9 @@ impl Lower<'_, '_> {
             self.strided_widening(k, at);
         }
         if self.loops[k].shape.back == at {
+            for step in 0..self.loops[k].rooms.len() {
+                self.strided_step_bound(k, step);
+            }
             let found = self.b.use_var(self.loops[k].next);
             self.b.def_var(self.loops[k].budget, found);
         }
@@ -261,13 +502,14 @@ impl Lower<'_, '_> {
     }
 
     /// After site `at` of loop `k` passed its test at address `addr` (`size` bytes, of
-    /// `space`, its recent area in `slot`): how many more iterations it stays inside that
-    /// area and aligned, folded into the loop's next budget.
+    /// `space`, its recent area in `slot`): its room below and above inside that area,
+    /// folded into its step's [`Room`].
     ///
     /// Sound because a recent-area slot only ever holds an area valid for accesses of its
     /// kind (writable global areas in the global slots, shared areas in the shared ones:
     /// `rt_check`), and no area goes away while the loop runs (it has no calls or returns);
-    /// an address outside the slot's area proves nothing (a budget of 0).
+    /// an address outside the slot's area proves nothing (a negative room, a budget of 0).
+    /// The test that passed has shown the address aligned and `addr + size` not to wrap.
     pub(super) fn strided_site_room(
         &mut self,
         k: usize,
@@ -277,48 +519,40 @@ impl Lower<'_, '_> {
         space: Option<Space>,
         slot: usize,
     ) {
-        let delta = self.loops[k].shape.sites[&at].clone();
-        let (step, fixed) = self.step_of(k, &delta);
-        let n = match self.known_area(space, slot) {
+        let step = self.loops[k].shape.site_step[&at];
+        let room = &mut self.loops[k].rooms[step];
+        room.align = room.align.max(size);
+        let (below, above) = match self.known_area(space, slot) {
             Some(area) => {
                 let (lo, hi) = self.area_bounds(area);
                 let end = self.b.ins().iadd_imm_s(addr, size as i64);
-                let inside = self.in_area(addr, end, (lo, hi), addr, size);
-                let odd = self.b.ins().band_imm_s(step, size as i64 - 1);
-                let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, odd, 0);
-                let ok = self.b.ins().band(inside, aligned);
-                let below = self.b.ins().isub(addr, lo);
-                let above = self.b.ins().isub(hi, end);
-                let n = self.room(step, fixed, below, above);
-                let zero = self.b.ins().iconst(types::I64, 0);
-                self.b.ins().select(ok, n, zero)
+                (self.b.ins().isub(addr, lo), self.b.ins().isub(hi, end))
             }
-            None => self.b.ins().iconst(types::I64, 0),
+            None => {
+                let none = self.b.ins().iconst(types::I64, -1);
+                (none, none)
+            }
         };
-        self.strided_bound(k, n);
+        self.least_room(k, step, below, above, true);
     }
 
-    /// Before widening `w` of loop `k` (a 32-bit value widened into an address): how many
-    /// more iterations its source stays in the 32-bit range, folded into the next budget.
+    /// Before widening `w` of loop `k` (a 32-bit value widened into an address): its room
+    /// in the 32-bit range, folded into its step's [`Room`].
     pub(super) fn strided_widening(&mut self, k: usize, at: usize) {
-        let Some(w) = self.loops[k]
-            .shape
-            .widenings
-            .iter()
-            .find(|w| w.at == at)
-            .cloned()
-        else {
+        let shape = &self.loops[k].shape;
+        let Some(w) = shape.widenings.iter().position(|w| w.at == at) else {
             return;
         };
-        let ty = if w.signed { Type::S32 } else { Type::U32 };
-        let v = self.get(&Operand::Reg(w.reg), ty);
-        let v = if w.signed {
+        let (reg, signed) = (shape.widenings[w].reg, shape.widenings[w].signed);
+        let step = shape.widening_step[w];
+        let ty = if signed { Type::S32 } else { Type::U32 };
+        let v = self.get(&Operand::Reg(reg), ty);
+        let v = if signed {
             self.b.ins().sextend(types::I64, v)
         } else {
             self.b.ins().uextend(types::I64, v)
         };
-        let (step, fixed) = self.step_of(k, &w.delta);
-        let (min, max) = if w.signed {
+        let (min, max) = if signed {
             (i32::MIN as i64, i32::MAX as i64)
         } else {
             (0, u32::MAX as i64)
@@ -326,48 +560,107 @@ impl Lower<'_, '_> {
         let below = self.b.ins().iadd_imm_s(v, -min);
         let max = self.b.ins().iconst(types::I64, max);
         let above = self.b.ins().isub(max, v);
-        let n = self.room(step, fixed, below, above);
+        self.least_room(k, step, below, above, false);
+    }
+
+    /// Folds a site's or a widening's room below and above into step `step`'s [`Room`]
+    /// (a widening's rooms are never negative).
+    fn least_room(&mut self, k: usize, step: usize, below: Value, above: Value, site: bool) {
+        let room = &self.loops[k].rooms[step];
+        let (fixed, seen) = (room.fixed, room.seen);
+        let parts = match fixed {
+            Some(0) => vec![(room.below, self.b.ins().bor(below, above))],
+            Some(c) => {
+                let (ahead, behind) = if c < 0 {
+                    (below, above)
+                } else {
+                    (above, below)
+                };
+                let ahead = if site {
+                    let outside = self.b.ins().sshr_imm_s(behind, 63);
+                    self.b.ins().bor(ahead, outside)
+                } else {
+                    ahead
+                };
+                vec![(room.below, ahead)]
+            }
+            None => vec![(room.below, below), (room.above, above)],
+        };
+        for (var, v) in parts {
+            let least = match seen {
+                true => {
+                    let now = self.b.use_var(var);
+                    self.b.ins().smin(now, v)
+                }
+                false => v,
+            };
+            self.b.def_var(var, least);
+        }
+        self.loops[k].rooms[step].seen = true;
+    }
+
+    /// At the end of a tested iteration of loop `k`: the iterations after it that every
+    /// site and widening moving by step `step` stays in bounds (and, for sites, aligned: the
+    /// step a multiple of the largest site's size), folded into the next budget.
+    fn strided_step_bound(&mut self, k: usize, step: usize) {
+        let room = &self.loops[k].rooms[step];
+        let (fixed, align, below, above) = (room.fixed, room.align, room.below, room.above);
+        if !room.seen {
+            return;
+        }
+        let (n, ok) = match fixed {
+            Some(c) => {
+                let ahead = self.b.use_var(below);
+                let size = c.unsigned_abs();
+                let n = if !size.is_multiple_of(align) {
+                    self.b.ins().iconst(types::I64, 0)
+                } else if size == 0 {
+                    self.b.ins().iconst(types::I64, UNBOUNDED)
+                } else if size.is_power_of_two() {
+                    self.b.ins().ushr_imm_u(ahead, size.trailing_zeros() as i64)
+                } else {
+                    let size = self.b.ins().iconst(types::I64, size as i64);
+                    self.b.ins().udiv(ahead, size)
+                };
+                let ok = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, ahead, 0);
+                (n, ok)
+            }
+            None => {
+                let (below, above) = (self.b.use_var(below), self.b.use_var(above));
+                let delta = self.loops[k].shape.steps[step].clone();
+                let value = self.delta_value(k, &delta);
+                let n = self.room(value, below, above);
+                let least = self.b.ins().smin(below, above);
+                let inside = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, least, 0);
+                let odd = self.b.ins().band_imm_s(value, align as i64 - 1);
+                let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, odd, 0);
+                (n, self.b.ins().band(inside, aligned))
+            }
+        };
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let n = self.b.ins().select(ok, n, zero);
         self.strided_bound(k, n);
     }
 
-    /// The iterations a value moving by `step` (`fixed` when known when compiled) stays in
-    /// bounds with `below` units of room under it and `above` over it (both non-negative).
-    /// Exact, since every tested iteration costs many proved ones: a division, a shift for a
-    /// constant power of two.
-    fn room(&mut self, step: Value, fixed: Option<i64>, below: Value, above: Value) -> Value {
-        match fixed {
-            Some(0) => self.b.ins().iconst(types::I64, UNBOUNDED),
-            Some(c) => {
-                let room = if c < 0 { below } else { above };
-                let size = c.unsigned_abs();
-                if size.is_power_of_two() {
-                    self.b.ins().ushr_imm_u(room, size.trailing_zeros() as i64)
-                } else {
-                    let size = self.b.ins().iconst(types::I64, size as i64);
-                    self.b.ins().udiv(room, size)
-                }
-            }
-            None => {
-                let down = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, step, 0);
-                let still = self.b.ins().icmp_imm_s(IntCC::Equal, step, 0);
-                let room = self.b.ins().select(down, below, above);
-                let size = self.b.ins().iabs(step);
-                let one = self.b.ins().iconst(types::I64, 1);
-                let size = self.b.ins().select(still, one, size);
-                let n = self.b.ins().udiv(room, size);
-                let all = self.b.ins().iconst(types::I64, UNBOUNDED);
-                self.b.ins().select(still, all, n)
-            }
-        }
-    }
-
-    /// A change per iteration as a value, and as a number when every step it sums is a
-    /// constant.
-    fn step_of(&mut self, k: usize, delta: &Delta) -> (Value, Option<i64>) {
-        match self.loops[k].shape.fixed(delta) {
-            Some(c) => (self.b.ins().iconst(types::I64, c), Some(c)),
-            None => (self.delta_value(k, delta), None),
-        }
+    /// The iterations a value moving by `step` (known only at run time) stays in bounds
+    /// with `below` units of room under it and `above` over it (both non-negative). Exact,
+    /// since every tested iteration costs many proved ones: a division.
+    fn room(&mut self, step: Value, below: Value, above: Value) -> Value {
+        let down = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, step, 0);
+        let still = self.b.ins().icmp_imm_s(IntCC::Equal, step, 0);
+        let room = self.b.ins().select(down, below, above);
+        let size = self.b.ins().iabs(step);
+        let one = self.b.ins().iconst(types::I64, 1);
+        let size = self.b.ins().select(still, one, size);
+        let n = self.b.ins().udiv(room, size);
+        let all = self.b.ins().iconst(types::I64, UNBOUNDED);
+        self.b.ins().select(still, all, n)
     }
 
     /// `next = min(next, n)` for loop `k`.
@@ -381,7 +674,7 @@ impl Lower<'_, '_> {
     /// The change per iteration `delta` of loop `k` as an i64 (a 32-bit change as its
     /// signed value).
     fn delta_value(&mut self, k: usize, delta: &Delta) -> Value {
-        let mut sum = self.b.ins().iconst(types::I64, 0);
+        let mut sum: Option<Value> = None;
         for t in &delta.terms {
             let (part, coef) = match *t {
                 Term::Step { iv, coef } => {
@@ -410,9 +703,16 @@ impl Lower<'_, '_> {
                     (self.delta_value(k, &inner), coef)
                 }
             };
-            let part = self.b.ins().imul_imm_s(part, coef);
-            sum = self.b.ins().iadd(sum, part);
+            let part = match coef {
+                1 => part,
+                _ => self.b.ins().imul_imm_s(part, coef),
+            };
+            sum = Some(match sum {
+                Some(s) => self.b.ins().iadd(s, part),
+                None => part,
+            });
         }
+        let sum = sum.unwrap_or_else(|| self.b.ins().iconst(types::I64, 0));
         if delta.bits == 32 {
             let low = self.b.ins().ireduce(types::I32, sum);
             self.b.ins().sextend(types::I64, low)
@@ -545,6 +845,21 @@ fn one_loop(f: &Function, head: usize, back: usize) -> Option<StridedLoop> {
         for r in ins.inst.written() {
             if l.ivs.iter().all(|v| v.reg != r) {
                 known.insert(r, result.clone().filter(|_| Some(r) == dest(&ins.inst)));
+            }
+        }
+    }
+    l.group_steps();
+    for (n, ins) in lines.iter().enumerate() {
+        for r in ins.inst.reads() {
+            if lines[..n].iter().any(|i| i.inst.writes(r)) {
+                continue;
+            }
+            let list = match writes(r) {
+                0 => &mut l.invariant,
+                _ => &mut l.carried,
+            };
+            if !list.contains(&r) {
+                list.push(r);
             }
         }
     }

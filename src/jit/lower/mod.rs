@@ -1034,10 +1034,8 @@ impl<'a, 'f> Lower<'a, 'f> {
             Hint => {}
             Bra { target, .. } => {
                 self.strided_entry(self.at, self.f.labels[target.0 as usize]);
-                let to = self.f.labels[target.0 as usize];
-                let to = self.strided_back(self.at, to, labels[target.0 as usize]);
-                self.jump_away(to);
-                self.strided_exits();
+                let to = self.strided_back(self.at, labels[target.0 as usize]);
+                self.jump_away(to)
             }
             Call {
                 func, rets, args, ..

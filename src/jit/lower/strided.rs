@@ -24,9 +24,7 @@ use super::Lower;
 use crate::ast::{AddrBase, Function, Imm, Inst, IntBinOp, MulMode, Operand, RegId, Space, Type};
 use crate::interp::int::sext;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{
-    Block, InstBuilder, StackSlot, StackSlotData, StackSlotKind, Value, types,
-};
+use cranelift_codegen::ir::{Block, InstBuilder, StackSlotData, StackSlotKind, Value, types};
 use cranelift_frontend::Variable;
 use std::collections::HashMap;
 
@@ -210,14 +208,9 @@ pub(super) struct LoopBudget {
     /// the register allocator keeps more of their values in registers rather than in the
     /// slots the tested version's pressure gives them at the head.
     again: Option<Block>,
-    /// Whether the proved iterations are a loop of their own registers
-    /// ([`Lower::strided_head`]): the copies of the invariant registers they read, the
-    /// slots the copies go through, and the branches out of the loop whose blocks are still
-    /// to be filled.
-    isolated: bool,
+    /// The proved iterations' copies of the invariant registers they read
+    /// ([`Lower::strided_head`]).
     copies: HashMap<RegId, Value>,
-    slots: HashMap<Option<RegId>, StackSlot>,
-    exits: Vec<(Block, Block)>,
 }
 
 /// What the tested iteration under way found of the sites and widenings that move by one
@@ -290,10 +283,7 @@ impl Lower<'_, '_> {
                 budget: self.b.declare_var(types::I64),
                 next: self.b.declare_var(types::I64),
                 again: None,
-                isolated: false,
                 copies: HashMap::new(),
-                slots: HashMap::new(),
-                exits: Vec::new(),
             })
             .collect()
     }
@@ -314,52 +304,41 @@ impl Lower<'_, '_> {
     /// the budget is not spent, else to the tested one. Returns each version's first block
     /// (and whether it is the proved one) and the block after the loop.
     ///
-    /// The proved iterations are a loop of their own, entered from the head through `enter`
-    /// and left through `spent` (back to a tested iteration) or a branch out of the body
-    /// ([`Self::strided_exits`], [`Self::strided_version_end`]). Where the registers the loop reads fit in the machine's
-    /// (see [`Self::isolated`]), each way in and out copies them through a stack slot: the
-    /// copies are values of the proved loop alone, which the register allocator keeps in
-    /// registers there. Without the copies, a register's value in the proved loop joins, by
-    /// the block parameters that carry it, one live range with its values in the tested
-    /// version, whose pressure sends the whole range to the stack: the proved loop then
-    /// reloads it at every use.
+    /// The proved iterations are a loop of their own ([`LoopBudget::again`]), entered from
+    /// the head through `enter`. Where the registers the loop reads fit in the machine's
+    /// ([`Self::few_registers`]), `enter` copies the invariant ones through stack slots, and
+    /// the proved iterations read the copies: values of the proved loop alone, which the
+    /// register allocator keeps in registers there. Without the copies, an invariant's one
+    /// value is live across the tested version too, whose pressure sends it to the stack,
+    /// and the proved loop reloads it at every use. (Copying the registers the loop carries
+    /// as well, on every way in and out, kept the proved loop free of stack accesses but
+    /// cost more at each entry and exit than it saved on matmul's 64-iteration rows.)
     pub(super) fn strided_head(&mut self, k: usize) -> ([(Block, bool); 2], Block) {
-        let [tested, proved, after, again, enter, spent] = [(); 6].map(|_| self.b.create_block());
+        let [tested, proved, after, again, enter] = [(); 5].map(|_| self.b.create_block());
         let left = self.b.use_var(self.loops[k].budget);
         self.b.ins().brif(left, enter, &[], tested, &[]);
         self.b.switch_to_block(again);
         let left = self.b.use_var(self.loops[k].budget);
-        self.b.ins().brif(left, proved, &[], spent, &[]);
+        self.b.ins().brif(left, proved, &[], tested, &[]);
         self.loops[k].again = Some(again);
-        let isolated = self.isolated(k);
         self.b.switch_to_block(enter);
-        if isolated {
+        if self.few_registers(k) {
             for r in self.loops[k].shape.invariant.clone() {
-                let copy = self.through_memory(k, r);
-                if self.const_of(copy).is_none() {
+                let v = self.b.use_var(self.regs[r.0 as usize]);
+                if self.const_of(v).is_none() {
+                    let copy = self.through_memory(v);
                     self.loops[k].copies.insert(r, copy);
                 }
             }
-            self.copy_carried(k);
-            let budget = self.loops[k].budget;
-            let left = self.b.use_var(budget);
-            let copy = self.through_memory_value(k, None, left);
-            self.b.def_var(budget, copy);
         }
         self.b.ins().jump(proved, &[]);
-        self.b.switch_to_block(spent);
-        if isolated {
-            self.copy_carried(k);
-        }
-        self.b.ins().jump(tested, &[]);
-        self.loops[k].isolated = isolated;
         ([(tested, false), (proved, true)], after)
     }
 
     /// Whether the registers loop `k` reads before writing them fit, with room to spare,
     /// in x86-64's 15 general registers and 16 vector ones; where they do not, copies
     /// would only add to the pressure in the proved loop.
-    fn isolated(&self, k: usize) -> bool {
+    fn few_registers(&self, k: usize) -> bool {
         let shape = &self.loops[k].shape;
         let regs = shape.invariant.iter().chain(&shape.carried);
         let floats = regs
@@ -370,70 +349,28 @@ impl Lower<'_, '_> {
         ints <= 10 && floats <= 12
     }
 
-    /// Register `r`'s value, stored to loop `k`'s slot for it and loaded back: a value the
-    /// register allocator cannot join with the one stored. Constants stay constants.
-    fn through_memory(&mut self, k: usize, r: RegId) -> Value {
-        let v = self.b.use_var(self.regs[r.0 as usize]);
-        self.through_memory_value(k, Some(r), v)
-    }
-
-    /// [`Self::through_memory`] for value `v` of register `r` (None: the budget).
-    fn through_memory_value(&mut self, k: usize, r: Option<RegId>, v: Value) -> Value {
-        if self.const_of(v).is_some() {
-            return v;
-        }
+    /// `v` stored to a stack slot of its own and loaded back: a value the register
+    /// allocator cannot join with `v`.
+    fn through_memory(&mut self, v: Value) -> Value {
         let ty = self.b.func.dfg.value_type(v);
-        let slot = *(self.loops[k].slots.entry(r)).or_insert_with(|| {
-            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4);
-            self.b.create_sized_stack_slot(data)
-        });
+        let slot = (self.b).create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            16,
+            4,
+        ));
         self.b.ins().stack_store(types::I64, v, slot, 0);
         self.b.ins().stack_load(types::I64, ty, slot, 0)
     }
 
-    /// Each register loop `k` carries from one iteration to the next, as a copy
-    /// ([`Self::through_memory`]).
-    fn copy_carried(&mut self, k: usize) {
-        for r in self.loops[k].shape.carried.clone() {
-            let copy = self.through_memory(k, r);
-            self.b.def_var(self.regs[r.0 as usize], copy);
-        }
-    }
-
-    /// Where the branch at instruction `at` to instruction `to` (block `target`) goes
-    /// instead, in a proved iteration: the branch back to its loop's own head (see
-    /// [`LoopBudget::again`]), or, for a branch out of the loop, a block that copies the
-    /// carried registers first ([`Self::strided_head`]), filled by
-    /// [`Self::strided_exits`].
-    pub(super) fn strided_back(&mut self, at: usize, to: usize, target: Block) -> Block {
-        let Some((k, true)) = self.version else {
-            return target;
-        };
-        let l = &self.loops[k];
-        match l.again {
-            Some(again) if l.shape.back == at => again,
-            _ if l.isolated && !l.shape.contains(to) => {
-                let exit = self.b.create_block();
-                self.loops[k].exits.push((exit, target));
-                exit
+    /// Where the branch at instruction `at` to `target` goes instead: a proved iteration's
+    /// branch back to its loop's head (see [`LoopBudget::again`]).
+    pub(super) fn strided_back(&self, at: usize, target: Block) -> Block {
+        match self.version {
+            Some((k, true)) if self.loops[k].shape.back == at => {
+                self.loops[k].again.unwrap_or(target)
             }
             _ => target,
         }
-    }
-
-    /// Fills the blocks [`Self::strided_back`] made for branches out of a proved iteration,
-    /// then goes on in the block it was in (which no branch has ended).
-    pub(super) fn strided_exits(&mut self) {
-        let Some((k, true)) = self.version else {
-            return;
-        };
-        let here = self.b.current_block().expect("a block");
-        for (exit, target) in std::mem::take(&mut self.loops[k].exits) {
-            self.b.switch_to_block(exit);
-            self.copy_carried(k);
-            self.b.ins().jump(target, &[]);
-        }
-        self.b.switch_to_block(here);
     }
 
     /// Starts a version of loop `k`'s body in block `start`: a proved iteration spends one
@@ -459,15 +396,8 @@ impl Lower<'_, '_> {
         self.version = Some((k, proved));
     }
 
-    /// Ends the version being lowered, which falls out of the loop from here (after a
-    /// conditional branch back): a proved one copies its carried registers on the way out,
-    /// as its other ways out do.
+    /// Ends the version being lowered.
     pub(super) fn strided_version_end(&mut self) {
-        if let Some((k, true)) = self.version
-            && self.loops[k].isolated
-        {
-            self.copy_carried(k);
-        }
         self.version = None;
         self.proved_copies.clear();
     }

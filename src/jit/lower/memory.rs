@@ -44,6 +44,18 @@ pub(super) struct CheckPlan {
     /// ([`super::bounded`]; `u64::MAX`, which no span of an area starts at, before one has).
     bounded: HashMap<usize, BoundedSpan>,
     proved: HashMap<BoundedSpan, Variable>,
+    /// Stretches of straight-line code whose runs are tested together at their first
+    /// instruction ([`super::stretches`]), by that instruction's index, and for each member
+    /// of their runs the stretch it belongs to.
+    pub(super) stretches: HashMap<usize, Stretch>,
+    stretch_of: HashMap<usize, usize>,
+}
+
+/// Runs tested together at the stretch's first instruction, whose accesses all come before
+/// instruction `end` ([`super::stretches`]).
+pub(super) struct Stretch {
+    pub runs: Vec<usize>,
+    pub end: usize,
 }
 
 /// The slot of accesses through no register (absolute or variable addresses).
@@ -65,6 +77,9 @@ pub(super) enum Area {
 }
 
 struct CheckRun {
+    /// The first and last members' instruction indices.
+    first: usize,
+    last: usize,
     reg: RegId,
     shared: bool,
     lowest: i64,
@@ -141,6 +156,7 @@ impl CheckPlan {
             }
         }
         plan.close_all(&mut open);
+        plan.plan_stretches(body, &labels);
         plan.bounded = super::bounded::bounded_accesses(f);
         plan.bounded.retain(|i, _| !plan.member.contains_key(i));
         plan
@@ -158,6 +174,61 @@ impl CheckPlan {
             let none = b.ins().iconst(types::I64, u64::MAX as i64);
             b.def_var(var, none);
         }
+    }
+
+    /// Groups the runs into stretches: in each stretch of straight-line code (between
+    /// labels, branches, calls, returns and sync points) that has runs, the first run's
+    /// first access starts a stretch, which takes every run of the stretch whose base
+    /// register nothing writes between that access and the run's own first: their spans
+    /// can be tested there.
+    fn plan_stretches(&mut self, body: &[crate::ast::Instruction], labels: &HashSet<usize>) {
+        // The piece of straight-line code each instruction is in.
+        let mut piece = Vec::with_capacity(body.len());
+        let mut n = 0usize;
+        for (i, ins) in body.iter().enumerate() {
+            if labels.contains(&i) {
+                n += 1;
+            }
+            piece.push(n);
+            if matches!(
+                ins.inst,
+                Inst::Bra { .. } | Inst::Call { .. } | Inst::Ret | Inst::Exit | Inst::Sync { .. }
+            ) {
+                n += 1;
+            }
+        }
+        let mut order: Vec<usize> = (0..self.runs.len()).collect();
+        order.sort_unstable_by_key(|&k| self.runs[k].first);
+        let mut at = 0;
+        while at < order.len() {
+            let start = self.runs[order[at]].first;
+            let mut stretch = Stretch {
+                runs: Vec::new(),
+                end: 0,
+            };
+            while at < order.len() && piece[self.runs[order[at]].first] == piece[start] {
+                let run = &self.runs[order[at]];
+                let moved = body[start..run.first]
+                    .iter()
+                    .any(|i| i.inst.writes(run.reg));
+                if !moved {
+                    stretch.runs.push(order[at]);
+                    stretch.end = stretch.end.max(run.last + 1);
+                }
+                at += 1;
+            }
+            for &k in &stretch.runs {
+                for (&i, _) in self.member.iter().filter(|(_, run)| **run == k) {
+                    self.stretch_of.insert(i, start);
+                }
+            }
+            self.stretches.insert(start, stretch);
+        }
+    }
+
+    /// The stretch whose runs instruction `at` is a member of, by its first instruction.
+    pub(super) fn stretch_of(&self, at: usize) -> Option<usize> {
+        self.stretch_of.get(&at).copied()
     }
 
     /// The recent-area slot of an access through `base`.
@@ -184,6 +255,8 @@ impl CheckPlan {
             self.member.insert(i, k);
         }
         self.runs.push(CheckRun {
+            first: members[0].0,
+            last: members[members.len() - 1].0,
             reg,
             shared,
             lowest: members.iter().map(|m| m.1).min().unwrap_or(0),
@@ -321,7 +394,8 @@ impl Lower<'_, '_> {
         let site = self.strided_site(self.at);
         let checked = self.sh.checked
             && !self.known_safe(a, size, space, store)
-            && !matches!(site, Some((_, true)));
+            && !matches!(site, Some((_, true)))
+            && !self.stretch_proved(self.at);
         // The parts of a vector access add up to `size` more; keep them all in i32 range.
         let end_fits = off
             .checked_add(size as i64)
@@ -331,7 +405,12 @@ impl Lower<'_, '_> {
             _ => {
                 let at = self.plus(base, off);
                 if checked {
-                    let run_ok = self.checks.member.get(&self.at).map(|&k| {
+                    let member = self
+                        .checks
+                        .member
+                        .get(&self.at)
+                        .filter(|_| !self.tested_copy);
+                    let run_ok = member.map(|&k| {
                         let ok = self.checks.runs[k]
                             .ok
                             .expect("a run starts before its members");
@@ -368,6 +447,10 @@ impl Lower<'_, '_> {
         let Some(&k) = self.checks.start.get(&at) else {
             return;
         };
+        // A stretch's tested copy checks each access on its own; its proved one, none.
+        if self.tested_copy || self.stretch_proved(at) {
+            return;
+        }
         // A run of sites of a strided loop is not tested in the loop's proved iterations.
         let proved_sites = (self.checks.member.iter())
             .filter(|(_, run)| **run == k)
@@ -379,6 +462,14 @@ impl Lower<'_, '_> {
 
     /// Tests run `k`'s span and keeps the answer in the run's variable.
     fn test_run(&mut self, k: usize) {
+        let ok = self.run_span_ok(k);
+        let var = self.b.declare_var(types::I8);
+        self.b.def_var(var, ok);
+        self.checks.runs[k].ok = Some(var);
+    }
+
+    /// Whether run `k`'s span lies, aligned, in its slot's recent area (an `i8`).
+    pub(super) fn run_span_ok(&mut self, k: usize) -> Value {
         let (reg, shared, lowest, end, align) = {
             let r = &self.checks.runs[k];
             (r.reg, r.shared, r.lowest, r.end, r.align)
@@ -393,10 +484,7 @@ impl Lower<'_, '_> {
         }
         let lo = self.plus(base, lowest);
         let hi = self.plus(base, end);
-        let ok = self.in_recent_area(lo, hi, slot, base, align);
-        let var = self.b.declare_var(types::I8);
-        self.b.def_var(var, ok);
-        self.checks.runs[k].ok = Some(var);
+        self.in_recent_area(lo, hi, slot, base, align)
     }
 
     /// Whether `[lo, end)` is non-empty, does not wrap, and lies inside the writable global

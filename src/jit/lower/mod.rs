@@ -17,6 +17,7 @@ mod liveness;
 mod memory;
 mod pieces;
 mod rows;
+mod stretches;
 mod strided;
 pub(super) mod sync;
 mod video;
@@ -248,6 +249,10 @@ pub struct Lower<'a, 'f> {
     version: Option<(usize, bool)>,
     /// In a proved version: the loop-invariant registers it reads, as copied on entry.
     proved_copies: HashMap<ast::RegId, Value>,
+    /// The stretch of straight-line code whose runs were tested together, while its proved
+    /// copy is lowered, and whether its tested copy is being lowered (see [`stretches`]).
+    stretch: Option<stretches::OpenStretch>,
+    tested_copy: bool,
     refs: HashMap<&'static str, FuncRef>,
     cold_refs: HashMap<&'static str, FuncRef>,
     /// Where cold helpers' trampolines write their results.
@@ -390,6 +395,8 @@ impl<'a, 'f> Lower<'a, 'f> {
             at: 0,
             loops: Vec::new(),
             proved_copies: HashMap::new(),
+            stretch: None,
+            tested_copy: false,
             version: None,
             checks: if sh.checked {
                 memory::CheckPlan::of(f)
@@ -882,6 +889,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let labels: Vec<Block> = self.f.labels.iter().map(|t| at[t]).collect();
         let mut i = 0;
         while i < body.len() {
+            self.stretch_end(i, &labels);
             if let Some(&blk) = at.get(&i) {
                 self.strided_entry(i.wrapping_sub(1), i);
                 self.b.ins().jump(blk, &[]);
@@ -903,9 +911,11 @@ impl<'a, 'f> Lower<'a, 'f> {
                 i = back + 1;
                 continue;
             }
+            self.stretch_start(i);
             self.instruction(i, &body[i], &labels);
             i += 1;
         }
+        self.stretch_end(body.len(), &labels);
         if let Some(&blk) = at.get(&body.len()) {
             self.b.ins().jump(blk, &[]);
             self.b.switch_to_block(blk);

@@ -106,6 +106,9 @@ fn expected(dst_words: usize, threads: u32, partial: usize, extra: bool) -> Vec<
     d
 }
 
+/// A fault as the tests compare it: thread, line, message.
+type Where = ([u32; 3], u32, String);
+
 /// Launches `rows` on one block of `threads` threads: for each engine, the destination
 /// words and the fault (thread, line, message), if any.
 fn run(
@@ -113,7 +116,7 @@ fn run(
     src_words: usize,
     dst_words: usize,
     extra: bool,
-) -> Vec<(&'static str, Vec<u32>, Option<([u32; 3], u32, String)>)> {
+) -> Vec<(&'static str, Vec<u32>, Option<Where>)> {
     engines(PTX)
         .into_iter()
         .map(|(name, e)| {

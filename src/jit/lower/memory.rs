@@ -469,7 +469,14 @@ impl Lower<'_, '_> {
     }
 
     /// Whether run `k`'s span lies, aligned, in its slot's recent area (an `i8`).
-    pub(super) fn run_span_ok(&mut self, k: usize) -> Value {
+    fn run_span_ok(&mut self, k: usize) -> Value {
+        let (lo, hi, slot, base, align) = self.run_span(k);
+        self.in_recent_area(lo, hi, slot, base, align)
+    }
+
+    /// Run `k`'s span `[lo, hi)` as host addresses, the recent-area slot it is tested
+    /// against, its base address and the alignment the base needs.
+    pub(super) fn run_span(&mut self, k: usize) -> (Value, Value, usize, Value, u64) {
         let (reg, shared, lowest, end, align) = {
             let r = &self.checks.runs[k];
             (r.reg, r.shared, r.lowest, r.end, r.align)
@@ -484,7 +491,7 @@ impl Lower<'_, '_> {
         }
         let lo = self.plus(base, lowest);
         let hi = self.plus(base, end);
-        self.in_recent_area(lo, hi, slot, base, align)
+        (lo, hi, slot, base, align)
     }
 
     /// Whether `[lo, end)` is non-empty, does not wrap, and lies inside the writable global
@@ -530,12 +537,12 @@ impl Lower<'_, '_> {
     /// [`Self::in_area`] as branches: to `inside` when it holds, else to `outside`. Each
     /// test is one compare and jump (a recent area's bound read by the compare itself), all
     /// predicted alike, where the value form needs a flag, an `and` and a register for each.
-    fn branch_in_area(
+    pub(super) fn branch_in_area(
         &mut self,
         lo: Value,
         end: Value,
         area: Area,
-        align: u64,
+        (base, align): (Value, u64),
         inside: Block,
         outside: Block,
     ) {
@@ -545,7 +552,7 @@ impl Lower<'_, '_> {
             l.b.switch_to_block(next);
             l.b.seal_block(next);
         };
-        let misaligned = self.b.ins().band_imm_s(lo, align as i64 - 1);
+        let misaligned = self.b.ins().band_imm_s(base, align as i64 - 1);
         let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, misaligned, 0);
         pass(self, aligned);
         let area_lo = self.area_bound(area, false);
@@ -653,7 +660,7 @@ impl Lower<'_, '_> {
         match area {
             Some(area) => {
                 let end = self.b.ins().iadd_imm_s(at, d.size as i64);
-                self.branch_in_area(at, end, area, d.size as u64, passed, slow);
+                self.branch_in_area(at, end, area, (at, d.size as u64), passed, slow);
             }
             None => {
                 self.b.ins().jump(slow, &[]);

@@ -18,6 +18,7 @@
 //! in its slot's recent area yet (a thread's first access to a buffer) or is not valid.
 
 use super::Lower;
+use super::memory::Area;
 use cranelift_codegen::ir::{Block, InstBuilder};
 
 /// A stretch being lowered: its first instruction and the one after it, the block its
@@ -46,24 +47,18 @@ impl Lower<'_, '_> {
             return;
         }
         let (runs, end) = (stretch.runs.clone(), stretch.end);
-        let mut ok = None;
-        for k in runs {
-            let this = self.run_span_ok(k);
-            ok = Some(match ok {
-                Some(all) => self.b.ins().band(all, this),
-                None => this,
-            });
-        }
-        let Some(ok) = ok else {
-            return;
-        };
         let here = self.b.current_block();
-        let (proved, tested) = (self.b.create_block(), self.b.create_block());
+        let tested = self.b.create_block();
         self.b.set_cold_block(tested);
-        self.b.ins().brif(ok, proved, &[], tested, &[]);
-        self.b.switch_to_block(proved);
-        self.b.seal_block(proved);
-        self.note_dominated(proved, here);
+        // Each run's test, compare by compare, on to the next run's or to the proved copy.
+        for k in runs {
+            let (lo, hi, slot, base, align) = self.run_span(k);
+            let next = self.b.create_block();
+            self.branch_in_area(lo, hi, Area::Recent(slot), (base, align), next, tested);
+            self.b.switch_to_block(next);
+            self.b.seal_block(next);
+        }
+        self.note_dominated(self.b.current_block().expect("a block"), here);
         self.stretch = Some(OpenStretch {
             start: at,
             end,

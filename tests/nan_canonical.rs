@@ -258,3 +258,94 @@ fn loops_make_their_nans_canonical_where_observed() {
         "the sum made canonical once, where it is read"
     );
 }
+
+/// A barrier kernel run a warp at a time in SIMD lanes (unchecked): each thread works out
+/// `z = x * y`, `w = z + x`, `v = w * y` and stores `v` and the bits of `z` (through a
+/// `mov`, which sees a payload).
+const LANES: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 a, .param .u64 b, .param .u64 out)
+{
+    .reg .u32 %t, %r;
+    .reg .u64 %pa, %pb, %po, %x4, %x8, %qa, %qb, %qo;
+    .reg .f32 %x, %y, %z, %w, %v;
+    ld.param.u64 %pa, [a];
+    ld.param.u64 %pb, [b];
+    ld.param.u64 %po, [out];
+    mov.u32 %t, %tid.x;
+    mul.wide.u32 %x4, %t, 4;
+    add.s64 %qa, %pa, %x4;
+    add.s64 %qb, %pb, %x4;
+    mul.wide.u32 %x8, %t, 8;
+    add.s64 %qo, %po, %x8;
+    ld.global.f32 %x, [%qa];
+    ld.global.f32 %y, [%qb];
+    bar.sync 0;
+    mul.rn.f32 %z, %x, %y;
+    add.rn.f32 %w, %z, %x;
+    mul.rn.f32 %v, %w, %y;
+    mov.b32 %r, %z;
+    st.global.f32 [%qo], %v;
+    st.global.u32 [%qo+4], %r;
+    ret;
+}
+"#;
+
+#[test]
+fn lanes_make_nans_canonical_where_observed() {
+    // 32 threads: every pair of the inputs, NaNs of each kind among them.
+    let pairs: Vec<(u32, u32)> = (0..32)
+        .map(|i| {
+            (
+                INPUTS[i % INPUTS.len()],
+                INPUTS[(i / INPUTS.len() + i) % INPUTS.len()],
+            )
+        })
+        .collect();
+    let bytes = |v: Vec<u32>| -> Vec<u8> { v.into_iter().flat_map(u32::to_le_bytes).collect() };
+    let want: Vec<u32> = (pairs.iter())
+        .flat_map(|&(a, b)| {
+            let z = ptx(f(a) * f(b));
+            let w = ptx(f(z) + f(a));
+            [ptx(f(w) * f(b)), z]
+        })
+        .collect();
+    for (engine, e) in common::engines_and_unchecked(LANES) {
+        let mut a = bytes(pairs.iter().map(|p| p.0).collect());
+        let mut b = bytes(pairs.iter().map(|p| p.1).collect());
+        let mut out = vec![0u8; 8 * 32];
+        e.launch(
+            "k",
+            ptxjit::Dim3::x(1),
+            ptxjit::Dim3::x(32),
+            &mut [
+                ptxjit::Arg::Buffer(&mut a),
+                ptxjit::Arg::Buffer(&mut b),
+                ptxjit::Arg::Buffer(&mut out),
+            ],
+        )
+        .unwrap_or_else(|err| panic!("{engine}: {err}"));
+        let got: Vec<u32> = (out.chunks(4))
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, want, "{engine}");
+    }
+    // In the group function, `z` is made canonical where the `mov` reads it and `v` where
+    // the store reads it, `w` nowhere: two tests per vector of lanes (8 vectors for 32
+    // lanes, 4 for 16), where every result made canonical would be three.
+    let jit = jit_with(
+        LANES,
+        JitOptions {
+            checked: false,
+            emit: Emit::Clif,
+            ..JitOptions::default()
+        },
+    );
+    for (lanes, want) in [(32, 16), (16, 8)] {
+        let (_, clif) = (jit.listing.iter())
+            .find(|(n, _)| *n == format!("k.groups{lanes}"))
+            .unwrap_or_else(|| panic!("no group function of {lanes} lanes"));
+        assert_eq!(clif.matches("fcmp uno").count(), want, "{lanes} lanes");
+    }
+}

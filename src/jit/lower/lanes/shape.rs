@@ -209,7 +209,15 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                             ));
                         }
                         let vars = self.vregs[r.0 as usize];
-                        Ok(LaneVal::Varying(vars.map(|v| self.l.b.use_var(v))))
+                        let mut v = vars.map(|v| self.l.b.use_var(v));
+                        // A reader that can see a NaN's payload, of a register whose NaNs are
+                        // made canonical by such readers (the NaN plan, as in the scalar
+                        // lowering).
+                        if rty == Type::F32 && self.l.nan.canonical_reads.contains(&(self.l.at, *r))
+                        {
+                            v = v.map(|x| self.canonical_f32x4(x));
+                        }
+                        Ok(LaneVal::Varying(v))
                     }
                 }
             }

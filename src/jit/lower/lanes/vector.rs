@@ -428,6 +428,14 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         Ok(out.map(|v| v.expect("every source read")))
     }
 
+    /// f32 bits with every NaN made the canonical NaN.
+    pub(super) fn canonical_f32x4(&mut self, bits: Value) -> Value {
+        let f = self.as_f32x4(bits);
+        let nan = self.b().ins().fcmp(FloatCC::Unordered, f, f);
+        let canonical = self.splat(crate::softfloat::Fmt::F32.canonical_nan() as i64);
+        self.b().ins().bitselect(nan, canonical, bits)
+    }
+
     /// `.ftz` on f32 bits: a subnormal becomes a zero of its sign.
     fn flush(&mut self, ftz: bool, v: Value) -> Value {
         if !ftz {
@@ -442,12 +450,16 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         self.b().ins().bitselect(tiny, signs, v)
     }
 
-    /// The scalar lowering's tail on an `f32x4` result: canonical NaN, `.ftz`, `.sat`; bits out.
+    /// The scalar lowering's tail on an `f32x4` result: canonical NaN (unless the NaN
+    /// plan leaves it to the readers that can see payloads, as the scalar lowering does),
+    /// `.ftz`, `.sat`; bits out.
     fn finish(&mut self, r: Value, ftz: bool, sat: bool) -> Value {
-        let nan = self.b().ins().fcmp(FloatCC::Unordered, r, r);
-        let canonical = self.splat(crate::softfloat::Fmt::F32.canonical_nan() as i64);
         let bits = self.as_i32x4(r);
-        let v = self.b().ins().bitselect(nan, canonical, bits);
+        let unobserved = self.l.nan.unobserved.get(self.l.at).copied();
+        let v = match unobserved {
+            Some(true) => bits,
+            _ => self.canonical_f32x4(bits),
+        };
         let v = self.flush(ftz, v);
         if !sat {
             return v;

@@ -198,3 +198,65 @@ fn a_guarded_store_faults_only_when_it_runs() {
         assert_eq!(dst, expected(98, 5, 8, true), "{name}");
     }
 }
+
+/// A run whose base register is written after the stretch starts is not tested with the
+/// stretch's runs; it starts inside the stretch, so the stretch must reach its last
+/// member: thread 0 takes the tested copy (nothing in the recent areas yet), thread 1 the
+/// proved one (which tests the left-out run's span for its own base), thread 2 the tested
+/// one again (its first base is another buffer), whose load past `b` must be tested.
+const LEFT_OUT: &str = r#".version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 a1, .param .u64 a2, .param .u64 b, .param .u64 out)
+{
+    .reg .u32 %t, %r<5>;
+    .reg .u64 %pa, %pa2, %pb, %po, %x;
+    .reg .pred %g;
+    ld.param.u64 %pa, [a1];
+    ld.param.u64 %pa2, [a2];
+    ld.param.u64 %po, [out];
+    mov.u32 %t, %tid.x;
+    setp.ge.u32 %g, %t, 2;
+    selp.b64 %pa, %pa2, %pa, %g;
+    mul.wide.u32 %x, %t, 4;
+    ld.global.u32 %r1, [%pa];
+    ld.param.u64 %pb, [b];
+    add.s64 %pb, %pb, %x;
+    ld.global.u32 %r2, [%pb];
+    ld.global.u32 %r3, [%pa+4];
+    ld.global.u32 %r4, [%pb+4];
+    add.s64 %po, %po, %x;
+    st.global.u32 [%po], %r4;
+    ret;
+}
+"#;
+
+#[test]
+fn a_run_left_out_of_a_stretch_is_tested_in_both_copies() {
+    for (name, e) in engines(LEFT_OUT) {
+        let (mut a1, mut a2) = (vec![1u8; 8], vec![2u8; 8]);
+        let (mut b, mut out) = (vec![3u8; 12], vec![0u8; 16]);
+        let r = e.launch(
+            "k",
+            Dim3::x(1),
+            Dim3::x(3),
+            &mut [
+                Arg::Buffer(&mut a1),
+                Arg::Buffer(&mut a2),
+                Arg::Buffer(&mut b),
+                Arg::Buffer(&mut out),
+            ],
+        );
+        let Err(RunError::Fault(f, _)) = r else {
+            panic!("{name}: thread 2's load past `b` must fault, got {r:?}");
+        };
+        assert_eq!((f.tid, f.line), ([2, 0, 0], 21), "{name}: {}", f.message);
+        assert!(
+            f.message.contains("0 bytes past the end of buffer arg2"),
+            "{name}: {}",
+            f.message
+        );
+        // Threads 0 and 1 stored their words of `b` (bytes 4..8 and 8..12).
+        assert_eq!(words(&out)[..2], [0x0303_0303, 0x0303_0303], "{name}");
+    }
+}

@@ -312,6 +312,12 @@ struct Group<'l, 'a, 'f, const P: usize> {
     accesses: Vec<Access<P>>,
     stops: Vec<(Option<usize>, Block)>,
     seg_vars: Vec<(Variable, ir::Type)>,
+    /// Whether any (false) or every (true) running lane is set: the definition of the
+    /// running lanes it was made for (counted by `cur_defs`), the block it was made in and
+    /// the answer, good in the blocks that block is known to dominate (the joins after an
+    /// access's own branches, which leave the running lanes as they are).
+    running_tests: HashMap<(u64, bool), (Block, Value)>,
+    cur_defs: u64,
 }
 
 impl<'a, 'f> Lower<'a, 'f> {
@@ -401,6 +407,8 @@ impl<'a, 'f> Lower<'a, 'f> {
             accesses: Vec::new(),
             stops: Vec::new(),
             seg_vars: Vec::new(),
+            running_tests: HashMap::new(),
+            cur_defs: 0,
         };
         let mut starts = Vec::new();
         for k in 0..=points.len() {
@@ -712,6 +720,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.b().def_var(alive, a);
             self.b().def_var(cur, a);
         }
+        self.cur_defs += 1;
         // Every target waited for in the kernel starts with no lanes.
         let targets: BTreeSet<usize> = self.open.iter().flatten().copied().collect();
         for t in targets {
@@ -810,6 +819,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     }
 
     fn set_mask(&mut self, vars: [Variable; P], m: Vecs<P>) {
+        if vars == self.cur {
+            self.cur_defs += 1;
+        }
         for (v, x) in vars.into_iter().zip(m) {
             self.b().def_var(v, x);
         }
@@ -817,22 +829,53 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
 
     /// Whether any lane of a mask is set (an i8).
     fn any(&mut self, m: Vecs<P>) -> Value {
-        let mut a = m[0];
-        for p in &m[1..] {
-            a = self.b().ins().bor(a, *p);
-        }
-        let bits = self.b().ins().vhigh_bits(types::I32, a);
-        self.b().ins().icmp_imm_s(IntCC::NotEqual, bits, 0)
+        self.mask_test(m, false)
     }
 
     /// Whether every lane of a mask is set (an i8).
     fn all(&mut self, m: Vecs<P>) -> Value {
+        self.mask_test(m, true)
+    }
+
+    fn mask_test(&mut self, m: Vecs<P>, every: bool) -> Value {
         let mut a = m[0];
         for p in &m[1..] {
-            a = self.b().ins().band(a, *p);
+            a = match every {
+                true => self.b().ins().band(a, *p),
+                false => self.b().ins().bor(a, *p),
+            };
         }
         let bits = self.b().ins().vhigh_bits(types::I32, a);
-        self.b().ins().icmp_imm_s(IntCC::Equal, bits, 0xf)
+        match every {
+            true => self.b().ins().icmp_imm_s(IntCC::Equal, bits, 0xf),
+            false => self.b().ins().icmp_imm_s(IntCC::NotEqual, bits, 0),
+        }
+    }
+
+    /// The running lanes of instruction `guard`'s access, and whether any of them and
+    /// whether all of them are set; for an unguarded one the running lanes' answers made
+    /// once while they stay the same ([`Group::running_tests`]).
+    fn exec_lanes(&mut self, guard: Option<Guard>) -> Res<(Vecs<P>, Value, Value)> {
+        let exec = self.guard_lanes(guard)?;
+        if guard.is_some() {
+            let (any, all) = (self.any(exec), self.all(exec));
+            return Ok((exec, any, all));
+        }
+        let here = self.b().current_block().expect("a block");
+        let answer = |g: &mut Self, every: bool| {
+            let key = (g.cur_defs, every);
+            match g.running_tests.get(&key) {
+                Some(&(made, v)) if g.lanes.l.dominates(made, here) => v,
+                _ => {
+                    let v = g.mask_test(exec, every);
+                    g.running_tests.insert(key, (here, v));
+                    v
+                }
+            }
+        };
+        let any = answer(self, false);
+        let all = answer(self, true);
+        Ok((exec, any, all))
     }
 
     fn and(&mut self, a: Vecs<P>, b: Vecs<P>) -> Vecs<P> {
@@ -1104,8 +1147,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 return refuse("per-thread addresses that are not elements at a constant distance");
             }
         };
-        let exec = self.guard_lanes(ins.guard)?;
-        let ran = self.any(exec);
+        let (exec, ran, every) = self.exec_lanes(ins.guard)?;
         let lo_var = self.seg_var(types::I64);
         let ran_var = self.seg_var(types::I8);
         self.b().def_var(lo_var, lo);
@@ -1136,6 +1178,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                         );
                         let cty = clif(*ty);
                         self.b().append_block_param(join, cty);
+                        let here = self.b().current_block();
                         self.b().ins().brif(ran, load, &[], skip, &[]);
                         self.b().switch_to_block(load);
                         let v = self.lanes.l.load_value(cty, flags(), lo, 0);
@@ -1144,6 +1187,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                         let z = self.lanes.l.zero(*ty);
                         self.b().ins().jump(join, &[z.into()]);
                         self.b().switch_to_block(join);
+                        self.lanes.l.note_dominated(join, here);
                         self.fresh_block_keeping_shapes();
                         let v = self.b().block_params(join)[0];
                         let v = self.lanes.l.conv(v, *ty, rty, ty.is_signed());
@@ -1153,7 +1197,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                         if rty.bits() != 32 {
                             return refuse("a per-thread load to a register of other than 32 bits");
                         }
-                        LaneVal::Varying(self.load_lanes(lo, s, *ty, exec, space)?)
+                        LaneVal::Varying(self.load_lanes(lo, s, *ty, (exec, every), space)?)
                     }
                 };
                 let mask = self.write_mask(i, ins)?;
@@ -1227,29 +1271,32 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         lo: Value,
         stride: i64,
         ty: Type,
-        exec: Vecs<P>,
+        (exec, every): (Vecs<P>, Value),
         space: Space,
     ) -> Res<Vecs<P>> {
+        let here = self.b().current_block();
         let (slow, join) = (self.b().create_block(), self.b().create_block());
         for _ in 0..P {
             self.b().append_block_param(join, V);
         }
         if stride == 4 && ty.bytes() == 4 {
-            let ok = if space == Space::Shared {
+            // Every lane running: the vector loads read only what the lanes read. Else,
+            // for shared memory, when the window holds all the words.
+            let fast = self.b().create_block();
+            if space == Space::Shared {
+                let window = self.b().create_block();
+                self.b().ins().brif(every, fast, &[], window, &[]);
+                self.b().switch_to_block(window);
                 let base = self.shared_base;
-                let lo_ok = self
-                    .b()
-                    .ins()
-                    .icmp(IntCC::UnsignedGreaterThanOrEqual, lo, base);
+                let lo_ok = (self.b().ins()).icmp(IntCC::UnsignedGreaterThanOrEqual, lo, base);
                 let hi = self.b().ins().iadd_imm_s(lo, 16 * P as i64);
                 let end = self.window_end;
                 let hi_ok = self.b().ins().icmp(IntCC::UnsignedLessThanOrEqual, hi, end);
-                self.b().ins().band(lo_ok, hi_ok)
+                let ok = self.b().ins().band(lo_ok, hi_ok);
+                self.b().ins().brif(ok, fast, &[], slow, &[]);
             } else {
-                self.all(exec)
-            };
-            let fast = self.b().create_block();
-            self.b().ins().brif(ok, fast, &[], slow, &[]);
+                self.b().ins().brif(every, fast, &[], slow, &[]);
+            }
             self.b().switch_to_block(fast);
             let v: Vec<ir::BlockArg> = (0..P)
                 .map(|p| {
@@ -1302,6 +1349,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             .collect();
         self.b().ins().jump(join, &v);
         self.b().switch_to_block(join);
+        self.lanes.l.note_dominated(join, here);
         self.fresh_block_keeping_shapes();
         let params = self.b().block_params(join).to_vec();
         Ok(std::array::from_fn(|p| params[p]))

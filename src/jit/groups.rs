@@ -51,6 +51,14 @@ impl Groups<'_> {
         let mut stopped: Vec<Option<usize>> = vec![None; groups];
         let mut ended = vec![false; groups];
         let body = self.module.func(self.id).body.as_deref().unwrap_or(&[]);
+        // Each group's first thread, and each barrier's id by resume number, worked out
+        // once for the block rather than at every call.
+        let first: Vec<[u32; 3]> = (0..groups)
+            .map(|g| self.block.point((g * lanes) as u64))
+            .collect();
+        let ids: Vec<u32> = (1..=self.plan.points.len())
+            .map(|number| self.barrier(body, number).1)
+            .collect();
         loop {
             let mut id = None;
             let mut mixed = false;
@@ -59,7 +67,7 @@ impl Groups<'_> {
                 if ended[g] {
                     continue;
                 }
-                let [x, y, z] = self.block.point((g * lanes) as u64);
+                let [x, y, z] = first[g];
                 let state = as_bytes(states)[g * size..].as_mut_ptr();
                 // SAFETY: `group` is this kernel's finalized group function, compiled with
                 // the signature `GroupFunc`; `state` is this group's area of `plan.size`
@@ -80,7 +88,7 @@ impl Groups<'_> {
                     s => {
                         let number = (s - GROUP_STOPPED) as usize;
                         stopped[g] = Some(number);
-                        let (_, b) = self.barrier(body, number);
+                        let b = ids[number - 1];
                         mixed |= id.is_some_and(|i| i != b);
                         id = Some(b);
                     }

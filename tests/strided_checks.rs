@@ -188,14 +188,18 @@ fn run(
                     Arg::Scalar(Value::u32(count)),
                 ],
             );
-            let r = match r {
-                Ok(()) => Ok(u32::from_le_bytes(out[..4].try_into().unwrap())),
-                Err(RunError::Fault(f, _)) => Err(f.message),
-                Err(e) => panic!("{name}: {e}"),
-            };
-            (name, r)
+            (name, outcome(name, r, &out))
         })
         .collect()
+}
+
+/// A launch's sum (the first word of `out`), or its fault's message.
+fn outcome(name: &str, r: Result<(), RunError>, out: &[u8]) -> Result<u32, String> {
+    match r {
+        Ok(()) => Ok(u32::from_le_bytes(out[..4].try_into().unwrap())),
+        Err(RunError::Fault(f, _)) => Err(f.message),
+        Err(e) => panic!("{name}: {e}"),
+    }
 }
 
 /// The sum of words at `indices` (word `i` holds `i * i + 1`).
@@ -213,10 +217,21 @@ fn last_valid_then_fault(
     want: u32,
     fault: &[&str],
 ) {
-    for (name, r) in run(kernel, shift, a, b, count) {
+    sums_then_faults(|n| run(kernel, shift, a, b, n), count, want, fault);
+}
+
+/// Every engine's launch of `count` iterations (`launch`) sums `want`; one iteration more
+/// faults with a message holding one of `fault`.
+fn sums_then_faults(
+    launch: impl Fn(u32) -> Vec<(&'static str, Result<u32, String>)>,
+    count: u32,
+    want: u32,
+    fault: &[&str],
+) {
+    for (name, r) in launch(count) {
         assert_eq!(r, Ok(want), "{name}: {count} iterations");
     }
-    for (name, r) in run(kernel, shift, a, b, count + 1) {
+    for (name, r) in launch(count + 1) {
         let message = r.expect_err(&format!("{name}: {} iterations fault", count + 1));
         assert!(
             fault.iter().any(|f| message.contains(f)),
@@ -306,12 +321,7 @@ fn run_pair(
                     Arg::Scalar(Value::u32(count)),
                 ],
             );
-            let r = match r {
-                Ok(()) => Ok(u32::from_le_bytes(out[..4].try_into().unwrap())),
-                Err(RunError::Fault(f, _)) => Err(f.message),
-                Err(e) => panic!("{name}: {e}"),
-            };
-            (name, r)
+            (name, outcome(name, r, &out))
         })
         .collect()
 }
@@ -325,24 +335,19 @@ fn pair_sum(pairs: impl Iterator<Item = (i64, i64)>) -> u32 {
     })
 }
 
-/// Every engine sums `want` in `count` iterations; one iteration more faults with a
-/// message holding one of `fault`.
+/// [`sums_then_faults`] for `pair`.
 fn pair_last_valid_then_fault(
     (shift2, start, off, step): (i64, i32, i32, i32),
     count: u32,
     want: u32,
     fault: &[&str],
 ) {
-    for (name, r) in run_pair(shift2, start, off, step, count) {
-        assert_eq!(r, Ok(want), "{name}: {count} iterations");
-    }
-    for (name, r) in run_pair(shift2, start, off, step, count + 1) {
-        let message = r.expect_err(&format!("{name}: {} iterations fault", count + 1));
-        assert!(
-            fault.iter().any(|f| message.contains(f)),
-            "{name}: {message}"
-        );
-    }
+    sums_then_faults(
+        |n| run_pair(shift2, start, off, step, n),
+        count,
+        want,
+        fault,
+    );
 }
 
 #[test]

@@ -100,10 +100,16 @@ impl CheckPlan {
         };
         let labels: HashSet<usize> = f.labels.iter().copied().collect();
         let mut open: OpenRuns = Vec::new();
+        // The piece of straight-line code each instruction is in: a label starts one, and
+        // whatever closes every open run ends one.
+        let mut piece = Vec::with_capacity(body.len());
+        let mut pieces = 0usize;
         for (i, ins) in body.iter().enumerate() {
             if labels.contains(&i) {
                 plan.close_all(&mut open);
+                pieces += 1;
             }
+            piece.push(pieces);
             // Each base register of a `.shared` access has a slot of its own too (among the
             // shared-space slots), so that two shared arrays read in turn do not evict each
             // other.
@@ -145,7 +151,10 @@ impl CheckPlan {
                 | Inst::Call { .. }
                 | Inst::Ret
                 | Inst::Exit
-                | Inst::Sync { .. } => plan.close_all(&mut open),
+                | Inst::Sync { .. } => {
+                    plan.close_all(&mut open);
+                    pieces += 1;
+                }
                 other => {
                     let (closed, kept) = open.drain(..).partition(|(r, _, _)| other.writes(*r));
                     open = kept;
@@ -156,7 +165,7 @@ impl CheckPlan {
             }
         }
         plan.close_all(&mut open);
-        plan.plan_stretches(body, &labels);
+        plan.plan_stretches(body, &piece);
         plan.bounded = super::bounded::bounded_accesses(f);
         plan.bounded.retain(|i, _| !plan.member.contains_key(i));
         plan
@@ -176,29 +185,16 @@ impl CheckPlan {
         }
     }
 
-    /// Groups the runs into stretches: in each stretch of straight-line code (between
-    /// labels, branches, calls, returns and sync points) that has runs, the first run's
-    /// first access starts a stretch, which takes every run of the stretch whose base
-    /// register nothing writes between that access and the run's own first: their spans
-    /// can be tested there.
-    fn plan_stretches(&mut self, body: &[crate::ast::Instruction], labels: &HashSet<usize>) {
-        // The piece of straight-line code each instruction is in.
-        let mut piece = Vec::with_capacity(body.len());
-        let mut n = 0usize;
-        for (i, ins) in body.iter().enumerate() {
-            if labels.contains(&i) {
-                n += 1;
-            }
-            piece.push(n);
-            if matches!(
-                ins.inst,
-                Inst::Bra { .. } | Inst::Call { .. } | Inst::Ret | Inst::Exit | Inst::Sync { .. }
-            ) {
-                n += 1;
-            }
-        }
+    /// Groups the runs into stretches: in each piece of straight-line code (`piece`, by
+    /// instruction, as [`CheckPlan::of`] found them) that has runs, the first run's first
+    /// access starts a stretch, which takes every run of the piece whose base register
+    /// nothing writes between that access and the run's own first: their spans can be
+    /// tested there.
+    fn plan_stretches(&mut self, body: &[crate::ast::Instruction], piece: &[usize]) {
         let mut order: Vec<usize> = (0..self.runs.len()).collect();
         order.sort_unstable_by_key(|&k| self.runs[k].first);
+        // The stretch each run is tested in, by its first instruction.
+        let mut tested_in: Vec<Option<usize>> = vec![None; self.runs.len()];
         let mut at = 0;
         while at < order.len() {
             let start = self.runs[order[at]].first;
@@ -217,6 +213,7 @@ impl CheckPlan {
                 } else {
                     stretch.runs.push(order[at]);
                     stretch.end = stretch.end.max(run.last + 1);
+                    tested_in[order[at]] = Some(start);
                 }
                 at += 1;
             }
@@ -229,12 +226,12 @@ impl CheckPlan {
                     stretch.end = stretch.end.max(run.last + 1);
                 }
             }
-            for &k in &stretch.runs {
-                for (&i, _) in self.member.iter().filter(|(_, run)| **run == k) {
-                    self.stretch_of.insert(i, start);
-                }
-            }
             self.stretches.insert(start, stretch);
+        }
+        for (&i, &k) in &self.member {
+            if let Some(start) = tested_in[k] {
+                self.stretch_of.insert(i, start);
+            }
         }
     }
 

@@ -80,35 +80,20 @@ pub fn min_max(op: IntBinOp, ty: Type, a: u64, b: u64) -> u64 {
     r as u64 & ty.mask()
 }
 
-/// `div`, `rem` (9.7.1.7–8). PTX leaves division by zero unspecified; we define it as the
-/// hardware's unsigned sequence does: the quotient of the magnitudes is all ones and the
-/// remainder is the dividend, then the sign rule of signed division applies
-/// (`div.s`: -1 for a ≥ 0, 1 for a < 0; `rem.s`: a). MININT / -1 wraps to MININT, and
-/// MININT % -1 is 0.
+/// `div`, `rem` (9.7.1.7–8). PTX leaves division by zero unspecified; NVIDIA hardware gives
+/// all ones for both, signed or not (docs/semantics.md, "Integer division by zero").
+/// MININT / -1 wraps to MININT, and MININT % -1 is 0.
 pub fn div_rem(op: IntBinOp, ty: Type, a: u64, b: u64) -> u64 {
     let mask = ty.mask();
     let (a, b) = (a & mask, b & mask);
+    if b == 0 {
+        return mask;
+    }
     if !ty.is_signed() {
-        return match (op, b) {
-            (IntBinOp::Div, 0) => mask,
-            (IntBinOp::Div, _) => a / b,
-            (_, 0) => a,
-            _ => a % b,
-        };
+        return if op == IntBinOp::Div { a / b } else { a % b };
     }
     let (x, y) = (sext(a, ty.bits()) as i128, sext(b, ty.bits()) as i128);
-    let r = match (op, y) {
-        (IntBinOp::Div, 0) => {
-            if x < 0 {
-                1
-            } else {
-                -1
-            }
-        }
-        (IntBinOp::Div, _) => x / y,
-        (_, 0) => x,
-        _ => x % y,
-    };
+    let r = if op == IntBinOp::Div { x / y } else { x % y };
     r as u64 & mask
 }
 

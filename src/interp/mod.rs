@@ -841,9 +841,10 @@ impl<'a> Thread<'a> {
             } => {
                 let t = convert::compare(cmp, ty, ftz, src!(0), src!(1));
                 let (p, q) = convert::combine(combine, t, src!(2) != 0);
-                // p first: `setp %p|%p` leaves q in the register.
-                d.write(&mut fr.regs, p as u64);
+                // q first: `setp %p|%p` leaves p in the register, as on NVIDIA hardware
+                // (docs/semantics.md).
                 op.dst[1].write(&mut fr.regs, q as u64);
+                d.write(&mut fr.regs, p as u64);
                 return Ok(Next::Continue);
             }
             Kind::Selp => {
@@ -888,8 +889,9 @@ impl<'a> Thread<'a> {
             }
             Kind::Compute { op: c } => {
                 let (v, p) = bits::compute(c, [src!(0), src!(1), src!(2), src!(3)]);
-                d.write(&mut fr.regs, v);
+                // The second destination first, so a half `setp %p|%p` leaves p, as `setp`.
                 op.dst[1].write(&mut fr.regs, p as u64);
+                d.write(&mut fr.regs, v);
                 return Ok(Next::Continue);
             }
             Kind::Hint => return Ok(Next::Continue),

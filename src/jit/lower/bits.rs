@@ -104,8 +104,8 @@ impl Lower<'_, '_> {
             let pv = self.b.ins().ireduce(types::I8, pv);
             let qv = self.b.ins().ushr_imm_u(r, 1);
             let qv = self.b.ins().ireduce(types::I8, qv);
-            self.set(d, Type::Pred, pv);
             self.set(p, Type::Pred, qv);
+            self.set(d, Type::Pred, pv);
         } else {
             let dty = h.d_type();
             let v = self.conv(r, Type::B64, dty, false);

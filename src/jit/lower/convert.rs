@@ -35,8 +35,9 @@ impl Lower<'_, '_> {
                     }
                     _ => (t, not_t),
                 };
-                self.set(p, Type::Pred, pv);
+                // q first: `setp %p|%p` leaves p in the register (docs/semantics.md).
                 self.set(q, Type::Pred, qv);
+                self.set(p, Type::Pred, pv);
             }
             Inst::Selp { ty, d, a, b, c } => {
                 let x = self.get(a, *ty);

@@ -229,8 +229,8 @@ impl Lower<'_, '_> {
 
     /// `div`/`rem` (9.7.1.7–8) without host traps: the divisor is replaced by 1 where the
     /// hardware instruction would trap, and the defined results are selected instead —
-    /// unsigned x/0 = all ones, x%0 = x; signed x/0 = (x < 0 ? 1 : -1), x%0 = x;
-    /// MININT / -1 = MININT (the negation wraps), MININT % -1 = 0.
+    /// x/0 and x%0 are all ones (as on NVIDIA hardware), MININT / -1 = MININT (the negation
+    /// wraps), MININT % -1 = 0.
     fn div_rem(&mut self, op: IntBinOp, ty: Type, x: Value, y: Value) -> Value {
         let ct = clif(ty);
         let div = op == IntBinOp::Div;
@@ -249,32 +249,26 @@ impl Lower<'_, '_> {
         }
         let zero = self.icmp_imm_k(IntCC::Equal, y, 0);
         let one = self.iconst(ct, 1);
+        let all = self.iconst(ct, u64::MAX);
         if !ty.is_signed() {
             let safe = self.select_k(zero, one, y);
-            let (q, at_zero) = if div {
-                (self.b.ins().udiv(x, safe), self.iconst(ct, u64::MAX))
+            let q = if div {
+                self.b.ins().udiv(x, safe)
             } else {
-                (self.b.ins().urem(x, safe), x)
+                self.b.ins().urem(x, safe)
             };
-            return self.select_k(zero, at_zero, q);
+            return self.select_k(zero, all, q);
         }
-        let all = self.iconst(ct, u64::MAX);
         let minus1 = self.icmp_k(IntCC::Equal, y, all);
         let odd = self.combine(Combine::Or, zero, minus1);
         let safe = self.select_k(odd, one, y);
-        let (q, at_minus1, at_zero) = if div {
-            let q = self.b.ins().sdiv(x, safe);
-            let neg = self.b.ins().ineg(x);
-            let negative = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0);
-            let z = self.b.ins().select(negative, one, all);
-            (q, neg, z)
+        let (q, at_minus1) = if div {
+            (self.b.ins().sdiv(x, safe), self.b.ins().ineg(x))
         } else {
-            let q = self.b.ins().srem(x, safe);
-            let z = self.iconst(ct, 0);
-            (q, z, x)
+            (self.b.ins().srem(x, safe), self.iconst(ct, 0))
         };
         let r = self.select_k(minus1, at_minus1, q);
-        self.select_k(zero, at_zero, r)
+        self.select_k(zero, all, r)
     }
 
     /// `shl`/`shr` (9.7.8.8–9): amounts of the width or more give 0 (or the sign fill for

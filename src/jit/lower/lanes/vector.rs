@@ -145,14 +145,15 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                         None => (t, not_t),
                     };
                 }
-                self.write(p, Type::Pred, LaneVal::Varying(pv), mask)?;
+                // q first: `setp %p|%p` leaves p in the register (docs/semantics.md).
                 self.write(q, Type::Pred, LaneVal::Varying(qv), mask)?;
+                self.write(p, Type::Pred, LaneVal::Varying(pv), mask)?;
                 let ordering = !matches!(cmp, CmpOp::Eq | CmpOp::Ne);
                 if let (Some((base, stride, other, swapped)), true, None, None) =
                     (seq, ordering && ty.is_int(), c, mask)
                 {
                     let cc = int_cc(*cmp, ty.is_signed());
-                    for (d, negated) in [(p, false), (q, true)] {
+                    for (d, negated) in [(q, true), (p, false)] {
                         if let Operand::Reg(r) = d {
                             let c = SeqCmp {
                                 cc,

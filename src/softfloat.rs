@@ -24,12 +24,33 @@ impl Fmt {
             _ => Fmt::F32,
         }
     }
-    /// The canonical NaN PTX produces for f32 (`0x7fffffff`, PTX ISA 9.7.3 notes); for f64
-    /// we choose the same shape, `0x7fffffffffffffff`.
-    pub fn canonical_nan(self) -> u64 {
+    /// The NaN an invalid operation without NaN operands gives on NVIDIA hardware: for f32
+    /// the canonical NaN `0x7fffffff` (PTX ISA 9.7.3 notes), for f64 `0xfff8000000000000`
+    /// (docs/semantics.md, "Float NaN results").
+    pub fn default_nan(self) -> u64 {
         match self {
             Fmt::F32 => 0x7fff_ffff,
-            Fmt::F64 => 0x7fff_ffff_ffff_ffff,
+            Fmt::F64 => 0xfff8_0000_0000_0000,
+        }
+    }
+    /// The quiet bit of a NaN (the top bit of the significand).
+    pub fn quiet_bit(self) -> u64 {
+        match self {
+            Fmt::F32 => 1 << 22,
+            Fmt::F64 => 1 << 51,
+        }
+    }
+    /// The NaN an operation gives when its result is a NaN, from its operands in the
+    /// hardware's order of precedence: f32 results are always the canonical NaN; an f64
+    /// result is the first NaN operand, quieted, or the default NaN if there is none
+    /// (docs/semantics.md, "Float NaN results").
+    pub fn nan_result(self, operands: &[u64]) -> u64 {
+        match self {
+            Fmt::F32 => self.default_nan(),
+            Fmt::F64 => operands
+                .iter()
+                .find(|&&v| self.is_nan(v))
+                .map_or(self.default_nan(), |v| v | self.quiet_bit()),
         }
     }
     pub fn is_nan(self, bits: u64) -> bool {
@@ -59,12 +80,27 @@ impl Fmt {
             bits
         }
     }
-    /// Replaces any NaN by the canonical NaN.
-    pub fn canonical(self, bits: u64) -> u64 {
+    /// `bits`, or if it is a NaN the NaN [`Fmt::nan_result`] gives for `operands`.
+    pub fn with_nan_of(self, bits: u64, operands: &[u64]) -> u64 {
         if self.is_nan(bits) {
-            self.canonical_nan()
+            self.nan_result(operands)
         } else {
             bits
+        }
+    }
+    /// A NaN converted to another format, as NVIDIA hardware does: to f32 the canonical NaN
+    /// (from f64, the sign and the significand's top bits, quieted); to f64 the sign and
+    /// the whole significand, quieted.
+    pub fn convert_nan(self, to: Fmt, bits: u64) -> u64 {
+        match (self, to) {
+            (Fmt::F32, Fmt::F32) => to.default_nan(),
+            (Fmt::F64, Fmt::F32) => {
+                (bits >> 32 & 0x8000_0000) | 0x7fc0_0000 | (bits >> 29 & 0x7f_ffff)
+            }
+            (Fmt::F32, Fmt::F64) => {
+                (bits & 0x8000_0000) << 32 | 0x7ff8_0000_0000_0000 | (bits & 0x7f_ffff) << 29
+            }
+            (Fmt::F64, Fmt::F64) => bits | self.quiet_bit(),
         }
     }
     /// `.sat`: clamps to [0.0, 1.0]; NaN becomes +0.0 (PTX ISA 9.7.3).
@@ -202,8 +238,9 @@ pub fn from_int(f: Fmt, r: Rounding, v: i128) -> u64 {
     in_fmt!(f, |T| T::from_i128_r(v, round(r)).value.to_bits() as u64)
 }
 
-/// Float → integer of `width` bits with rounding `r`: saturating, NaN → 0 (PTX ISA 9.7.9.21).
-/// Returns the value as a two's-complement bit pattern in the low `width` bits.
+/// Float → integer of `width` bits with rounding `r`: saturating (PTX ISA 9.7.9.21); a NaN
+/// gives [`nan_to_int`]. Returns the value as a two's-complement bit pattern in the low
+/// `width` bits.
 pub fn to_int(f: Fmt, r: Rounding, bits: u64, signed: bool, width: u32) -> u64 {
     let mask = if width == 64 {
         u64::MAX
@@ -213,7 +250,7 @@ pub fn to_int(f: Fmt, r: Rounding, bits: u64, signed: bool, width: u32) -> u64 {
     in_fmt!(f, |T| {
         let x = T::from_bits(from(f, bits));
         if x.is_nan() {
-            return 0;
+            return nan_to_int(f, width);
         }
         if signed {
             (x.to_i128_r(width as usize, round(r), &mut true).value as u64) & mask
@@ -221,6 +258,17 @@ pub fn to_int(f: Fmt, r: Rounding, bits: u64, signed: bool, width: u32) -> u64 {
             (x.to_u128_r(width as usize, round(r), &mut true).value as u64) & mask
         }
     })
+}
+
+/// What a NaN converts to as an integer of `width` bits, as NVIDIA hardware gives it (PTX
+/// ISA 9.7.9.21 says 0): only the top bit, from an f64 or to a 64-bit integer, else 0
+/// (docs/semantics.md, "cvt float to integer").
+pub fn nan_to_int(f: Fmt, width: u32) -> u64 {
+    if f == Fmt::F64 || width == 64 {
+        1 << (width - 1)
+    } else {
+        0
+    }
 }
 
 /// Rounds to an integral value in the same format (cvt.rni.f32.f32 and friends).

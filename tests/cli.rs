@@ -777,11 +777,11 @@ fn corpus_checks_clean() {
 }
 
 #[test]
-fn min_nan_is_refused_until_implemented() {
+fn min_nan_on_f64_is_refused_as_ptxas_refuses_it() {
     let f = write_tmp(
         "min_nan.ptx",
         &format!(
-            "{HEADER}.visible .func f()\n{{\n    .reg .f32 %f<3>;\n    min.NaN.f32 %f1, %f1, %f2;\n    ret;\n}}\n"
+            "{HEADER}.visible .func f()\n{{\n    .reg .f64 %d<3>;\n    min.NaN.f64 %d1, %d1, %d2;\n    ret;\n}}\n"
         ),
     );
     let o = ptxjit(&["check", &f], None);

@@ -16,13 +16,30 @@ use rustc_apfloat::{Float, Round};
 const OPS: [&str; 4] = ["add", "sub", "mul", "fma"];
 const MODES: [&str; 3] = ["rz", "rm", "rp"];
 
-/// The exact reference: one rounding of the exact result, NaN as PTX's canonical NaN, then
-/// `.ftz` (inputs and result) and `.sat` as PTX ISA 9.7.3 defines them.
+/// The exact reference: one rounding of the exact result, a NaN as NVIDIA hardware gives it
+/// (f32: the canonical NaN; f64: the first NaN operand, quieted, `b` then `a` — for fma `b`,
+/// `c`, `a` —, or the default NaN `0xfff8000000000000`: tests/hardware/cases/nan_f64.ptx on
+/// an H200), then `.ftz` (inputs and result) and `.sat` as PTX ISA 9.7.3 defines them.
 fn reference(op: &str, mode: &str, f64: bool, ftz: bool, sat: bool, x: [u64; 3]) -> u64 {
     let r = match mode {
         "rz" => Round::TowardZero,
         "rm" => Round::TowardNegative,
         _ => Round::TowardPositive,
+    };
+    let nan = |default: u64, [a, b, c]: [u64; 3]| {
+        if !f64 {
+            return default;
+        }
+        let order = if op == "fma" {
+            vec![b, c, a]
+        } else {
+            vec![b, a]
+        };
+        let is_nan = |v: u64| v & 0x7ff0_0000_0000_0000 == 0x7ff0_0000_0000_0000 && v << 12 != 0;
+        order
+            .into_iter()
+            .find(|&v| is_nan(v))
+            .map_or(default, |v| v | 1 << 51)
     };
     macro_rules! exact {
         ($T:ty, $sign:expr, $exp:expr, $nan:expr, $one:expr) => {{
@@ -35,7 +52,7 @@ fn reference(op: &str, mode: &str, f64: bool, ftz: bool, sat: bool, x: [u64; 3])
                 _ => a.mul_add_r(b, c, r).value,
             };
             let d = if v.is_nan() {
-                $nan
+                nan($nan, x.map(flush))
             } else {
                 flush(v.to_bits() as u64)
             };
@@ -56,7 +73,7 @@ fn reference(op: &str, mode: &str, f64: bool, ftz: bool, sat: bool, x: [u64; 3])
             Double,
             1 << 63,
             0x7ff0_0000_0000_0000,
-            0x7fff_ffff_ffff_ffff,
+            0xfff8_0000_0000_0000,
             1.0f64.to_bits()
         )
     } else {

@@ -260,7 +260,8 @@ fn bf16_arithmetic_rounds_once_to_nearest() {
     );
 }
 
-/// neg/abs flip or clear the sign (after `.ftz`); min/max return the other operand of a NaN
+/// neg/abs flip or clear the sign (after `.ftz`), and give the canonical NaN for a NaN (as an
+/// H200: tests/hardware/cases/nan_f16.ptx); min/max return the other operand of a NaN
 /// (the canonical NaN for two, or for any with `.NaN`), −0.0 below +0.0; `.xorsign.abs`
 /// compares magnitudes and gives the xor of the signs.
 fn sign_and_minmax<T: Half16>(ty: &str, ftz_ok: bool, rng: &mut Rng) {
@@ -272,6 +273,7 @@ fn sign_and_minmax<T: Half16>(ty: &str, ftz_ok: bool, rng: &mut Rng) {
             h
         }
     };
+    let sign_op = |a: u16, r: u16| if T::of(a).is_nan() { NAN } else { r } as u32;
     for ftz in [false, true] {
         if ftz && !ftz_ok {
             continue;
@@ -281,13 +283,13 @@ fn sign_and_minmax<T: Half16>(ty: &str, ftz_ok: bool, rng: &mut Rng) {
             DECLS16,
             &scalar(&format!("neg{m}.{ty} %hd, %ha")),
             &inputs16,
-            |a, _, _| flush(ftz, a as u16 ^ 0x8000) as u32,
+            |a, _, _| sign_op(a as u16, flush(ftz, a as u16 ^ 0x8000)),
         );
         check(
             DECLS16,
             &scalar(&format!("abs{m}.{ty} %hd, %ha")),
             &inputs16,
-            |a, _, _| flush(ftz, a as u16 & 0x7fff) as u32,
+            |a, _, _| sign_op(a as u16, flush(ftz, a as u16 & 0x7fff)),
         );
         for op in ["min", "max"] {
             for (nm, nan) in [("", false), (".NaN", true)] {
@@ -631,7 +633,9 @@ fn every_half() -> Vec<[u32; 3]> {
 #[test]
 fn cvt_from_halves_is_exact_or_rounds_to_an_integer() {
     let all = every_half();
-    // Widening is exact (NaN canonical); .sat clamps to [0, 1].
+    // Widening is exact; an .f16 NaN becomes the canonical NaN in an .f32, and keeps its sign
+    // and payload, quieted, in an .f64 (as an H200: tests/hardware/cases/nan_f16.ptx); .sat
+    // clamps to [0, 1].
     check(
         DECLS16,
         &format!("{UNPACK} cvt.f32.f16 %d, %ha;"),
@@ -666,7 +670,8 @@ fn cvt_from_halves_is_exact_or_rounds_to_an_integer() {
         |a, _, _| {
             let x: Double = Half::of(a as u16).convert(&mut false).value;
             let bits = if x.is_nan() {
-                0x7fff_ffff_ffff_ffff
+                let (sign, payload) = ((a & 0x8000) as u64, (a & 0x3ff) as u64);
+                sign << 48 | 0x7ff8_0000_0000_0000 | payload << 42
             } else {
                 x.to_bits() as u64
             };

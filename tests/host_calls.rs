@@ -99,7 +99,8 @@ fn several_returns_come_back_as_a_tuple_or_a_repr_c_struct() {
     let j = jit(TWO_RETURNS);
     let f = j.func::<(u32, u32), (u32, f64, u8)>("divmod").unwrap();
     assert_eq!(f.call((17, 5)).unwrap(), (3, 2.0, 17));
-    assert_eq!(f.call((300, 0)).unwrap(), (u32::MAX, 300.0, 44));
+    // By zero: quotient and remainder all ones (as NVIDIA hardware).
+    assert_eq!(f.call((300, 0)).unwrap(), (u32::MAX, u32::MAX as f64, 44));
 
     #[repr(C)]
     #[derive(Default)]

@@ -64,15 +64,21 @@ fn cases() -> Vec<(&'static str, Model)> {
             "mul.rn.f32 %z, %x, %y; mov.b32 %d, %z;",
             Box::new(|a, b, _| ptx(f(a) * f(b))),
         ),
-        // `neg` flips the sign bit of whatever NaN it gets: the canonical one.
+        // `neg` flips the sign bit, but gives a NaN as the canonical NaN (as an H200:
+        // tests/hardware/cases/nan_f32.ptx), whatever NaN it gets.
         (
             "mul.rn.f32 %z, %x, %y; add.rn.f32 %w, %z, %x; neg.f32 %w, %w; mov.b32 %d, %w;",
-            Box::new(|a, b, _| ptx(f(ptx(f(a) * f(b))) + f(a)) ^ 0x8000_0000),
+            Box::new(|a, b, _| ptx(-f(ptx(f(ptx(f(a) * f(b))) + f(a))))),
         ),
-        // `abs` clears it.
+        // `abs` clears it, likewise.
         (
             "add.rn.f32 %z, %x, %y; abs.f32 %w, %z; mov.b32 %d, %w;",
-            Box::new(|a, b, _| ptx(f(a) + f(b)) & 0x7fff_ffff),
+            Box::new(|a, b, _| ptx(f(ptx(f(a) + f(b)) & 0x7fff_ffff))),
+        ),
+        // `neg` of a NaN that no arithmetic made.
+        (
+            "neg.f32 %w, %x; mov.b32 %d, %w;",
+            Box::new(|a, _, _| ptx(-f(a))),
         ),
         // Read after a label (another block) by a move, or overwritten first.
         (

@@ -71,7 +71,11 @@ pub fn cvt(dty: Type, aty: Type, rnd: Option<CvtRounding>, ftz: bool, sat: bool,
                 Some(CvtRounding::Float(r)) => sf::convert(from, to, r, a),
                 None => sf::convert(from, to, Rounding::Rn, a),
             };
-            let d = to.canonical(d);
+            let d = if from.is_nan(a) {
+                from.convert_nan(to, a)
+            } else {
+                d
+            };
             let d = if ftz { to.flush(d) } else { d };
             if sat { to.saturate(d) } else { d }
         }

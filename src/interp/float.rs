@@ -2,8 +2,10 @@
 //!
 //! Round-to-nearest arithmetic uses the host's IEEE-754 operations, which are exact; every
 //! directed rounding goes through the soft-float reference. Common to all: `.ftz` flushes
-//! subnormal inputs and results to zero of the same sign (f32 only), NaN results are the
-//! canonical NaN, and `.sat` clamps to [0.0, 1.0] with NaN → +0.0.
+//! subnormal inputs and results to zero of the same sign (f32 only), NaN results are those of
+//! NVIDIA hardware ([`Fmt::nan_result`]: the canonical NaN for f32, the first NaN operand in
+//! the instruction's order of precedence for f64), and `.sat` clamps to [0.0, 1.0] with
+//! NaN → +0.0.
 
 use crate::ast::{FloatBinOp, FloatUnOp, Precision, Rounding};
 use crate::softfloat::{self as sf, Fmt};
@@ -12,9 +14,10 @@ fn flush_in(f: Fmt, ftz: bool, v: u64) -> u64 {
     if ftz { f.flush(v) } else { v }
 }
 
-/// The common tail: canonical NaN, then `.ftz` on the result, then `.sat`.
-fn finish(f: Fmt, ftz: bool, sat: bool, r: u64) -> u64 {
-    let r = flush_in(f, ftz, f.canonical(r));
+/// The common tail: the NaN of `operands` (in their order of precedence) if the result is
+/// one, then `.ftz` on the result, then `.sat`.
+fn finish(f: Fmt, ftz: bool, sat: bool, r: u64, operands: &[u64]) -> u64 {
+    let r = flush_in(f, ftz, f.with_nan_of(r, operands));
     if sat { f.saturate(r) } else { r }
 }
 
@@ -55,7 +58,9 @@ pub fn binary(
 ) -> u64 {
     let (a, b) = (flush_in(f, ftz, a), flush_in(f, ftz, b));
     let r = match op {
-        FloatBinOp::Min | FloatBinOp::Max => return finish(f, ftz, false, min_max(op, f, a, b)),
+        FloatBinOp::Min | FloatBinOp::Max => {
+            return finish(f, ftz, false, min_max(op, f, a, b), &[b, a]);
+        }
         _ => match prec {
             // .approx and .full divisions are computed correctly rounded, within PTX's bounds.
             Precision::Ieee(Rounding::Rn) | Precision::Approx | Precision::Full => {
@@ -64,14 +69,20 @@ pub fn binary(
             Precision::Ieee(r) => sf::arith(f, op, r, a, b),
         },
     };
-    finish(f, ftz, sat, r)
+    // On NVIDIA hardware b's NaN comes first, except in a division.
+    let operands = if op == FloatBinOp::Div {
+        [a, b]
+    } else {
+        [b, a]
+    };
+    finish(f, ftz, sat, r, &operands)
 }
 
-/// `min`/`max` (9.7.3.11–12): a NaN operand yields the other operand, two NaNs the
-/// canonical NaN; -0.0 is taken as smaller than +0.0.
+/// `min`/`max` (9.7.3.11–12): a NaN operand yields the other operand, two NaNs a NaN (which
+/// `finish` makes the hardware's); -0.0 is taken as smaller than +0.0.
 fn min_max(op: FloatBinOp, f: Fmt, a: u64, b: u64) -> u64 {
     match (f.is_nan(a), f.is_nan(b)) {
-        (true, true) => return f.canonical_nan(),
+        (true, true) => return a,
         (true, false) => return b,
         (false, true) => return a,
         _ => {}
@@ -109,11 +120,14 @@ pub fn fma(f: Fmt, rnd: Rounding, ftz: bool, sat: bool, a: u64, b: u64, c: u64) 
             .to_bits(),
         (r, _) => sf::fma(f, r, a, b, c),
     };
-    finish(f, ftz, sat, r)
+    // On NVIDIA hardware b's NaN comes first, then c's, then a's.
+    finish(f, ftz, sat, r, &[b, c, a])
 }
 
-/// `neg abs` (9.7.3.9–10) act on the sign bit; `sqrt rcp` (9.7.3.14, 9.7.3.13) round in the
-/// given mode; the `.approx` functions are defined in the soft-float module.
+/// `neg abs` (9.7.3.9–10) act on the sign bit, but give a NaN as the hardware's arithmetic
+/// does (f32: the canonical NaN; f64: the operand, quieted); `sqrt rcp` (9.7.3.14,
+/// 9.7.3.13) round in the given mode; the `.approx` functions are defined in the soft-float
+/// module.
 pub fn unary(op: FloatUnOp, f: Fmt, prec: Precision, ftz: bool, a: u64) -> u64 {
     let a = flush_in(f, ftz, a);
     let rnd = match prec {
@@ -125,6 +139,7 @@ pub fn unary(op: FloatUnOp, f: Fmt, prec: Precision, ftz: bool, a: u64) -> u64 {
         Fmt::F64 => 1.0f64.to_bits(),
     };
     let r = match op {
+        FloatUnOp::Neg | FloatUnOp::Abs if f.is_nan(a) => return f.nan_result(&[a]),
         FloatUnOp::Neg => return flush_in(f, ftz, a ^ f.sign_bit()),
         FloatUnOp::Abs => return flush_in(f, ftz, a & !f.sign_bit()),
         FloatUnOp::Sqrt => sf::sqrt(f, rnd, a),
@@ -136,5 +151,5 @@ pub fn unary(op: FloatUnOp, f: Fmt, prec: Precision, ftz: bool, a: u64) -> u64 {
         FloatUnOp::Sin => sf::sin_approx(f, a),
         FloatUnOp::Cos => sf::cos_approx(f, a),
     };
-    finish(f, ftz, false, r)
+    finish(f, ftz, false, r, &[a])
 }

@@ -13,7 +13,7 @@
 
 use super::convert::{combine, compare, compare_floats};
 use crate::ast::{BoolOp, CmpOp, CvtRounding, HalfFn, HalfOp, IntRounding, Rounding, Type};
-use crate::softfloat::Fmt;
+use crate::softfloat::{self as sf, Fmt};
 
 /// The two 16-bit float formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +200,20 @@ pub fn compute(op: HalfOp, s: [u64; 4]) -> (u64, bool) {
             ..
         } => (tanh_f32(s[0] as u32) as u64, false),
         HalfOp::Arith {
+            f: f @ (HalfFn::Min | HalfFn::Max),
+            ty: Type::F32,
+            ftz,
+            nan,
+            xorsign,
+            ..
+        } => {
+            let (a, b) = (s[0] as u32, s[1] as u32);
+            (
+                min_max_f32(f == HalfFn::Min, ftz, nan, xorsign, a, b) as u64,
+                false,
+            )
+        }
+        HalfOp::Arith {
             f,
             ty,
             ftz,
@@ -317,6 +331,8 @@ fn arith(f: HalfFn, fmt: Format, m: Mods, a: u16, b: u16, c: u16) -> u16 {
     let (a, b, c) = (flush(a), flush(b), flush(c));
     let (x, y, z) = (fmt.to_f64(a), fmt.to_f64(b), fmt.to_f64(c));
     let (s, e) = match f {
+        // neg and abs change the sign bit; a NaN becomes the canonical NaN (as on hardware).
+        HalfFn::Neg | HalfFn::Abs if fmt.is_nan(a) => return CANONICAL_NAN,
         HalfFn::Neg => return flush(a ^ SIGN),
         HalfFn::Abs => return flush(a & !SIGN),
         HalfFn::Min | HalfFn::Max => return min_max(f == HalfFn::Min, fmt, m, a, b),
@@ -367,6 +383,38 @@ fn min_max(min: bool, fmt: Format, m: Mods, a: u16, b: u16) -> u16 {
         }
     };
     if m.xorsign { r | sign } else { r }
+}
+
+/// `min`/`max` on `.f32` with `.NaN` or `.xorsign.abs` (9.7.3.11–12): as on halves, with the
+/// canonical NaN `0x7fffffff`; `.ftz` flushes subnormal operands first.
+fn min_max_f32(min: bool, ftz: bool, nan: bool, xorsign: bool, a: u32, b: u32) -> u32 {
+    let flush = |v: u32| {
+        if ftz {
+            Fmt::F32.flush(v as u64) as u32
+        } else {
+            v
+        }
+    };
+    let (a, b) = (flush(a), flush(b));
+    let sign = (a ^ b) & 0x8000_0000;
+    let (a, b) = if xorsign {
+        (a & 0x7fff_ffff, b & 0x7fff_ffff)
+    } else {
+        (a, b)
+    };
+    let canonical = Fmt::F32.default_nan() as u32;
+    let (x, y) = (f32::from_bits(a), f32::from_bits(b));
+    let r = match (x.is_nan(), y.is_nan()) {
+        (true, true) => return canonical,
+        (true, false) | (false, true) if nan => return canonical,
+        (true, false) => b,
+        (false, true) => a,
+        (false, false) => {
+            let a_below = x.total_cmp(&y).is_lt();
+            if a_below == min { a } else { b }
+        }
+    };
+    if xorsign { r | sign } else { r }
 }
 
 /// A key that orders non-NaN halves of one format by value, −0.0 below +0.0.
@@ -425,6 +473,11 @@ struct CvtMods {
 /// NaN stays NaN) and `.sat` (clamp to [0.0, 1.0], NaN to +0.0). `.ftz` flushes an `.f32`
 /// source or destination's subnormals.
 fn cvt(dty: Type, aty: Type, rnd: Option<CvtRounding>, m: CvtMods, a: u64) -> u64 {
+    if !(m.sat || m.relu)
+        && let Some(nan) = converted_nan(dty, aty, a)
+    {
+        return nan;
+    }
     let x = exact_value(aty, m.ftz, a);
     if !dty.is_half() {
         // From a half: widened exactly to an f64, then that f64's conversion.
@@ -465,6 +518,39 @@ fn cvt(dty: Type, aty: Type, rnd: Option<CvtRounding>, m: CvtMods, a: u64) -> u6
         };
     }
     h as u64
+}
+
+/// A NaN converted as NVIDIA hardware converts it, where that is not the canonical NaN
+/// (docs/semantics.md, "Half precision"): to an integer as from an f32 (0, or only the top
+/// bit of a 64-bit integer); a half widened to an f64 keeps its sign and significand,
+/// quieted; a `.bf16` widened to an `.f32` keeps its bits (not even quieted, the conversion
+/// being a shift), an `.f16` becomes the canonical NaN; an f64 to an `.f16` keeps the sign
+/// and the significand's top bits, quieted. None where `a` is no NaN or the result is the
+/// canonical NaN.
+fn converted_nan(dty: Type, aty: Type, a: u64) -> Option<u64> {
+    let nan = match aty {
+        t if t.is_half() => Format::of(t).is_nan(a as u16),
+        Type::F32 => Fmt::F32.is_nan(a),
+        Type::F64 => Fmt::F64.is_nan(a),
+        _ => false,
+    };
+    if !nan {
+        return None;
+    }
+    let half = aty.is_half().then(|| Format::of(aty));
+    match (dty, half) {
+        (t, _) if t.is_int() => Some(sf::nan_to_int(Fmt::F32, t.bits())),
+        (Type::F32, Some(Format::BF16)) => Some(a << 16 & 0xffff_0000),
+        (Type::F32, Some(Format::F16)) => Some(Fmt::F32.default_nan()),
+        (Type::F64, Some(f)) => {
+            let (sign, frac) = (a & 0x8000, a & ((1 << f.frac_bits()) - 1));
+            Some(sign << 48 | 0x7ff8_0000_0000_0000 | frac << (52 - f.frac_bits()))
+        }
+        (Type::F16, None) if aty == Type::F64 => {
+            Some((a >> 48 & 0x8000) | 0x7e00 | (a >> 42 & 0x3ff))
+        }
+        _ => None,
+    }
 }
 
 /// A source's exact value: a float (every half, f32 and f64 is exact in an f64) or an
@@ -510,7 +596,7 @@ fn round_integral(x: f64, r: IntRounding) -> f64 {
 fn tanh_f32(a: u32) -> u32 {
     let t = (f32::from_bits(a) as f64).tanh() as f32;
     if t.is_nan() {
-        Fmt::F32.canonical_nan() as u32
+        Fmt::F32.default_nan() as u32
     } else {
         t.to_bits()
     }

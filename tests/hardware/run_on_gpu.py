@@ -13,7 +13,7 @@ needed), launched as one block, and the output buffer read back. Each case runs 
 process of its own under a time limit, so a case that traps or hangs the GPU cannot spoil
 the others. The record, one line per case, goes to the file named on the command line:
 
-    python3 tests/hardware/run_on_gpu.py tests/hardware/records/h100.txt
+    python3 tests/hardware/run_on_gpu.py tests/hardware/records/h200.txt
 
 `tests/hardware.rs` holds both engines to the recorded words.
 """
@@ -22,6 +22,7 @@ import ctypes
 import pathlib
 import subprocess
 import sys
+import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -130,7 +131,7 @@ def main():
         return
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    lines = [f"# {Driver().describe()}"]
+    lines = [f"# {time.strftime('%Y-%m-%d')}: {Driver().describe()}"]
     for path in sorted(HERE.glob("cases/*.ptx")):
         try:
             done = subprocess.run(

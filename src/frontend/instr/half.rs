@@ -16,11 +16,11 @@ const HALF_TYPES: &[Type] = &[Type::F16, Type::F16x2, Type::BF16, Type::BF16x2];
 
 /// Whether the instruction's type modifiers name a half type (or it is `tanh`/`set`).
 pub(super) fn is_half_form(cx: &Cx) -> bool {
+    let has = |names: &[&str]| cx.mods.iter().any(|(m, _)| names.contains(m));
     matches!(cx.opcode, "tanh" | "set")
-        || cx
-            .mods
-            .iter()
-            .any(|(m, _)| matches!(*m, "f16" | "f16x2" | "bf16" | "bf16x2"))
+        || has(&["f16", "f16x2", "bf16", "bf16x2"])
+        // `min`/`max` with `.NaN` or `.xorsign.abs` on `.f32` share the halves' rules.
+        || (matches!(cx.opcode, "min" | "max") && has(&["f32"]) && has(&["NaN", "xorsign"]))
 }
 
 fn is_bf16(ty: Type) -> bool {
@@ -41,7 +41,7 @@ pub(super) fn needs_sm(cx: &Cx, min: u32, what: &str) -> R<()> {
 /// `add sub mul fma neg abs min max ex2 tanh` on halves (9.7.4.1–10) and `tanh.approx.f32`.
 pub(super) fn arith(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let f = HalfFn::from_ptx(cx.opcode).expect("dispatched by opcode");
-    let allowed: &[Type] = if f == HalfFn::Tanh {
+    let allowed: &[Type] = if matches!(f, HalfFn::Tanh | HalfFn::Min | HalfFn::Max) {
         &[Type::F16, Type::F16x2, Type::BF16, Type::BF16x2, Type::F32]
     } else {
         HALF_TYPES
@@ -96,6 +96,11 @@ pub(super) fn arith(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         HalfFn::Tanh => false,
         _ => !bf,
     };
+    if ty == Type::F32 && f != HalfFn::Tanh {
+        // min/max.f32 come here only with .NaN or .xorsign.abs (both sm_80's PTX 7.0 forms;
+        // .xorsign.abs needs sm_86, as below).
+        needs_sm(cx, 80, &format!("`{}.NaN`", cx.opcode))?;
+    }
     cx.forbid(
         ftz && !ftz_ok,
         "ftz",

@@ -89,7 +89,7 @@ impl Lower<'_, '_> {
                 let y = self.bitcast(ft, b);
                 let y = self.flush_if(ftz, ty, y);
                 let sum = self.b.ins().fadd(x, y);
-                let sum = self.finish(ty, ftz, false, sum);
+                let sum = self.finish(ty, ftz, false, sum, &[y, x]);
                 self.bitcast(int_type(ty.bits()), sum)
             }
             _ => unreachable!("done by atomic_rmw or atomic_cas"),

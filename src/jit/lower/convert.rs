@@ -5,7 +5,7 @@ use super::fold::Combine;
 use super::{Lower, clif};
 use crate::ast::{BoolOp, CmpOp, CvtRounding, Inst, Rounding, Type};
 use crate::jit::runtime::float_code;
-use crate::softfloat::Fmt;
+use crate::softfloat::{self as sf, Fmt};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 
@@ -112,7 +112,7 @@ impl Lower<'_, '_> {
                                 self.soft(*dty, "rt_convert", code, &[x], false)
                             }
                         };
-                        let v = self.canonical(*dty, v);
+                        let v = self.converted_nan(*dty, *aty, x, v);
                         let v = self.flush_if(*ftz, *dty, v);
                         if *sat { self.saturate(*dty, v) } else { v }
                     }
@@ -183,16 +183,24 @@ impl Lower<'_, '_> {
     }
 
     /// Float to integer: rounded to an integral value in mode `r`, saturated to the
-    /// destination's range, NaN → 0 (Cranelift's saturating conversions do exactly that for
-    /// 32- and 64-bit destinations; narrower ones go through the soft-float reference).
+    /// destination's range, a NaN to [`sf::nan_to_int`] (Cranelift's saturating conversions
+    /// give 0 for it, and saturate as PTX for 32- and 64-bit destinations; narrower ones go
+    /// through the soft-float reference).
     fn float_to_int(&mut self, dty: Type, aty: Type, r: Rounding, x: Value) -> Value {
         if dty.bits() >= 32 {
             let rounded = self.round_integral(r, x);
-            return if dty.is_signed() {
+            let v = if dty.is_signed() {
                 self.b.ins().fcvt_to_sint_sat(clif(dty), rounded)
             } else {
                 self.b.ins().fcvt_to_uint_sat(clif(dty), rounded)
             };
+            let nan = sf::nan_to_int(Fmt::of(aty), dty.bits());
+            if nan == 0 {
+                return v;
+            }
+            let is_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+            let nan = self.iconst(clif(dty), nan);
+            return self.b.ins().select(is_nan, nan, v);
         }
         let code = self
             .b
@@ -205,6 +213,44 @@ impl Lower<'_, '_> {
             .helper("rt_to_int", &[code, bits, sw])
             .expect("rt_to_int returns bits");
         self.resize(v, clif(dty), false)
+    }
+
+    /// `v`, the conversion of `x` from `aty` to `dty`, or if `x` is a NaN the NaN NVIDIA
+    /// hardware gives ([`Fmt::convert_nan`]): from the bits, whatever the host made.
+    fn converted_nan(&mut self, dty: Type, aty: Type, x: Value, v: Value) -> Value {
+        let is_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        let nan = match (Fmt::of(aty), Fmt::of(dty)) {
+            (Fmt::F32, Fmt::F32) => self.constant(dty, Fmt::F32.default_nan()),
+            (Fmt::F64, Fmt::F64) => {
+                let quiet = self.constant(dty, Fmt::F64.quiet_bit());
+                self.b.ins().bor(x, quiet)
+            }
+            (Fmt::F64, Fmt::F32) => {
+                // The sign, and the significand's top 23 bits, quieted.
+                let bits = self.bitcast(types::I64, x);
+                let sign = self.b.ins().ushr_imm_u(bits, 32);
+                let sign = self.b.ins().band_imm_u(sign, 0x8000_0000);
+                let frac = self.b.ins().ushr_imm_u(bits, 29);
+                let frac = self.b.ins().band_imm_u(frac, 0x7f_ffff);
+                let r = self.b.ins().bor(sign, frac);
+                let r = self.b.ins().bor_imm_u(r, 0x7fc0_0000);
+                let r = self.b.ins().ireduce(types::I32, r);
+                self.bitcast(types::F32, r)
+            }
+            (Fmt::F32, Fmt::F64) => {
+                // The sign and the whole significand, quieted.
+                let bits = self.bitcast(types::I32, x);
+                let bits = self.b.ins().uextend(types::I64, bits);
+                let sign = self.b.ins().band_imm_u(bits, 0x8000_0000);
+                let sign = self.b.ins().ishl_imm_u(sign, 32);
+                let frac = self.b.ins().band_imm_u(bits, 0x7f_ffff);
+                let frac = self.b.ins().ishl_imm_u(frac, 29);
+                let r = self.b.ins().bor(sign, frac);
+                let r = self.b.ins().bor_imm_u(r, 0x7ff8_0000_0000_0000);
+                self.bitcast(types::F64, r)
+            }
+        };
+        self.b.ins().select(is_nan, nan, v)
     }
 
     /// Rounds to an integral value in the same format.

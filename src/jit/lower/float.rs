@@ -2,8 +2,10 @@
 //! `interp::float`: round-to-nearest arithmetic is the host's (exact IEEE-754); directed
 //! add/sub/mul/fma are computed inline from it and the sign of its exact error
 //! (`directed.rs`); other directed operations and the approximate functions call the runtime;
-//! `.ftz` flushes subnormal inputs and results, NaN results become the canonical NaN, `.sat`
-//! clamps to [0.0, 1.0] with NaN → +0.0.
+//! `.ftz` flushes subnormal inputs and results, NaN results become those of NVIDIA hardware
+//! (the canonical NaN for f32; for f64 the first NaN operand in the instruction's order of
+//! precedence, quieted, which is not always the one x86 picks), `.sat` clamps to [0.0, 1.0]
+//! with NaN → +0.0.
 
 mod directed;
 pub(super) mod nan;
@@ -55,7 +57,13 @@ impl Lower<'_, '_> {
                         )
                     }
                 };
-                let r = self.finish_result(*ty, *ftz, sat, r);
+                // On NVIDIA hardware b's NaN comes first, except in a division.
+                let operands = if *op == FloatBinOp::Div {
+                    [x, y]
+                } else {
+                    [y, x]
+                };
+                let r = self.finish_result(*ty, *ftz, sat, r, &operands);
                 self.set(d, *ty, r);
             }
             Inst::FloatUn {
@@ -73,7 +81,8 @@ impl Lower<'_, '_> {
                     _ => Rounding::Rn,
                 };
                 let r = match op {
-                    // neg and abs act on the sign bit only.
+                    // neg and abs act on the sign bit; a NaN becomes the hardware's (the
+                    // canonical NaN for f32, the operand quieted for f64).
                     FloatUnOp::Neg | FloatUnOp::Abs => {
                         let bits = self.bitcast(int_type(ty.bits()), x);
                         let sign = self.iconst(int_type(ty.bits()), Fmt::of(*ty).sign_bit());
@@ -85,6 +94,9 @@ impl Lower<'_, '_> {
                         };
                         let r = self.bitcast(clif(*ty), r);
                         let r = self.flush_if(*ftz, *ty, r);
+                        let is_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+                        let nan = self.quiet_nan(*ty, x);
+                        let r = self.b.ins().select(is_nan, nan, r);
                         self.set(d, *ty, r);
                         return;
                     }
@@ -107,7 +119,7 @@ impl Lower<'_, '_> {
                         self.soft(*ty, "rt_unary", code, &[x], false)
                     }
                 };
-                let r = self.finish(*ty, *ftz, false, r);
+                let r = self.finish(*ty, *ftz, false, r, &[x]);
                 self.set(d, *ty, r);
             }
             Inst::Fma {
@@ -137,7 +149,8 @@ impl Lower<'_, '_> {
                     };
                     self.soft(*ty, helper, code, &v, false)
                 };
-                let r = self.finish_result(*ty, *ftz, *sat, r);
+                // On NVIDIA hardware b's NaN comes first, then c's, then a's.
+                let r = self.finish_result(*ty, *ftz, *sat, r, &[v[1], v[2], v[0]]);
                 self.set(d, *ty, r);
             }
             _ => unreachable!("not a float instruction"),
@@ -163,7 +176,7 @@ impl Lower<'_, '_> {
     }
 
     /// `min`/`max` (9.7.3.11–12): a NaN operand yields the other operand (two NaNs a NaN,
-    /// made canonical by `finish`); Cranelift's fmin/fmax order -0.0 below +0.0.
+    /// which `finish` makes the hardware's); Cranelift's fmin/fmax order -0.0 below +0.0.
     fn min_max(&mut self, op: FloatBinOp, x: Value, y: Value) -> Value {
         let r = if op == FloatBinOp::Min {
             self.b.ins().fmin(x, y)
@@ -242,11 +255,46 @@ impl Lower<'_, '_> {
         self.bitcast(clif(ty), r)
     }
 
-    /// Any NaN becomes the canonical NaN.
+    /// Any NaN becomes the canonical NaN (f32; f64 NaNs need their operands: [`Self::finish`]).
     pub(super) fn canonical(&mut self, ty: Type, v: Value) -> Value {
         let nan = self.b.ins().fcmp(FloatCC::Unordered, v, v);
-        let c = self.constant(ty, Fmt::of(ty).canonical_nan());
+        let c = self.constant(ty, Fmt::of(ty).default_nan());
         self.b.ins().select(nan, c, v)
+    }
+
+    /// The NaN an instruction of type `ty` makes of the NaN operand `x`: for f32 the
+    /// canonical NaN, for f64 `x` quieted.
+    fn quiet_nan(&mut self, ty: Type, x: Value) -> Value {
+        let f = Fmt::of(ty);
+        if f == Fmt::F32 {
+            return self.constant(ty, f.default_nan());
+        }
+        // An or with a pooled constant: no 64-bit immediate to build.
+        let quiet = self.constant(ty, f.quiet_bit());
+        self.b.ins().bor(x, quiet)
+    }
+
+    /// An f64 result `r`, or if it is a NaN the hardware's ([`Fmt::nan_result`]): the first
+    /// NaN of `operands`, quieted, or the default NaN. x86 keeps a NaN operand's payload too
+    /// but may pick the other one of two, so the choice is made again, in a cold block.
+    fn f64_nan(&mut self, r: Value, operands: &[Value]) -> Value {
+        let (nan, join) = (self.b.create_block(), self.b.create_block());
+        let out = self.b.append_block_param(join, types::F64);
+        let is_nan = self.b.ins().fcmp(FloatCC::Unordered, r, r);
+        self.b.ins().brif(is_nan, nan, &[], join, &[r.into()]);
+
+        self.b.switch_to_block(nan);
+        self.b.set_cold_block(nan);
+        let mut v = self.constant(Type::F64, Fmt::F64.default_nan());
+        for &x in operands.iter().rev() {
+            let x_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+            let quiet = self.quiet_nan(Type::F64, x);
+            v = self.b.ins().select(x_nan, quiet, v);
+        }
+        self.b.ins().jump(join, &[v.into()]);
+
+        self.b.switch_to_block(join);
+        out
     }
 
     /// `.sat`: clamps to [0.0, 1.0]; NaN and -0.0 become +0.0.
@@ -260,18 +308,38 @@ impl Lower<'_, '_> {
     }
 
     /// `finish` for the result of the arithmetic instruction being lowered: without the
-    /// canonical NaN where nothing observes it or its readers make it canonical ([`nan::plan`]).
-    fn finish_result(&mut self, ty: Type, ftz: bool, sat: bool, r: Value) -> Value {
+    /// canonical NaN where nothing observes it or its readers make it canonical ([`nan::plan`],
+    /// f32 only).
+    fn finish_result(
+        &mut self,
+        ty: Type,
+        ftz: bool,
+        sat: bool,
+        r: Value,
+        operands: &[Value],
+    ) -> Value {
         if !self.nan.unobserved.get(self.at).copied().unwrap_or(false) {
-            return self.finish(ty, ftz, sat, r);
+            return self.finish(ty, ftz, sat, r, operands);
         }
         let r = self.flush_if(ftz, ty, r);
         if sat { self.saturate(ty, r) } else { r }
     }
 
-    /// The common tail: canonical NaN, then `.ftz` on the result, then `.sat`.
-    pub(super) fn finish(&mut self, ty: Type, ftz: bool, sat: bool, r: Value) -> Value {
-        let r = self.canonical(ty, r);
+    /// The common tail: the hardware's NaN (from `operands`, in their order of precedence,
+    /// for f64), then `.ftz` on the result, then `.sat`.
+    pub(super) fn finish(
+        &mut self,
+        ty: Type,
+        ftz: bool,
+        sat: bool,
+        r: Value,
+        operands: &[Value],
+    ) -> Value {
+        let r = if ty == Type::F64 {
+            self.f64_nan(r, operands)
+        } else {
+            self.canonical(ty, r)
+        };
         let r = self.flush_if(ftz, ty, r);
         if sat { self.saturate(ty, r) } else { r }
     }

@@ -1,16 +1,20 @@
-//! Which float results need no canonical NaN. PTX's arithmetic gives the canonical NaN
-//! (PTX ISA 9.7.3: NaN results are `0x7fffffff` / `0x7fffffffffffffff`), x86 gives its
-//! default NaN or an input's payload, so every result is made canonical (a compare and a
+//! Which f32 results need no canonical NaN. NVIDIA hardware gives the canonical NaN
+//! `0x7fffffff` for every f32 NaN result (docs/semantics.md, "Float NaN results"), x86 gives
+//! its default NaN or an input's payload, so every result is made canonical (a compare and a
 //! select). That is only needed where some instruction can tell the payloads apart: a
-//! `mov`, a store, a conversion, `neg`/`abs` (they flip bits), an integer view of the bits.
-//! Float arithmetic of the same type cannot (a NaN in gives a NaN out whatever its payload,
-//! and makes its own result canonical), nor can a float comparison. So the result of an
+//! `mov`, a store, a conversion, `neg`/`abs`, an integer view of the bits. f32 arithmetic
+//! cannot (a NaN in gives a NaN out whatever its payload, and makes its own result
+//! canonical), nor can a float comparison. So the result of an f32
 //! `add`/`sub`/`mul`/`div`/`min`/`max`/`fma`/`mad` whose value, in straight-line code, is
 //! read only by such instructions before it dies or is overwritten stays as the host made
 //! it; a chain of them (a dot product) pays for the canonical NaN once, at its end. And a
 //! register that only payload-blind instructions read, anywhere in the function (the
 //! values of a float loop that only comparisons leave, as in an escape-time loop), never
 //! needs a canonical NaN, whatever path its values take.
+//!
+//! f64 results are not planned here: the hardware keeps an f64 NaN operand's payload, so f64
+//! arithmetic passes payloads on and each result is made exactly the hardware's where it is
+//! computed ([`Lower::f64_nan`](super::super::Lower)).
 
 use super::super::liveness::{self, RegSet};
 use crate::ast::{Function, Inst, Operand, Param, RegId, Type};
@@ -20,12 +24,12 @@ use std::collections::HashSet;
 fn arithmetic_result(inst: &Inst) -> Option<(RegId, Type)> {
     match inst {
         Inst::FloatBin {
-            ty: ty @ (Type::F32 | Type::F64),
+            ty: ty @ Type::F32,
             d: Operand::Reg(r),
             ..
         }
         | Inst::Fma {
-            ty: ty @ (Type::F32 | Type::F64),
+            ty: ty @ Type::F32,
             d: Operand::Reg(r),
             ..
         } => Some((*r, *ty)),
@@ -36,9 +40,8 @@ fn arithmetic_result(inst: &Inst) -> Option<(RegId, Type)> {
 /// Whether `inst` reads its float sources of type `ty` without seeing a NaN's payload.
 fn payload_blind(inst: &Inst, ty: Type) -> bool {
     match inst {
-        Inst::FloatBin { ty: t, .. } | Inst::Fma { ty: t, .. } | Inst::Setp { ty: t, .. } => {
-            *t == ty
-        }
+        Inst::FloatBin { ty: t, .. } | Inst::Fma { ty: t, .. } => *t == ty && ty == Type::F32,
+        Inst::Setp { ty: t, .. } => *t == ty,
         _ => false,
     }
 }

@@ -227,7 +227,8 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 a,
                 ..
             } => {
-                // Sign-bit operations, then .ftz on the result (as the scalar lowering).
+                // Sign-bit operations, then .ftz on the result (as the scalar lowering); a NaN
+                // becomes the canonical NaN, as on hardware.
                 let x = self.read(a, Type::F32)?;
                 let x = self.lanes_of(x, Type::F32)?;
                 let sign = self.splat(i32::MIN as i64);
@@ -238,6 +239,7 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                     } else {
                         self.b().ins().band_not(x[p], sign)
                     };
+                    let v = self.canonical_f32x4(v);
                     r[p] = self.flush(*ftz, v);
                 }
                 self.write(d, Type::F32, LaneVal::Varying(r), mask)
@@ -433,7 +435,7 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     pub(super) fn canonical_f32x4(&mut self, bits: Value) -> Value {
         let f = self.as_f32x4(bits);
         let nan = self.b().ins().fcmp(FloatCC::Unordered, f, f);
-        let canonical = self.splat(crate::softfloat::Fmt::F32.canonical_nan() as i64);
+        let canonical = self.splat(crate::softfloat::Fmt::F32.default_nan() as i64);
         self.b().ins().bitselect(nan, canonical, bits)
     }
 

@@ -116,15 +116,16 @@ fn reference(op: &str, ty: Type, old: u64, b: u64, c: u64) -> u64 {
             }
         }
         "add" if ty == Type::F64 => {
-            // A NaN result: b's NaN, else old's, quieted, else the default NaN (as `add.f64`
-            // on an H200: tests/hardware/cases/atomics_float.ptx, nan_f64.ptx).
+            // A NaN result: b's NaN, else old's, as they are (not quieted), else the
+            // default NaN (an H200: tests/hardware/cases/atomics_float.ptx,
+            // nan_between_halves.ptx).
             let sum = (Double::from_bits(old as u128) + Double::from_bits(b as u128)).value;
             let is_nan = |v: u64| f64::from_bits(v).is_nan();
             if sum.is_nan() {
                 [b, old]
                     .into_iter()
                     .find(|&v| is_nan(v))
-                    .map_or(0xfff8_0000_0000_0000, |v| v | 1 << 51)
+                    .unwrap_or(0xfff8_0000_0000_0000)
             } else {
                 sum.to_bits() as u64
             }

@@ -36,11 +36,6 @@ const NOT_FOLLOWED: &[(&str, &str, &str)] = &[
         "",
         "not yet: ptxas's emulation of the scalar video instructions (docs/semantics.md, \"Video instructions\")",
     ),
-    (
-        "int_bits",
-        "fns",
-        "not yet: `fns` with offset -2^31 (docs/semantics.md, \"Integer and bit instructions\")",
-    ),
 ];
 
 fn here() -> PathBuf {

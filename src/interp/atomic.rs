@@ -28,6 +28,11 @@ pub fn new_value(op: AtomOp, ty: Type, old: u64, b: u64, c: u64) -> u64 {
         AtomOp::Or => old | b,
         AtomOp::Xor => old ^ b,
         AtomOp::Add if ty.is_half() => half_add(ty, old, b),
+        AtomOp::Add if ty == Type::F64 && Fmt::F64.is_nan(old) | Fmt::F64.is_nan(b) => {
+            // b's NaN, else the old value's, as they are: an H200's atomic unit does not
+            // quiet a signalling NaN (tests/hardware/cases/nan_between_halves.ptx).
+            if Fmt::F64.is_nan(b) { b } else { old }
+        }
         AtomOp::Add if ty.is_float() => {
             let f = Fmt::of(ty);
             let ftz = ty == Type::F32;

@@ -98,8 +98,12 @@ fn bfind(ty: Type, shiftamt: bool, a: u64) -> u64 {
 /// `fns`: from bit `base`, the position of the |offset|-th set bit of `mask` going up
 /// (offset > 0) or down (offset < 0); offset 0 asks whether bit `base` itself is set.
 /// 0xffffffff if there is none. PTX leaves `base` > 31 undefined; here such a base finds
-/// nothing (the search starts outside the word).
+/// nothing (the search starts outside the word), as on NVIDIA hardware, which also gives 0
+/// for an offset of -2^31 whatever the mask and base (tests/hardware/cases/fns_offsets.ptx).
 pub fn fns(mask: u32, base: u32, offset: i32) -> u32 {
+    if offset == i32::MIN {
+        return 0;
+    }
     let bit = |pos: i64| (0..32).contains(&pos) && (mask >> pos) & 1 == 1;
     if offset == 0 {
         return if bit(base as i64) { base } else { u32::MAX };

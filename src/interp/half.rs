@@ -524,8 +524,8 @@ fn cvt(dty: Type, aty: Type, rnd: Option<CvtRounding>, m: CvtMods, a: u64) -> u6
 /// (docs/semantics.md, "Half precision"): to an integer as from an f32 (0, or only the top
 /// bit of a 64-bit integer); a half widened to an f64 keeps its sign and significand,
 /// quieted; a `.bf16` widened to an `.f32` keeps its bits (not even quieted, the conversion
-/// being a shift), an `.f16` becomes the canonical NaN; an f64 to an `.f16` keeps the sign
-/// and the significand's top bits, quieted. None where `a` is no NaN or the result is the
+/// being a shift), an `.f16` becomes the canonical NaN; an f64 to a half keeps the sign and
+/// the significand's top bits, quieted. None where `a` is no NaN or the result is the
 /// canonical NaN.
 fn converted_nan(dty: Type, aty: Type, a: u64) -> Option<u64> {
     let nan = match aty {
@@ -546,8 +546,11 @@ fn converted_nan(dty: Type, aty: Type, a: u64) -> Option<u64> {
             let (sign, frac) = (a & 0x8000, a & ((1 << f.frac_bits()) - 1));
             Some(sign << 48 | 0x7ff8_0000_0000_0000 | frac << (52 - f.frac_bits()))
         }
-        (Type::F16, None) if aty == Type::F64 => {
-            Some((a >> 48 & 0x8000) | 0x7e00 | (a >> 42 & 0x3ff))
+        (Type::F16 | Type::BF16, None) if aty == Type::F64 => {
+            let f = Format::of(dty);
+            let frac = a >> (52 - f.frac_bits()) & ((1 << f.frac_bits()) - 1);
+            let quiet = 1 << (f.frac_bits() - 1);
+            Some((a >> 48 & 0x8000) | f.inf() as u64 | quiet | frac)
         }
         _ => None,
     }

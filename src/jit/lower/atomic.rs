@@ -7,7 +7,7 @@
 
 use super::{Lower, flags, int_type};
 use crate::ast::{AtomOp, Inst, Type};
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{AtomicRmwOp, InstBuilder, Value, types};
 
 impl Lower<'_, '_> {
@@ -80,8 +80,10 @@ impl Lower<'_, '_> {
                 self.b.ins().ireduce(int_type(ty.bits()), sum)
             }
             AtomOp::Add => {
-                // f32: round to nearest even, subnormal inputs and result flushed; f64: round
-                // to nearest even.
+                // f32: round to nearest even, subnormal inputs and result flushed, a NaN
+                // canonical; f64: round to nearest even, b's NaN, else the old value's, as
+                // they are (the atomic unit does not quiet them), else x86's default NaN,
+                // which is the hardware's.
                 let ftz = ty == Type::F32;
                 let ft = super::clif(ty);
                 let x = self.bitcast(ft, old);
@@ -89,7 +91,14 @@ impl Lower<'_, '_> {
                 let y = self.bitcast(ft, b);
                 let y = self.flush_if(ftz, ty, y);
                 let sum = self.b.ins().fadd(x, y);
-                let sum = self.finish(ty, ftz, false, sum, &[y, x]);
+                let sum = if ty == Type::F64 {
+                    let x_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+                    let sum = self.b.ins().select(x_nan, x, sum);
+                    let y_nan = self.b.ins().fcmp(FloatCC::Unordered, y, y);
+                    self.b.ins().select(y_nan, y, sum)
+                } else {
+                    self.finish(ty, ftz, false, sum, &[])
+                };
                 self.bitcast(int_type(ty.bits()), sum)
             }
             _ => unreachable!("done by atomic_rmw or atomic_cas"),

@@ -57,10 +57,22 @@ fn finish(tail: VideoTail, tmp: i128, c: u64, c_signed: bool) -> u64 {
         VideoTail::Merge(sel, _) => {
             let (pos, bits) = Selector::bits_of(Some(sel));
             let mask = ((1i128 << bits) - 1) << pos;
-            ((tmp << pos) & mask) | (c as i128 & !mask)
+            ((tmp << merge_shift(sel)) & mask) | (c as i128 & !mask)
         }
     };
     r as u64 & 0xffff_ffff
+}
+
+/// How far `optMerge` moves the result up into its part of c: the part's position, as the
+/// pseudocode says, except for `.h1`, where NVIDIA hardware keeps the result's own bits
+/// 31..16 (ptxas's code merges with `PRMT 0x3254`; an H200 agrees:
+/// tests/hardware/cases/video_scalar.ptx).
+pub fn merge_shift(sel: Selector) -> u32 {
+    if sel == Selector::H1 {
+        0
+    } else {
+        Selector::bits_of(Some(sel)).0
+    }
 }
 
 /// The inputs of one video instruction: a, b and c as read from their registers.

@@ -308,7 +308,8 @@ impl Lower<'_, '_> {
                 let c = self.resize(c, types::I64, false);
                 let (pos, bits) = Selector::bits_of(Some(sel));
                 let mask = ((1u64 << bits) - 1) << pos;
-                let v = self.b.ins().ishl_imm_s(lo, pos as i64);
+                let shift = crate::interp::video::merge_shift(sel);
+                let v = self.b.ins().ishl_imm_s(lo, shift as i64);
                 let v = self.b.ins().band_imm_s(v, mask as i64);
                 let keep = self.b.ins().band_imm_s(c, !mask as u32 as i64);
                 self.b.ins().bor(v, keep)

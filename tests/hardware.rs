@@ -24,6 +24,36 @@ const NOT_FOLLOWED: &[(&str, &str, &str)] = &[
         "`.approx` functions: ptxjit's defined result (docs/semantics.md, \".approx functions\")",
     ),
     ("nan_f32", "tanh.approx", "`.approx` functions, as above"),
+    (
+        "approx_special",
+        "ex2.approx",
+        "`.approx` functions, as above (they agree at the specials)",
+    ),
+    (
+        "approx_special",
+        "lg2.approx",
+        "`.approx` functions, as above",
+    ),
+    (
+        "approx_special",
+        "sin.approx",
+        "`.approx` functions, as above",
+    ),
+    (
+        "approx_special",
+        "cos.approx",
+        "`.approx` functions, as above",
+    ),
+    (
+        "approx_special",
+        "rsqrt.approx",
+        "`.approx` functions, as above",
+    ),
+    (
+        "approx_special",
+        "tanh.approx",
+        "`.approx` functions, as above",
+    ),
     ("nan_f16", "tanh.approx", "`.approx` functions, as above"),
     ("nan_bf16", "tanh.approx", "`.approx` functions, as above"),
     (

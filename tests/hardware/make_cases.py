@@ -271,7 +271,34 @@ def bits():
                        "\"Integer and bit instructions\"; \"Integer division by zero\" for the n = 0 threads)."], "sm_90", ops)
 
 
+def approx_special():
+    """The approximate functions at the inputs where the exact result is a float: zeros,
+    infinities, NaN, powers of two, and subnormals with and without `.ftz`."""
+    values = [0.0, -0.0, float("inf"), -float("inf"), 1.0, -1.0, 2.0, 4.0, 0.25, 2.0 ** -126, 2.0 ** -130,
+              -(2.0 ** -130), 2.0 ** 100, 2.0 ** -100, 0.5, 16.0]
+    words_in = [f32(v) for v in values]
+    words_in.append(0x7FC12345)
+    n = len(words_in)
+    ops = []
+    for ftz in ["", ".ftz"]:
+        ops += [f"{op}{ftz}.f32 D, %x" for op in ["ex2.approx", "lg2.approx", "sin.approx", "cos.approx",
+                                                  "rsqrt.approx", "rcp.approx", "sqrt.approx"]]
+        ops += [f"div.approx{ftz}.f32 D, %x, %x", f"div.full{ftz}.f32 D, %x, %x"]
+    ops += ["tanh.approx.f32 D, %x"]
+    decls = "  .reg .f32 %x, %f;"
+    ops = [op for op in ops if accepted("sm_80", decls, op.replace("D", "%f"))]
+    body = ["mul.wide.u32 %off, %t, 4;", "add.u64 %p, %i, %off;", "ld.global.f32 %x, [%p];",
+            f"mul.wide.u32 %off, %t, {4 * len(ops)};", "add.u64 %o, %o, %off;"]
+    for w, op in enumerate(ops):
+        body += [op.replace("D", "%f") + ";", f"st.global.f32 [%o+{4 * w}], %f;"]
+    comment = ["The approximate functions at zeros, infinities, a NaN, powers of two and subnormals,",
+               "where an exact result exists (docs/semantics.md, \".approx functions\"). Thread t takes",
+               f"in[t] and writes {len(ops)} words from word {len(ops)}t, one per instruction in the order written."]
+    write("approx_special", comment, n, words_in, n * len(ops), "sm_80", decls, body)
+
+
 if __name__ == "__main__":
+    approx_special()
     float_matrices()
     conversions()
     video()

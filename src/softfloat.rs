@@ -325,6 +325,22 @@ pub fn rsqrt_approx(f: Fmt, a: u64) -> u64 {
     approx(f, a, |x| 1.0 / x.sqrt())
 }
 
+/// `rcp.approx.ftz.f64` (`rsqrt` false) and `rsqrt.approx.ftz.f64` (true) as NVIDIA hardware
+/// computes them, from the operand's high 32 bits alone (its low word taken as zero): the
+/// exact function of that value rounded to nearest, then its low 32 bits cleared; a NaN
+/// result is `0x7fffffff00000000` (an H200: tests/hardware/cases/moves_f64_approx.ptx, where
+/// 4.0 and 0.25 give 0.25 and 4.0, the smallest subnormal +∞, −0 −∞, and a signalling NaN
+/// whose payload lies in the low word 0). `a` is already flushed (`.ftz`).
+pub fn approx_ftz_f64_high(rsqrt: bool, a: u64) -> u64 {
+    let x = f64::from_bits(a & 0xffff_ffff_0000_0000);
+    let r = if rsqrt { 1.0 / x.sqrt() } else { 1.0 / x };
+    if r.is_nan() {
+        0x7fff_ffff_0000_0000
+    } else {
+        r.to_bits() & 0xffff_ffff_0000_0000
+    }
+}
+
 fn approx(f: Fmt, a: u64, op: fn(f64) -> f64) -> u64 {
     match f {
         Fmt::F32 => (op(f32::from_bits(a as u32) as f64) as f32).to_bits() as u64,

@@ -2,8 +2,8 @@
 //! leaves open or where the manual and the hardware may differ: NaN payloads, division by
 //! zero, conversions of NaN, video instructions, warp collectives with absent lanes, ...) were
 //! run on a GPU by `tests/hardware/run_on_gpu.py`, and their output buffers are recorded in
-//! tests/hardware/records/. Every engine must produce the recorded words, except where
-//! [`NOT_FOLLOWED`] says why not.
+//! tests/hardware/records/. Every engine (and the JIT's soft-float fallback) must produce the
+//! recorded words, except where [`NOT_FOLLOWED`] says why not.
 //!
 //! A case's header says how it was launched (`// block:`, `// in:`, `// out:`); the generated
 //! cases (tests/hardware/make_cases.py) store each instruction's result in a slot of their
@@ -11,12 +11,13 @@
 
 mod common;
 
-use ptxjit::{Arg, Dim3};
+use ptxjit::{Arg, Dim3, JitOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Instructions whose recorded results ptxjit does not give, each with the reason: a case
-/// and the start of an instruction's text (empty: every word of the case).
+/// and the start of an instruction's text (the whole text for one instruction; empty: every
+/// word of the case).
 const NOT_FOLLOWED: &[(&str, &str, &str)] = &[
     (
         "nan_f32",
@@ -58,7 +59,7 @@ const NOT_FOLLOWED: &[(&str, &str, &str)] = &[
     ("nan_bf16", "tanh.approx", "`.approx` functions, as above"),
     (
         "float_nan",
-        "max.f64",
+        "max.f64 %d, %dnegnan, %dnan;",
         "two NaN operands: ptxas's code for min/max.f64 gives either (nan_f64 has b's for this max)",
     ),
     (
@@ -197,7 +198,15 @@ fn every_engine_gives_what_the_hardware_gave() {
                 .find(|(lo, hi, _)| (*lo..*hi).contains(&within))
                 .map(|(_, _, op)| op.as_str())
         };
-        for (engine_name, engine) in common::engines_and_unchecked(&case.ptx) {
+        let mut engines = common::engines_and_unchecked(&case.ptx);
+        let soft_float = JitOptions {
+            hardware_rounding: false,
+            verify: true,
+            ..JitOptions::default()
+        };
+        let soft_float = common::jit_with(&case.ptx, soft_float);
+        engines.push(("jit (soft-float)", Box::new(soft_float)));
+        for (engine_name, engine) in engines {
             let mut out = vec![0u8; 4 * case.words_out];
             let mut input: Vec<u8> = case.words_in.iter().flat_map(|w| w.to_le_bytes()).collect();
             if input.is_empty() {

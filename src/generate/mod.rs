@@ -105,6 +105,10 @@ pub fn edge_value(rng: &mut Rng, ty: Type) -> u64 {
             0xff7f_ffff,
             0x4f00_0000,
             0x3f00_0000,
+            // NaNs with payloads, of both signs and kinds (they pass through f64 and
+            // conversions as the hardware passes them).
+            0xffc0_0abc,
+            0x7fa1_2345,
         ]) as u64,
         Type::F64 => *rng.pick(&[
             0u64,
@@ -121,6 +125,8 @@ pub fn edge_value(rng: &mut Rng, ty: Type) -> u64 {
             0x7fef_ffff_ffff_ffff,
             0x43e0_0000_0000_0000,
             0x3fe0_0000_0000_0000,
+            0xfff8_0000_0000_0abc,
+            0x7ff4_0000_0001_2345,
         ]),
         Type::Pred => rng.below(2),
         t => {
@@ -1079,7 +1085,16 @@ impl Gen<'_> {
                     .pick(&[".rn", ".rz", ".rm", ".rp", ".approx", ".full"]);
                 format!("div{prec}{ftz}.f32 {d}, {a}, {b};")
             }
-            4 => format!("{}{ftz}.f32 {d}, {a}, {b};", self.rng.pick(&["min", "max"])),
+            4 => {
+                let op = self.rng.pick(&["min", "max"]);
+                let nan = if self.rng.chance(25) { ".NaN" } else { "" };
+                let xorsign = if self.rng.chance(25) {
+                    ".xorsign.abs"
+                } else {
+                    ""
+                };
+                format!("{op}{ftz}{nan}{xorsign}.f32 {d}, {a}, {b};")
+            }
             5 => format!("{}{ftz}.f32 {d}, {a};", self.rng.pick(&["neg", "abs"])),
             6 => {
                 let op = self.rng.pick(&[
@@ -1118,6 +1133,17 @@ impl Gen<'_> {
             }
             3 => format!("{}.f64 {d}, {a}, {b};", self.rng.pick(&["min", "max"])),
             4 => format!("{}.f64 {d}, {a};", self.rng.pick(&["neg", "abs"])),
+            5 if self.rng.chance(20) => {
+                let op = self.rng.pick(&[
+                    "rcp.approx.ftz.f64",
+                    "rsqrt.approx.f64",
+                    "rsqrt.approx.ftz.f64",
+                    "cvt.f64.f64",
+                    "cvt.rni.f64.f64",
+                    "cvt.rzi.f64.f64",
+                ]);
+                format!("{op} {d}, {a};")
+            }
             _ => {
                 let op = self.rng.pick(&["sqrt", "rcp"]);
                 format!("{op}.{rnd}.f64 {d}, {a};")
@@ -1177,8 +1203,14 @@ impl Gen<'_> {
                 format!("cvt{ftz}.f64.f32 {d}, {a};")
             }
             _ => {
+                // Within f32: a rounding to an integral value, or none (a move).
                 let (d, a) = (self.f(), self.f());
-                format!("cvt.{irnd}{ftz}{sat}.f32.f32 {d}, {a};")
+                let irnd = if self.rng.chance(30) {
+                    String::new()
+                } else {
+                    format!(".{irnd}")
+                };
+                format!("cvt{irnd}{ftz}{sat}.f32.f32 {d}, {a};")
             }
         };
         self.emit(text);

@@ -71,10 +71,12 @@ pub fn cvt(dty: Type, aty: Type, rnd: Option<CvtRounding>, ftz: bool, sat: bool,
                 Some(CvtRounding::Float(r)) => sf::convert(from, to, r, a),
                 None => sf::convert(from, to, Rounding::Rn, a),
             };
-            let d = if from.is_nan(a) {
-                from.convert_nan(to, a)
-            } else {
-                d
+            // A NaN converts as the hardware converts it; `cvt.f32.f32` and `cvt.f64.f64`
+            // with no modifier are moves there, and keep it as it is.
+            let d = match (rnd, ftz) {
+                _ if !from.is_nan(a) => d,
+                (None, false) if from == to => a,
+                _ => from.convert_nan(to, a),
             };
             let d = if ftz { to.flush(d) } else { d };
             if sat { to.saturate(d) } else { d }

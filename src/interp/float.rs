@@ -138,7 +138,11 @@ pub fn unary(op: FloatUnOp, f: Fmt, prec: Precision, ftz: bool, a: u64) -> u64 {
         Fmt::F32 => 1.0f32.to_bits() as u64,
         Fmt::F64 => 1.0f64.to_bits(),
     };
+    let high_word = f == Fmt::F64 && ftz && prec == Precision::Approx;
     let r = match op {
+        FloatUnOp::Rcp | FloatUnOp::Rsqrt if high_word => {
+            return sf::approx_ftz_f64_high(op == FloatUnOp::Rsqrt, a);
+        }
         FloatUnOp::Neg | FloatUnOp::Abs if f.is_nan(a) => return f.nan_result(&[a]),
         FloatUnOp::Neg => return flush_in(f, ftz, a ^ f.sign_bit()),
         FloatUnOp::Abs => return flush_in(f, ftz, a & !f.sign_bit()),

@@ -71,6 +71,7 @@ fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
         ("rt_sqrt_hw", rt_sqrt_hw as *const u8),
         ("rt_fma", rt_fma as *const u8),
         ("rt_unary", rt_unary as *const u8),
+        ("rt_approx_ftz_f64", rt_approx_ftz_f64 as *const u8),
         ("rt_from_int", rt_from_int as *const u8),
         ("rt_to_int", rt_to_int as *const u8),
         ("rt_convert", rt_convert as *const u8),

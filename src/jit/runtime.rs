@@ -552,6 +552,12 @@ pub extern "C" fn rt_unary(code: u32, a: u64) -> u64 {
     }
 }
 
+/// `rt_approx_ftz_f64(rsqrt, a) -> bits`: `rcp.approx.ftz.f64` (0) or `rsqrt.approx.ftz.f64`
+/// (1), from the operand's high word as the hardware computes them.
+pub extern "C" fn rt_approx_ftz_f64(rsqrt: u32, a: u64) -> u64 {
+    sf::approx_ftz_f64_high(rsqrt != 0, a)
+}
+
 /// `rt_from_int(code, v, signed) -> bits`: integer → float in a directed mode.
 pub extern "C" fn rt_from_int(code: u32, v: u64, signed: u32) -> u64 {
     let (f, r, _) = decode_float(code);

@@ -297,7 +297,46 @@ def approx_special():
     write("approx_special", comment, n, words_in, n * len(ops), "sm_80", decls, body)
 
 
+def moves_and_f64_approx():
+    """`cvt` within one float type (with and without modifiers) and the f64 approximations,
+    on NaNs of both kinds and signs and on awkward values."""
+    f32s = [0x7FC12345, 0xFFC00ABC, 0x7F800001, 0xFF900777, f32(1.5), 0x00000001, f32(-2.5), 0x80000000]
+    f64s = [0x7FF8000000012345, 0xFFF8000000000ABC, 0x7FF0000000000001, 0xFFF4000000000777, f64(4.0),
+            0x0000000000000001, f64(0.25), 0x8000000000000000]
+    n = len(f32s)
+    words_in = [w for v in f64s for w in (v & 0xFFFFFFFF, v >> 32)] + f32s
+    decls = "  .reg .f32 %x, %f;\n  .reg .f64 %y, %d;"
+    ops = [(f"{op} %f, %x", "f") for op in ["cvt.f32.f32", "cvt.ftz.f32.f32", "cvt.sat.f32.f32",
+                                             "cvt.rni.f32.f32", "cvt.rzi.ftz.f32.f32", "mov.f32"]]
+    ops += [(f"{op} %d, %y", "d") for op in ["cvt.f64.f64", "cvt.rni.f64.f64", "cvt.rmi.f64.f64", "mov.f64",
+                                              "rcp.approx.ftz.f64", "rsqrt.approx.f64", "rsqrt.approx.ftz.f64"]]
+    ops = [(op, r) for op, r in ops if accepted("sm_80", decls, op)]
+    body = ["mul.wide.u32 %off, %t, 8;", "add.u64 %p, %i, %off;", "ld.global.f64 %y, [%p];",
+            "mul.wide.u32 %off, %t, 4;", "add.u64 %p, %i, %off;", f"ld.global.f32 %x, [%p+{8 * n}];",
+            f"mul.wide.u32 %off, %t, {8 * len(ops)};", "add.u64 %o, %o, %off;"]
+    for k, (op, r) in enumerate(ops):
+        store = "st.global.f32" if r == "f" else "st.global.f64"
+        body += [op + ";", f"{store} [%o+{8 * k}], %{r};"]
+    comment = ["Moves and conversions within one float type, and the f64 approximations, on NaNs",
+               "(quiet and signalling, both signs) and other values (docs/semantics.md, \"Float NaN",
+               "results\", \".approx functions\"). Thread t takes the t-th f64 (from word 0) and f32",
+               "(after them) and writes one slot of two words per instruction, in the order written."]
+    write("moves_f64_approx", comment, n, words_in, n * 2 * len(ops), "sm_80", decls, body)
+
+
+def minmax_f32():
+    """`min`/`max.f32` with `.NaN`, `.xorsign.abs` and `.ftz` on NaNs, signed zeros and
+    subnormals."""
+    values = [0x7FC12345, 0xFFC00ABC, 0x7F800001, f32(-1.0), f32(1.0), 0x00000001, 0x80000000, 0]
+    ops = [(f"{op}{m}.f32 D, %x, %y", "f") for op in ["min", "max"]
+           for m in ["", ".NaN", ".xorsign.abs", ".NaN.xorsign.abs", ".ftz", ".ftz.NaN"]]
+    nan_matrix("minmax_f32", "min/max.f32 with .NaN, .xorsign.abs and .ftz (docs/semantics.md, \"min/max\").",
+               "sm_90", "f32", 4, values, "  .reg .f32 %x, %y, %z, %f;", ops)
+
+
 if __name__ == "__main__":
+    moves_and_f64_approx()
+    minmax_f32()
     approx_special()
     float_matrices()
     conversions()

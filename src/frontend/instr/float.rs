@@ -62,8 +62,15 @@ pub(super) fn float_un(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let ty = cx.one_type(FLOAT_TYPES)?;
     let rnd = cx.pick(Rounding::from_ptx)?;
     let approx = cx.flag("approx");
-    let (ftz, _) = float_ftz_sat(cx, ty, false)?;
     let f64_approx_ok = matches!(op, FloatUnOp::Rcp | FloatUnOp::Rsqrt);
+    // `.ftz` is for .f32, and for `rcp.approx.ftz.f64` and `rsqrt.approx{.ftz}.f64`.
+    let ftz = cx.flag("ftz");
+    let f64_ftz_ok = f64_approx_ok && approx;
+    cx.forbid(
+        ftz && ty == Type::F64 && !f64_ftz_ok,
+        "ftz",
+        "applies to .f32 only",
+    )?;
     let prec = match op {
         FloatUnOp::Neg | FloatUnOp::Abs => {
             if rnd.is_some() || approx {
@@ -95,8 +102,8 @@ pub(super) fn float_un(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
             }
         },
     };
-    if f64_approx_ok && ty == Type::F64 && prec == Precision::Approx && !ftz {
-        return err(cx.head, format!("`{}.approx.f64` needs .ftz", cx.opcode));
+    if op == FloatUnOp::Rcp && ty == Type::F64 && prec == Precision::Approx && !ftz {
+        return err(cx.head, "`rcp.approx.f64` needs .ftz");
     }
     cx.count(ops, 2)?;
     Ok(Inst::FloatUn {

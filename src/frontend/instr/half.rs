@@ -99,7 +99,11 @@ pub(super) fn arith(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     if ty == Type::F32 && f != HalfFn::Tanh {
         // min/max.f32 come here only with .NaN or .xorsign.abs (both sm_80's PTX 7.0 forms;
         // .xorsign.abs needs sm_86, as below).
-        needs_sm(cx, 80, &format!("`{}.NaN`", cx.opcode))?;
+        needs_sm(
+            cx,
+            80,
+            &format!("`{}` with .NaN or .xorsign.abs on .f32", cx.opcode),
+        )?;
     }
     cx.forbid(
         ftz && !ftz_ok,

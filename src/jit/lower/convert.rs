@@ -112,7 +112,14 @@ impl Lower<'_, '_> {
                                 self.soft(*dty, "rt_convert", code, &[x], false)
                             }
                         };
-                        let v = self.converted_nan(*dty, *aty, x, v);
+                        // With no modifier, cvt.f32.f32 and cvt.f64.f64 are moves (a NaN
+                        // kept as it is, as on the hardware).
+                        let plain = rnd.is_none() && !*ftz && dty == aty;
+                        let v = if plain {
+                            v
+                        } else {
+                            self.converted_nan(*dty, *aty, x, v)
+                        };
                         let v = self.flush_if(*ftz, *dty, v);
                         if *sat { self.saturate(*dty, v) } else { v }
                     }

@@ -100,6 +100,21 @@ impl Lower<'_, '_> {
                         self.set(d, *ty, r);
                         return;
                     }
+                    // The f64 approximations with .ftz work on the high word, as on the
+                    // hardware; the result is final.
+                    FloatUnOp::Rcp | FloatUnOp::Rsqrt
+                        if *ty == Type::F64 && *ftz && *prec == Precision::Approx =>
+                    {
+                        let rsqrt = (*op == FloatUnOp::Rsqrt) as u64;
+                        let which = self.iconst(types::I32, rsqrt);
+                        let bits = self.float_bits(x);
+                        let r = self
+                            .helper("rt_approx_ftz_f64", &[which, bits])
+                            .expect("rt_approx_ftz_f64 returns bits");
+                        let r = self.float_of_bits(Type::F64, r);
+                        self.set(d, *ty, r);
+                        return;
+                    }
                     FloatUnOp::Sqrt if rnd == Rounding::Rn => self.b.ins().sqrt(x),
                     FloatUnOp::Rcp if rnd == Rounding::Rn => {
                         let one = self.one(*ty);

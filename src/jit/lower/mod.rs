@@ -67,6 +67,7 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
         ("rt_sqrt_hw", &[I32, I64], &[I64]),
         ("rt_fma", &[I32, I64, I64, I64], &[I64]),
         ("rt_unary", &[I32, I64], &[I64]),
+        ("rt_approx_ftz_f64", &[I32, I64], &[I64]),
         ("rt_from_int", &[I32, I64, I32], &[I64]),
         ("rt_to_int", &[I32, I64, I32], &[I64]),
         ("rt_convert", &[I32, I64], &[I64]),

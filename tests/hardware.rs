@@ -62,11 +62,6 @@ const NOT_FOLLOWED: &[(&str, &str, &str)] = &[
         "max.f64 %d, %dnegnan, %dnan;",
         "two NaN operands: ptxas's code for min/max.f64 gives either (nan_f64 has b's for this max)",
     ),
-    (
-        "video_scalar",
-        "",
-        "not yet: ptxas's emulation of the scalar video instructions (docs/semantics.md, \"Video instructions\")",
-    ),
 ];
 
 fn here() -> PathBuf {

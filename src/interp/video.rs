@@ -1,8 +1,10 @@
-//! The scalar video instructions (PTX ISA 9.7.18.1), following the manual's pseudocode:
-//! `partSelectSignExtend`, the primary operation, `optSaturate`, `optSecondaryOp` or
-//! `optMerge`, and `vmad`'s 128-bit intermediate. Values are computed exactly in i128; where the
-//! manual's text and pseudocode differ, the reading taken is written beside the code and in
-//! docs/semantics.md ("Video instructions").
+//! The scalar video instructions (PTX ISA 9.7.18.1), following the manual's pseudocode
+//! (`partSelectSignExtend`, the primary operation, `optSaturate`, `optSecondaryOp` or
+//! `optMerge`) where NVIDIA hardware does, and the hardware where it does not: sm_70 and
+//! later run these instructions as code ptxas writes, and where that code departs from the
+//! pseudocode (saturation, the secondary operations' comparison, `vmad`'s product, the
+//! `.h1` merge) the functions below say how, and docs/semantics.md ("Video instructions")
+//! gives the evidence. The SIMD forms follow the pseudocode, as the hardware does.
 
 use super::int::sext;
 use crate::ast::{
@@ -22,42 +24,83 @@ fn part_select(x: u64, ty: Type, sel: Option<Selector>) -> i128 {
     }
 }
 
-/// `optSaturate`: clamps to the destination's range — signed or unsigned by dtype, and the
-/// byte or half-word range when the result is merged into a part of c.
-fn saturate(tmp: i128, sat: bool, signed: bool, dsel: Option<Selector>) -> i128 {
-    if !sat {
-        return tmp;
+/// `optSaturate` as NVIDIA hardware computes it (ptxas's code for sm_70 and later, which
+/// emulates these instructions; an H200 agrees on every form of
+/// tests/hardware/cases/video_scalar.ptx). It departs from the manual's pseudocode:
+/// - `vshl`/`vshr` keep the .s34 intermediate the manual names (the exact shift's low 34
+///   bits, sign-extended) and clamp it to dtype's 32-bit range, merged into a part of c or
+///   not;
+/// - the others, merged into a part of c, give the part's largest value unless the exact
+///   result lies between 0 and it (a negative result included: the clamp compares
+///   unsigned);
+/// - unmerged, a signed dtype clamps to the s32 range, an unsigned one only below: a result
+///   past 2^32 keeps its low 32 bits.
+fn saturate(op: VideoOp, tmp: i128, signed: bool, dsel: Option<Selector>) -> i128 {
+    let (s32, u32) = ((i32::MIN as i128, i32::MAX as i128), (0, u32::MAX as i128));
+    if matches!(op, VideoOp::Vshl | VideoOp::Vshr) {
+        let s34 = sext((tmp as u64) & ((1 << 34) - 1), 34) as i128;
+        let (lo, hi) = if signed { s32 } else { u32 };
+        return s34.clamp(lo, hi);
     }
-    let bits = Selector::bits_of(dsel).1;
-    let (lo, hi) = if signed {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-    } else {
-        (0, (1i128 << bits) - 1)
-    };
-    tmp.clamp(lo, hi)
+    match dsel {
+        Some(sel) => {
+            let bits = Selector::bits_of(Some(sel)).1;
+            let max = if signed {
+                (1i128 << (bits - 1)) - 1
+            } else {
+                (1i128 << bits) - 1
+            };
+            if (0..=max).contains(&tmp) { tmp } else { max }
+        }
+        None if signed => tmp.clamp(s32.0, s32.1),
+        None if tmp < 0 => 0,
+        None => tmp & 0xffff_ffff,
+    }
 }
 
-/// `optSecondaryOp` / `optMerge` and the final truncation to 32 bits. The third operand's
-/// signedness is dtype's (unsigned for `vset`).
-fn finish(tail: VideoTail, tmp: i128, c: u64, c_signed: bool) -> u64 {
+/// The value a `.min`/`.max` secondary operation compares with c, as the hardware forms it
+/// (a 64-bit value): `vadd`/`vsub` and saturated shifts give their 32-bit result
+/// sign-extended, the other shifts their exact value, `vabsdiff`/`vmin`/`vmax` their exact
+/// value (with `.sat` on an unsigned dtype, its non-negative part).
+fn secondary_key(op: VideoOp, sat: bool, signed: bool, tmp: i128, v: i128) -> i128 {
+    match op {
+        VideoOp::Vadd | VideoOp::Vsub => sext(v as u64, 32) as i128,
+        VideoOp::Vshl | VideoOp::Vshr if sat => sext(v as u64, 32) as i128,
+        VideoOp::Vshl | VideoOp::Vshr => tmp,
+        _ if sat && !signed => tmp.max(0),
+        _ => v,
+    }
+}
+
+/// `optSecondaryOp` / `optMerge` and the final truncation to 32 bits. `.min`/`.max` compare
+/// `key` with c as 64-bit values, signed or unsigned as `c_signed` says (c extended the
+/// same way); `.add` and the merges take `v`'s low bits. A merge into `.h1` keeps `v`'s own
+/// bits 31..16, as the hardware does (ptxas merges with `PRMT 0x3254`); the other parts
+/// take `v`'s low bits, as the pseudocode says.
+fn finish(tail: VideoTail, key: i128, v: i128, c: u64, c_signed: bool) -> u64 {
+    let c64 = if c_signed {
+        sext(c, 32) as i128
+    } else {
+        (c & 0xffff_ffff) as i128
+    };
     let r = match tail {
-        VideoTail::None => tmp,
+        VideoTail::None => v,
+        VideoTail::Secondary(VideoSecOp::Add, _) => v + c64,
         VideoTail::Secondary(op, _) => {
-            let c = if c_signed {
-                sext(c, 32) as i128
+            // The comparison in 64 bits, as the hardware's code makes it.
+            let x = key as u64;
+            let less = if c_signed {
+                (x as i64) < (c64 as i64)
             } else {
-                (c & 0xffff_ffff) as i128
+                x < c64 as u64
             };
-            match op {
-                VideoSecOp::Add => tmp + c,
-                VideoSecOp::Min => tmp.min(c),
-                VideoSecOp::Max => tmp.max(c),
-            }
+            let take_key = (op == VideoSecOp::Min) == less;
+            if take_key { key } else { c64 }
         }
         VideoTail::Merge(sel, _) => {
             let (pos, bits) = Selector::bits_of(Some(sel));
             let mask = ((1i128 << bits) - 1) << pos;
-            ((tmp << merge_shift(sel)) & mask) | (c as i128 & !mask)
+            ((v << merge_shift(sel)) & mask) | (c as i128 & !mask)
         }
     };
     r as u64 & 0xffff_ffff
@@ -85,11 +128,13 @@ pub struct Sources {
     pub c: u64,
 }
 
-/// `vadd vsub vabsdiff vmin vmax` (9.7.18.1.1) and `vshl vshr` (9.7.18.1.2).
+/// `vadd vsub vabsdiff vmin vmax` (9.7.18.1.1) and `vshl vshr` (9.7.18.1.2), as NVIDIA
+/// hardware computes them (see [`saturate`] and [`secondary_key`]).
 ///
-/// Shifts: `.clamp` limits the amount to 32, `.wrap` takes it mod 32. A left shift of an .s33
-/// value by up to 32 needs 65 bits, more than the manual's .s34 intermediate; we keep the
-/// exact value, so `.sat` and `.min/.max` see its true magnitude (not verified on hardware).
+/// Shifts: `.clamp` limits the amount to 32, `.wrap` takes it mod 32. The exact result of an
+/// .s33 value shifted by up to 32 has up to 65 bits; the hardware's `.sat` sees its low 34
+/// and its `.min`/`.max` its low 64 (which hold it for every input whose shifted bits stay
+/// within them).
 pub fn video(f: VideoForm, s: Sources) -> u64 {
     let ta = part_select(s.a, f.aty, s.asel);
     let tb = part_select(s.b, f.bty, s.bsel);
@@ -107,8 +152,15 @@ pub fn video(f: VideoForm, s: Sources) -> u64 {
         VideoOp::Vshr => ta >> amount(),
     };
     let signed = f.dty.is_signed();
-    let tmp = saturate(tmp, f.sat, signed, f.tail.dsel());
-    finish(f.tail, tmp, s.c, signed)
+    let v = if f.sat {
+        saturate(f.op, tmp, signed, f.tail.dsel())
+    } else {
+        tmp
+    };
+    let key = secondary_key(f.op, f.sat, signed, tmp, v);
+    // Shifts' exact values reach past 64 bits; the hardware compares their low 64.
+    let key = sext(key as u64, 64) as i128;
+    finish(f.tail, key, v, s.c, signed)
 }
 
 /// 1 if `ta cmp tb` holds, else 0.
@@ -124,48 +176,52 @@ fn compare(cmp: CmpOp, ta: i128, tb: i128) -> bool {
     }
 }
 
-/// `vset` (9.7.18.1.4): 1 if the comparison holds, else 0; c and d are unsigned.
+/// `vset` (9.7.18.1.4): 1 if the comparison holds, else 0; c is signed when atype is (as
+/// the hardware takes it for `.min`/`.max`).
 pub fn vset(aty: Type, bty: Type, cmp: CmpOp, tail: VideoTail, s: Sources) -> u64 {
     let ta = part_select(s.a, aty, s.asel);
     let tb = part_select(s.b, bty, s.bsel);
-    finish(tail, compare(cmp, ta, tb) as i128, s.c, false)
+    let t = compare(cmp, ta, tb) as i128;
+    finish(tail, t, t, s.c, aty.is_signed())
 }
 
-/// `vmad` (9.7.18.1.3): (±a·b) + (±c) (+1 for `.po`) over 128 bits, negation as ones'
-/// complement plus the lsb, scaled by `.shr7/.shr15`, the low 64 bits saturated to the final
-/// type's 32-bit range.
-///
-/// c is extended by the sign of the intermediate result, as the text says, before a negation
-/// (128-bit complement): `(u32 * u32) - u32` subtracts c's unsigned value. The pseudocode
-/// sign-extends `~c` instead, which differs only there and only for c ≥ 2^31.
+/// `vmad` (9.7.18.1.3) as NVIDIA hardware computes it (ptxas's code: one signed 32 × 32 →
+/// 64-bit multiply-add): each selected source, extended by its type's sign to 32 bits, is
+/// then taken as a *signed* 32-bit value (so a `.u32` operand of 2^31 or more counts as
+/// negative), c is sign-extended whatever the types, and the sum `(±a·b) + (±c)` (+1 for
+/// `.po`; negation as ones' complement plus the lsb) is formed mod 2^64. `.shr7/.shr15`
+/// shift it right, arithmetically when the result is signed (the product is signed, or c
+/// negated), logically otherwise; `.sat` clamps that 64-bit value to the signed or unsigned
+/// 32-bit range. An H200 agrees on every form of tests/hardware/cases/video_scalar.ptx.
 pub fn vmad(m: VmadForm, s: Sources) -> u64 {
-    let ta = part_select(s.a, m.aty, s.asel);
-    let tb = part_select(s.b, m.bty, s.bsel);
-    let (signed_product, signed_final) = (m.signed_product(), m.signed_final());
-    let mut tmp = ta * tb;
-    let mut c = if signed_product {
-        sext(s.c, 32) as i128
-    } else {
-        (s.c & 0xffff_ffff) as i128
-    };
+    let word = |v: i128| sext(v as u64, 32);
+    let ta = word(part_select(s.a, m.aty, s.asel));
+    let tb = word(part_select(s.b, m.bty, s.bsel));
+    let signed_final = m.signed_final();
+    let mut prod = ta.wrapping_mul(tb);
+    let mut c = sext(s.c, 32);
     let mut lsb = 0;
     if m.po {
         lsb = 1;
     } else if m.neg_product {
-        tmp = !tmp;
+        prod = !prod;
         lsb = 1;
     } else if m.neg_c {
         c = !c;
         lsb = 1;
     }
-    let tmp = tmp.wrapping_add(c).wrapping_add(lsb);
-    let result = ((tmp as u128) >> m.shift()) as u64;
-    let result = match (m.sat, signed_final) {
-        (false, _) => result,
-        (true, true) => (result as i64).clamp(i32::MIN as i64, i32::MAX as i64) as u64,
-        (true, false) => result.min(u32::MAX as u64),
+    let sum = prod.wrapping_add(c).wrapping_add(lsb);
+    let scaled = if signed_final {
+        sum >> m.shift()
+    } else {
+        ((sum as u64) >> m.shift()) as i64
     };
-    result & 0xffff_ffff
+    let result = match (m.sat, signed_final) {
+        (false, _) => scaled,
+        (true, true) => scaled.clamp(i32::MIN as i64, i32::MAX as i64),
+        (true, false) => scaled.clamp(0, u32::MAX as i64),
+    };
+    result as u64 & 0xffff_ffff
 }
 
 /// `extractAndSignExt`: part `part` (of `bits` bits) of the pair `{b, a}` (`ab`, a in the low

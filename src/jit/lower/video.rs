@@ -1,9 +1,8 @@
 //! The scalar video instructions (PTX ISA 9.7.18.1) as inline Cranelift IR, with the rules of
-//! `interp::video`. Everything runs in i64, which holds every .s33 input and .s34 result, with
-//! two exceptions shown where they arise: `vshl` (a 65-bit exact result, tracked as its low 64
-//! bits plus an overflow-aware comparison key) and `vmad.sat` (the saturated window of the
-//! 128-bit sum reaches past bit 64, so it is computed in i128). The SIMD forms run lane by
-//! lane in i32, which holds every lane's exact result and c plus up to four of them mod 2^32.
+//! `interp::video` (the hardware's where it departs from the manual's pseudocode). Everything
+//! runs in i64, which holds every .s33 input and result, and the low 64 bits of a shift and of
+//! `vmad`'s sum, all the hardware keeps of them. The SIMD forms run lane by lane in i32, which
+//! holds every lane's exact result and c plus up to four of them mod 2^32.
 
 use super::Lower;
 use crate::ast::{
@@ -19,37 +18,51 @@ impl Lower<'_, '_> {
             Inst::Video { form: f, d, a, b } => {
                 let ta = self.part_select(*a, f.aty);
                 let tb = self.part_select(*b, f.bty);
-                // (key, lo): the exact result for comparisons, and its low 64 bits.
-                let (key, lo) = match f.op {
-                    VideoOp::Vadd => self.same(|l| l.b.ins().iadd(ta, tb)),
-                    VideoOp::Vsub => self.same(|l| l.b.ins().isub(ta, tb)),
-                    VideoOp::Vabsdiff => self.same(|l| {
-                        let diff = l.b.ins().isub(ta, tb);
-                        l.b.ins().iabs(diff)
-                    }),
-                    VideoOp::Vmin => self.same(|l| l.b.ins().smin(ta, tb)),
-                    VideoOp::Vmax => self.same(|l| l.b.ins().smax(ta, tb)),
+                // The exact result (shifts: its low 64 bits, all the hardware keeps).
+                let tmp = match f.op {
+                    VideoOp::Vadd => self.b.ins().iadd(ta, tb),
+                    VideoOp::Vsub => self.b.ins().isub(ta, tb),
+                    VideoOp::Vabsdiff => {
+                        let diff = self.b.ins().isub(ta, tb);
+                        self.b.ins().iabs(diff)
+                    }
+                    VideoOp::Vmin => self.b.ins().smin(ta, tb),
+                    VideoOp::Vmax => self.b.ins().smax(ta, tb),
                     VideoOp::Vshl => {
                         let n = self.shift_amount(f.mode, tb);
-                        let lo = self.b.ins().ishl(ta, n);
-                        // Shifting back tells whether bits were lost; then the exact value
-                        // lies beyond the i64 range, on ta's side of zero.
-                        let back = self.b.ins().sshr(lo, n);
-                        let lost = self.b.ins().icmp(IntCC::NotEqual, back, ta);
-                        let negative = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, ta, 0);
-                        let min = self.iconst(types::I64, i64::MIN as u64);
-                        let max = self.iconst(types::I64, i64::MAX as u64);
-                        let beyond = self.b.ins().select(negative, min, max);
-                        (self.b.ins().select(lost, beyond, lo), lo)
+                        self.b.ins().ishl(ta, n)
                     }
                     VideoOp::Vshr => {
                         let n = self.shift_amount(f.mode, tb);
-                        self.same(|l| l.b.ins().sshr(ta, n))
+                        self.b.ins().sshr(ta, n)
                     }
                 };
-                let (key, lo) = self.video_saturate(key, lo, f.sat, f.dty.is_signed(), f.tail);
-                let v = self.video_finish(f.tail, key, lo, f.dty.is_signed());
-                self.set_reg(*d, Type::B32, v);
+                let signed = f.dty.is_signed();
+                let v = if f.sat {
+                    self.video_saturate(f.op, tmp, signed, f.tail.dsel())
+                } else {
+                    tmp
+                };
+                let shift = matches!(f.op, VideoOp::Vshl | VideoOp::Vshr);
+                let key = match f.tail {
+                    VideoTail::Secondary(VideoSecOp::Min | VideoSecOp::Max, _) => {
+                        // What `.min`/`.max` compare (interp::video::secondary_key).
+                        if matches!(f.op, VideoOp::Vadd | VideoOp::Vsub) || (shift && f.sat) {
+                            let low = self.b.ins().ireduce(types::I32, v);
+                            self.b.ins().sextend(types::I64, low)
+                        } else if shift {
+                            tmp
+                        } else if f.sat && !signed {
+                            let zero = self.iconst(types::I64, 0);
+                            self.b.ins().smax(tmp, zero)
+                        } else {
+                            v
+                        }
+                    }
+                    _ => v,
+                };
+                let r = self.video_finish(f.tail, key, v, signed);
+                self.set_reg(*d, Type::B32, r);
             }
             Inst::Vset {
                 aty,
@@ -64,7 +77,8 @@ impl Lower<'_, '_> {
                 let tb = self.part_select(*b, *bty);
                 let t = self.b.ins().icmp(simd_cc(*cmp), ta, tb);
                 let t = self.b.ins().uextend(types::I64, t);
-                let v = self.video_finish(*tail, t, t, false);
+                // c is signed when atype is (interp::video::vset).
+                let v = self.video_finish(*tail, t, t, aty.is_signed());
                 self.set_reg(*d, Type::B32, v);
             }
             Inst::Vmad {
@@ -74,52 +88,49 @@ impl Lower<'_, '_> {
                 b,
                 c,
             } => {
+                // One signed 32 × 32 → 64-bit multiply-add, as the hardware's code
+                // (interp::video::vmad): each source taken as a signed 32-bit value, c
+                // sign-extended, the sum mod 2^64.
+                let word = |l: &mut Self, v: Value| {
+                    let low = l.b.ins().ireduce(types::I32, v);
+                    l.b.ins().sextend(types::I64, low)
+                };
                 let ta = self.part_select(*a, m.aty);
+                let ta = word(self, ta);
                 let tb = self.part_select(*b, m.bty);
-                let (signed_product, signed_final) = (m.signed_product(), m.signed_final());
+                let tb = word(self, tb);
+                let signed_final = m.signed_final();
                 let c = self.get(&c.operand(), Type::B32);
-                let shift = m.shift() as i64;
-                // Without .sat only bits [shift, shift+32) of the sum are kept, all below
-                // bit 47: the low 64 bits of every term suffice. With .sat the whole 64-bit
-                // window [shift, shift+64) counts, and the product of two .s33 values has 66.
-                let wide = if m.sat { types::I128 } else { types::I64 };
+                let mut cw = self.resize(c, types::I64, true);
                 let mut prod = self.b.ins().imul(ta, tb);
-                if m.sat {
-                    let hi = self.b.ins().smulhi(ta, tb);
-                    prod = self.b.ins().iconcat(prod, hi);
-                }
-                let mut cw = self.resize(c, wide, signed_product);
-                let lsb = m.po || m.neg_product || m.neg_c;
                 if !m.po && m.neg_product {
                     prod = self.b.ins().bnot(prod);
                 } else if !m.po && m.neg_c {
                     cw = self.b.ins().bnot(cw);
                 }
-                let sum = self.b.ins().iadd(prod, cw);
-                let sum = if lsb {
-                    let one = self.b.ins().iconst(types::I64, 1);
-                    let one = self.resize(one, wide, false);
-                    self.b.ins().iadd(sum, one)
-                } else {
-                    sum
-                };
-                let scaled = if shift > 0 {
-                    self.b.ins().ushr_imm_s(sum, shift)
-                } else {
-                    sum
-                };
-                let mut result = self.resize(scaled, types::I64, false);
-                if m.sat {
-                    result = if signed_final {
-                        let lo = self.iconst(types::I64, i32::MIN as i64 as u64);
-                        let hi = self.iconst(types::I64, i32::MAX as u64);
-                        let r = self.b.ins().smax(result, lo);
-                        self.b.ins().smin(r, hi)
-                    } else {
-                        let hi = self.iconst(types::I64, u32::MAX as u64);
-                        self.b.ins().umin(result, hi)
-                    };
+                let mut sum = self.b.ins().iadd(prod, cw);
+                if m.po || m.neg_product || m.neg_c {
+                    sum = self.b.ins().iadd_imm_s(sum, 1);
                 }
+                let shift = m.shift() as i64;
+                let scaled = match (shift, signed_final) {
+                    (0, _) => sum,
+                    (_, true) => self.b.ins().sshr_imm_s(sum, shift),
+                    (_, false) => self.b.ins().ushr_imm_s(sum, shift),
+                };
+                let result = if m.sat {
+                    let (lo, hi) = if signed_final {
+                        (i32::MIN as i64 as u64, i32::MAX as u64)
+                    } else {
+                        (0, u32::MAX as u64)
+                    };
+                    let lo = self.iconst(types::I64, lo);
+                    let hi = self.iconst(types::I64, hi);
+                    let r = self.b.ins().smax(scaled, lo);
+                    self.b.ins().smin(r, hi)
+                } else {
+                    scaled
+                };
                 let v = self.b.ins().ireduce(types::I32, result);
                 self.set_reg(*d, Type::B32, v);
             }
@@ -227,12 +238,6 @@ impl Lower<'_, '_> {
         acc.unwrap_or_else(|| self.iconst(types::I32, 0))
     }
 
-    /// A result whose comparison key and low bits are the same value.
-    fn same(&mut self, f: impl FnOnce(&mut Self) -> Value) -> (Value, Value) {
-        let v = f(self);
-        (v, v)
-    }
-
     /// `partSelectSignExtend`: the selected part of a 32-bit register as an i64.
     fn part_select(&mut self, src: VideoSrc, ty: Type) -> Value {
         let v = self.get(&src.value.operand(), Type::B32);
@@ -259,47 +264,82 @@ impl Lower<'_, '_> {
         }
     }
 
-    /// `optSaturate` on (key, lo): the clamp of the exact value, which fits in i64.
+    /// `optSaturate` as the hardware computes it (interp::video::saturate): shifts clamp
+    /// their .s34 intermediate to dtype's 32-bit range; the others, merged, give the part's
+    /// largest value unless the result lies between 0 and it, and unmerged clamp to s32, or
+    /// for an unsigned dtype only below (keeping the low 32 bits).
     fn video_saturate(
         &mut self,
-        key: Value,
-        lo: Value,
-        sat: bool,
+        op: VideoOp,
+        tmp: Value,
         signed: bool,
-        tail: VideoTail,
-    ) -> (Value, Value) {
-        if !sat {
-            return (key, lo);
-        }
-        let bits = Selector::bits_of(tail.dsel()).1;
-        let (min, max) = if signed {
-            (-(1i64 << (bits - 1)) as u64, (1u64 << (bits - 1)) - 1)
-        } else {
-            (0, (1u64 << bits) - 1)
+        dsel: Option<Selector>,
+    ) -> Value {
+        let clamp = |l: &mut Self, v: Value, lo: u64, hi: u64| {
+            let lo = l.iconst(types::I64, lo);
+            let hi = l.iconst(types::I64, hi);
+            let r = l.b.ins().smax(v, lo);
+            l.b.ins().smin(r, hi)
         };
-        let min = self.iconst(types::I64, min);
-        let max = self.iconst(types::I64, max);
-        let r = self.b.ins().smax(key, min);
-        let r = self.b.ins().smin(r, max);
-        (r, r)
+        let (s32, u32) = (
+            (i32::MIN as i64 as u64, i32::MAX as u64),
+            (0, u32::MAX as u64),
+        );
+        if matches!(op, VideoOp::Vshl | VideoOp::Vshr) {
+            let up = self.b.ins().ishl_imm_s(tmp, 30);
+            let s34 = self.b.ins().sshr_imm_s(up, 30);
+            let (lo, hi) = if signed { s32 } else { u32 };
+            return clamp(self, s34, lo, hi);
+        }
+        match dsel {
+            Some(sel) => {
+                let bits = Selector::bits_of(Some(sel)).1;
+                let max = if signed {
+                    (1u64 << (bits - 1)) - 1
+                } else {
+                    (1u64 << bits) - 1
+                };
+                // Unsigned: a negative result is out of range too.
+                let inside =
+                    self.b
+                        .ins()
+                        .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, tmp, max as i64);
+                let max = self.iconst(types::I64, max);
+                self.b.ins().select(inside, tmp, max)
+            }
+            None if signed => clamp(self, tmp, s32.0, s32.1),
+            None => {
+                let negative = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, tmp, 0);
+                let zero = self.iconst(types::I64, 0);
+                let low = self.b.ins().band_imm_s(tmp, u32::MAX as i64);
+                self.b.ins().select(negative, zero, low)
+            }
+        }
     }
 
-    /// `optSecondaryOp` / `optMerge`, truncated to the 32-bit result.
-    fn video_finish(&mut self, tail: VideoTail, key: Value, lo: Value, c_signed: bool) -> Value {
+    /// `optSecondaryOp` / `optMerge`, truncated to the 32-bit result
+    /// (interp::video::finish): `.min`/`.max` compare `key` with c in 64 bits, signed or
+    /// unsigned as `c_signed` says; `.add` and the merges take `v`.
+    fn video_finish(&mut self, tail: VideoTail, key: Value, v: Value, c_signed: bool) -> Value {
         let r = match tail {
-            VideoTail::None => lo,
+            VideoTail::None => v,
             VideoTail::Secondary(op, c) => {
                 let c = self.get(&c.operand(), Type::B32);
                 let c = self.resize(c, types::I64, c_signed);
                 match op {
-                    VideoSecOp::Add => self.b.ins().iadd(lo, c),
-                    VideoSecOp::Min => {
-                        let less = self.b.ins().icmp(IntCC::SignedLessThan, key, c);
-                        self.b.ins().select(less, lo, c)
-                    }
-                    VideoSecOp::Max => {
-                        let more = self.b.ins().icmp(IntCC::SignedGreaterThan, key, c);
-                        self.b.ins().select(more, lo, c)
+                    VideoSecOp::Add => self.b.ins().iadd(v, c),
+                    VideoSecOp::Min | VideoSecOp::Max => {
+                        let cc = if c_signed {
+                            IntCC::SignedLessThan
+                        } else {
+                            IntCC::UnsignedLessThan
+                        };
+                        let less = self.b.ins().icmp(cc, key, c);
+                        if op == VideoSecOp::Min {
+                            self.b.ins().select(less, key, c)
+                        } else {
+                            self.b.ins().select(less, c, key)
+                        }
                     }
                 }
             }
@@ -309,7 +349,7 @@ impl Lower<'_, '_> {
                 let (pos, bits) = Selector::bits_of(Some(sel));
                 let mask = ((1u64 << bits) - 1) << pos;
                 let shift = crate::interp::video::merge_shift(sel);
-                let v = self.b.ins().ishl_imm_s(lo, shift as i64);
+                let v = self.b.ins().ishl_imm_s(v, shift as i64);
                 let v = self.b.ins().band_imm_s(v, mask as i64);
                 let keep = self.b.ins().band_imm_s(c, !mask as u32 as i64);
                 self.b.ins().bor(v, keep)

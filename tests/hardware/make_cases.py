@@ -334,7 +334,65 @@ def minmax_f32():
                "sm_90", "f32", 4, values, "  .reg .f32 %x, %y, %z, %f;", ops)
 
 
+def video_all():
+    """Every scalar video form: each operation with every combination of types, `.sat`, shift
+    mode and tail (none, `.add/.min/.max`, a merge into each part), source selectors in
+    turn; `vset` with every comparison and tail; `vmad` with every negation, `.po`, `.sat`
+    and scale."""
+    types = ["u32", "s32"]
+    sels = ["", ".b0", ".b1", ".b2", ".b3", ".h0", ".h1"]
+    tails = [("", "D"), (".add", "D"), (".min", "D"), (".max", "D")] + [("", f"D.{p}") for p in
+                                                                            ["b0", "b1", "b2", "b3", "h0", "h1"]]
+    ops, k = [], 0
+
+    def sel():
+        nonlocal k
+        k += 1
+        return sels[k % len(sels)], sels[(k * 3 + 1) % len(sels)]
+
+    for op in ["vadd", "vsub", "vabsdiff", "vmin", "vmax"]:
+        for dt in types:
+            for at in types:
+                for bt in types:
+                    for sat in ["", ".sat"]:
+                        for sec, d in tails:
+                            if sat and sec == ".add":
+                                continue
+                            asel, bsel = sel()
+                            c = ", %c" if (sec or d != "D") else ""
+                            ops.append(f"{op}.{dt}.{at}.{bt}{sat}{sec} {d}, %a{asel}, %b{bsel}{c}")
+    for op in ["vshl", "vshr"]:
+        for dt in types:
+            for at in types:
+                for mode in [".clamp", ".wrap"]:
+                    for sat in ["", ".sat"]:
+                        for sec, d in tails:
+                            if sat and sec == ".add":
+                                continue
+                            asel, bsel = sel()
+                            c = ", %c" if (sec or d != "D") else ""
+                            ops.append(f"{op}.{dt}.{at}.u32{mode}{sat}{sec} {d}, %a{asel}, %b{bsel}{c}")
+    for at in types:
+        for bt in types:
+            for cmp in ["eq", "ne", "lt", "le", "gt", "ge"]:
+                for sec, d in tails:
+                    asel, bsel = sel()
+                    c = ", %c" if (sec or d != "D") else ""
+                    ops.append(f"vset.{at}.{bt}.{cmp}{sec} {d}, %a{asel}, %b{bsel}{c}")
+    for dt in types:
+        for at in types:
+            for bt in types:
+                for po, na, nb, nc in [("", "", "", ""), (".po", "", "", ""), ("", "-", "", ""),
+                                       ("", "", "-", ""), ("", "", "", "-")]:
+                    for sat in ["", ".sat"]:
+                        for scale in ["", ".shr7", ".shr15"]:
+                            asel, bsel = sel()
+                            ops.append(f"vmad.{dt}.{at}.{bt}{po}{sat}{scale} D, {na}%a{asel}, {nb}%b{bsel}, {nc}%c")
+    sweep("video_scalar_all", ["Every scalar video form (docs/semantics.md, \"Video instructions\")."], "sm_80", ops)
+
+
 if __name__ == "__main__":
+    video_all()
     moves_and_f64_approx()
     minmax_f32()
     approx_special()

@@ -391,7 +391,121 @@ def video_all():
     sweep("video_scalar_all", ["Every scalar video form (docs/semantics.md, \"Video instructions\")."], "sm_80", ops)
 
 
+def edge_floats(r, count, bits):
+    """Pseudo-random floats of `bits` bits weighted to the edges: near the smallest normal
+    (results that round into or out of the subnormals), near overflow, near 1, subnormals,
+    and significands ending in a halfway pattern."""
+    ebits, mbits = (8, 23) if bits == 32 else (11, 52)
+    emax = (1 << ebits) - 1
+    out = []
+    for k in range(count):
+        x = next(r) | next(r) << 32
+        sign = (x & 1) << (bits - 1)
+        kind = k % 6
+        exp = {0: 1 + (x >> 1) % 3, 1: emax - 1 - (x >> 1) % 3, 2: (emax >> 1) - 1 + (x >> 1) % 3,
+               3: 0, 4: (x >> 1) % emax, 5: 1 + (x >> 5) % (emax - 1)}[kind]
+        frac = (next(r) | next(r) << 32) & ((1 << mbits) - 1)
+        if kind == 5:
+            frac = frac & ~((1 << (mbits // 2)) - 1) | 1 << (mbits // 2 - 1)
+        out.append(sign | exp << mbits | frac)
+    return out
+
+
+def half_sweep():
+    """The half-precision arithmetic with every modifier on edge-weighted operands."""
+    n = 64
+    r = rng(0x1B873593)
+
+    def halves(ebits, mbits):
+        emax = (1 << ebits) - 1
+        out = []
+        for k in range(3 * n):
+            x = next(r)
+            sign = (x & 1) << 15
+            exp = {0: 1 + (x >> 1) % 2, 1: emax - 1 - (x >> 1) % 2, 2: (emax >> 1) - 1 + (x >> 1) % 3,
+                   3: 0, 4: (x >> 1) % emax}[k % 5]
+            out.append(sign | exp << mbits | (next(r) & ((1 << mbits) - 1)))
+        return out
+    f16s, bf16s = halves(5, 10), halves(8, 7)
+    words_in = f16s + bf16s
+    ops = []
+    for ty, reg, mods in (("f16", "h", ["", ".ftz", ".sat", ".ftz.sat"]), ("bf16", "b", [""])):
+        x, y, z = (f"%{reg}x", f"%{reg}y", f"%{reg}z")
+        for m in mods:
+            ops += [f"{op}.rn{m}.{ty} %s, {x}, {y}" for op in ["add", "sub", "mul"]]
+            ops += [f"fma.rn{m}.{ty} %s, {x}, {y}, {z}"]
+        ops += [f"fma.rn.relu.{ty} %s, {x}, {y}, {z}", f"min.{ty} %s, {x}, {y}", f"max.NaN.{ty} %s, {x}, {y}"]
+        ops += [f"mov.b32 %r, {{{x}, {y}}}; fma.rn.{ty}x2 %r, %r, %r, %r"]
+    decls = "  .reg .b16 %hx, %hy, %hz, %bx, %by, %bz, %s;\n  .reg .b32 %r;"
+    ops = [op for op in ops if accepted("sm_90", decls, op)]
+    # The inputs are 32-bit words, one half each: thread t's f16s are words 3t..3t+2.
+    body = ["mul.wide.u32 %off, %t, 12;", "add.u64 %p, %i, %off;", "ld.global.b16 %hx, [%p];",
+            "ld.global.b16 %hy, [%p+4];", "ld.global.b16 %hz, [%p+8];",
+            f"ld.global.b16 %bx, [%p+{12 * n}];", f"ld.global.b16 %by, [%p+{12 * n + 4}];",
+            f"ld.global.b16 %bz, [%p+{12 * n + 8}];",
+            f"mul.wide.u32 %off, %t, {4 * len(ops)};", "add.u64 %o, %o, %off;"]
+    for k, op in enumerate(ops):
+        store = "st.global.b32 [%o+{}], %r" if "x2" in op else "st.global.b16 [%o+{}], %s"
+        body += [op + ";", store.format(4 * k) + ";"]
+    comment = ["Half-precision arithmetic with .ftz, .sat, .relu, .NaN and pairs on edge-weighted",
+               "operands (docs/semantics.md, \"Half precision\"). Thread t takes .f16s in[3t..3t+2]",
+               f"and .bf16s in[{3 * n}+3t..] (one a word) and writes one word per instruction."]
+    write("half_sweep", comment, n, words_in, n * len(ops), "sm_90", decls, body)
+
+
+def float_sweep():
+    """Every rounding mode of the float arithmetic and conversions, with and without .ftz,
+    on edge-weighted operands: does the hardware round, flush and saturate as the manual
+    and IEEE 754 say?"""
+    n = 64
+    r = rng(0x2545F491)
+    f32s = edge_floats(r, 3 * n, 32)
+    f64s = edge_floats(r, 3 * n, 64)
+    words_in = []
+    for t in range(n):
+        words_in += f32s[3 * t:3 * t + 3]
+    for t in range(n):
+        for v in f64s[3 * t:3 * t + 3]:
+            words_in += [v & 0xFFFFFFFF, v >> 32]
+    ops = []
+    for ty, ftzs in (("f32", ["", ".ftz"]), ("f64", [""])):
+        x, y, z = ("%x", "%y", "%z") if ty == "f32" else ("%u", "%v", "%w")
+        d = "%f" if ty == "f32" else "%d"
+        for ftz in ftzs:
+            for mode in ["rn", "rz", "rm", "rp"]:
+                ops += [f"{op}.{mode}{ftz}.{ty} {d}, {x}, {y}" for op in ["add", "sub", "mul", "div"]]
+                ops += [f"fma.{mode}{ftz}.{ty} {d}, {x}, {y}, {z}", f"sqrt.{mode}{ftz}.{ty} {d}, {x}",
+                        f"rcp.{mode}{ftz}.{ty} {d}, {x}"]
+        if ty == "f32":
+            ops += [f"add.rn.sat.f32 %f, %x, %y", f"fma.rn.ftz.sat.f32 %f, %x, %y, %z", f"mul.rz.sat.f32 %f, %x, %y"]
+    for mode in ["rn", "rz", "rm", "rp"]:
+        ops += [f"cvt.{mode}.f32.f64 %f, %u", f"cvt.{mode}.ftz.f32.f64 %f, %u", f"cvt.{mode}.f16.f32 %h, %x",
+                f"cvt.{mode}i.f32.f32 %f, %x", f"cvt.{mode}i.f64.f64 %d, %u", f"cvt.{mode}.f16.f64 %h, %u"]
+    ops += ["cvt.rn.bf16.f32 %h, %x", "cvt.rz.bf16.f32 %h, %x", "cvt.rn.satfinite.f16.f32 %h, %x",
+            "cvt.f32.f16 %f, %h", "cvt.rn.f16x2.f32 %r, %x, %y", "cvt.rn.relu.bf16x2.f32 %r, %x, %y"]
+    decls = ("  .reg .f32 %x, %y, %z, %f;\n  .reg .f64 %u, %v, %w, %d;\n  .reg .b16 %h;\n"
+             "  .reg .b32 %r;")
+    ops = [op for op in ops if accepted("sm_90", decls, op)]
+    body = ["mul.wide.u32 %off, %t, 12;", "add.u64 %p, %i, %off;", "ld.global.f32 %x, [%p];",
+            "ld.global.f32 %y, [%p+4];", "ld.global.f32 %z, [%p+8];", "mul.wide.u32 %off, %t, 24;",
+            "add.u64 %p, %i, %off;", f"ld.global.f64 %u, [%p+{12 * n}];", f"ld.global.f64 %v, [%p+{12 * n + 8}];",
+            f"ld.global.f64 %w, [%p+{12 * n + 16}];",
+            f"mul.wide.u32 %off, %t, {8 * len(ops)};", "add.u64 %o, %o, %off;"]
+    for k, op in enumerate(ops):
+        dst = op.split(" ")[1].rstrip(",")
+        store = {"%f": "st.global.f32", "%d": "st.global.f64", "%h": "st.global.b16", "%r": "st.global.b32"}[dst]
+        body += [op + ";", f"{store} [%o+{8 * k}], {dst};"]
+    comment = ["Float arithmetic and conversions in every rounding mode, with and without .ftz and",
+               ".sat, on edge-weighted operands (docs/semantics.md, \"Directed rounding\"). Thread t",
+               f"takes three f32s (from word 3t) and three f64s (after {3 * n} words) and writes one",
+               "slot of two words per instruction, in the order written; `cvt.f32.f16` widens",
+               "what the instruction before it left in %h."]
+    write("float_sweep", comment, n, words_in, n * 2 * len(ops), "sm_90", decls, body)
+
+
 if __name__ == "__main__":
+    half_sweep()
+    float_sweep()
     video_all()
     moves_and_f64_approx()
     minmax_f32()

@@ -700,6 +700,11 @@ fn malformed_input_is_located() {
             "needs a rounding modifier",
         ),
         ("guard not pred", "@%r1 ret;", "is not a .pred register"),
+        (
+            "satfinite before PTX 8.1",
+            "cvt.rn.satfinite.f16x2.f32 %r1, %f1, %f2;",
+            "needs PTX ISA .version 8.1",
+        ),
     ];
     for (what, line, msg) in cases {
         let text = format!(

@@ -276,6 +276,12 @@ pub(super) fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let sat = cx.flag("sat");
     let relu = cx.flag("relu");
     let satfinite = cx.flag("satfinite");
+    if satfinite && cx.fb.module.version < (8, 1) {
+        return err(
+            cx.head,
+            "`.satfinite` on cvt needs PTX ISA .version 8.1 or later",
+        );
+    }
     let tys = cx.types();
     let [(dty, dspan), (aty, aspan)] = tys[..] else {
         return err(cx.head, "cvt takes two types: cvt.dtype.atype");

@@ -264,8 +264,8 @@ fn model(f: &Form, a: u32, b: u32, c: u32) -> u32 {
                 tmp
             };
             // What `.min`/`.max` compare: the 32-bit result sign-extended for vadd/vsub and
-            // saturated shifts, a shift's exact value, or the exact value (non-negative with
-            // .sat on an unsigned dtype).
+            // saturated shifts, a shift's exact value, or the exact value (with .sat, the
+            // clamped value for a signed dtype, the non-negative part for an unsigned one).
             let key = if *op == "vadd" || *op == "vsub" || (shift && *sat) {
                 signed_low(v, 32)
             } else if shift {

@@ -61,7 +61,8 @@ fn saturate(op: VideoOp, tmp: i128, signed: bool, dsel: Option<Selector>) -> i12
 /// The value a `.min`/`.max` secondary operation compares with c, as the hardware forms it
 /// (a 64-bit value): `vadd`/`vsub` and saturated shifts give their 32-bit result
 /// sign-extended, the other shifts their exact value, `vabsdiff`/`vmin`/`vmax` their exact
-/// value (with `.sat` on an unsigned dtype, its non-negative part).
+/// value, or with `.sat` the saturated value for a signed dtype and the exact value's
+/// non-negative part for an unsigned one.
 fn secondary_key(op: VideoOp, sat: bool, signed: bool, tmp: i128, v: i128) -> i128 {
     match op {
         VideoOp::Vadd | VideoOp::Vsub => sext(v as u64, 32) as i128,
@@ -138,6 +139,7 @@ pub struct Sources {
 pub fn video(f: VideoForm, s: Sources) -> u64 {
     let ta = part_select(s.a, f.aty, s.asel);
     let tb = part_select(s.b, f.bty, s.bsel);
+    // A shift's b is a .u32 (the parser holds to it), so the amount is never negative.
     let amount = || match f.mode {
         Some(ShfMode::Wrap) => tb & 0x1f,
         _ => tb.min(32),

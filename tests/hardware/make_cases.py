@@ -356,8 +356,6 @@ def video_all():
                 for bt in types:
                     for sat in ["", ".sat"]:
                         for sec, d in tails:
-                            if sat and sec == ".add":
-                                continue
                             asel, bsel = sel()
                             c = ", %c" if (sec or d != "D") else ""
                             ops.append(f"{op}.{dt}.{at}.{bt}{sat}{sec} {d}, %a{asel}, %b{bsel}{c}")
@@ -367,8 +365,6 @@ def video_all():
                 for mode in [".clamp", ".wrap"]:
                     for sat in ["", ".sat"]:
                         for sec, d in tails:
-                            if sat and sec == ".add":
-                                continue
                             asel, bsel = sel()
                             c = ", %c" if (sec or d != "D") else ""
                             ops.append(f"{op}.{dt}.{at}.u32{mode}{sat}{sec} {d}, %a{asel}, %b{bsel}{c}")
@@ -383,7 +379,7 @@ def video_all():
         for at in types:
             for bt in types:
                 for po, na, nb, nc in [("", "", "", ""), (".po", "", "", ""), ("", "-", "", ""),
-                                       ("", "", "-", ""), ("", "", "", "-")]:
+                                       ("", "", "-", ""), ("", "", "", "-"), ("", "-", "-", "")]:
                     for sat in ["", ".sat"]:
                         for scale in ["", ".shr7", ".shr15"]:
                             asel, bsel = sel()

@@ -164,7 +164,8 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             Compute { srcs, .. } => srcs.iter().all(u),
             Hint => true,
             Setp { a, b, c, .. } => u(a) && u(b) && c.as_ref().is_none_or(u),
-            // Sub-word destinations keep the other bytes of d: d is read too.
+            // A merge takes the other bytes from c (d is not read); d must be uniform all the
+            // same, which costs nothing.
             Video {
                 d,
                 a,

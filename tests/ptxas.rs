@@ -158,6 +158,10 @@ fn malformed_forms_are_rejected_by_both() {
         "cvt.rm.f16x2.f32 %a, %f, %f;",
         "cvt.rn.relu.f16.f64 %h, %fd;",
         "cvt.f32.bf16 %f, %a;",
+        // A .bf16 with 8-bit integers, or 16-bit ones in wider registers.
+        "cvt.rzi.s8.bf16 %h, %g;",
+        "cvt.rzi.s16.bf16 %a, %g;",
+        "cvt.rn.bf16.u16 %h, %a;",
         "ld.global.f16 %h, [%rd];",
         "mov.f16 %h, %g;",
         "selp.f16 %h, %g, %h, %p;",

@@ -157,6 +157,11 @@ fn compute(cx: &Cx, op: HalfOp, d: &Opnd, p: Operand, srcs: &[Opnd]) -> R<Inst> 
         HalfOp::Cvt { .. } => Fit::Wider,
         _ => Fit::Exact,
     };
+    compute_fit(cx, op, fit, d, p, srcs)
+}
+
+/// [`compute`] with the registers fitted to the operand types as `fit` says.
+fn compute_fit(cx: &Cx, op: HalfOp, fit: Fit, d: &Opnd, p: Operand, srcs: &[Opnd]) -> R<Inst> {
     let d = cx.dst_fit(d, op.d_type(), fit)?;
     let srcs = srcs
         .iter()
@@ -356,6 +361,17 @@ pub(super) fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     if (is_bf16(dty) || is_bf16(aty)) && !f32_pair {
         needs_sm(cx, 90, &format!("cvt with .{}.{}", dty.ptx(), aty.ptx()))?;
     }
+    // As ptxas 12.9: a .bf16 converts to and from 16-bit integers in 16-bit registers only,
+    // and not at all to or from 8-bit ones ("Arguments mismatch").
+    let int_side = if is_bf16(aty) { dty } else { aty };
+    let bf16_narrow_int =
+        (is_bf16(dty) || is_bf16(aty)) && int_side.is_int() && int_side.bits() < 32;
+    if bf16_narrow_int && int_side.bits() == 8 {
+        return err(
+            cx.head,
+            format!("cvt between .bf16 and .{} is not PTX", int_side.ptx()),
+        );
+    }
     cx.count(ops, 2)?;
     let op = HalfOp::Cvt {
         dty,
@@ -366,5 +382,10 @@ pub(super) fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         relu,
         satfinite,
     };
-    compute(cx, op, &ops[0], Operand::Sink, &ops[1..])
+    let fit = if bf16_narrow_int {
+        Fit::Exact
+    } else {
+        Fit::Wider
+    };
+    compute_fit(cx, op, fit, &ops[0], Operand::Sink, &ops[1..])
 }

@@ -158,7 +158,11 @@ fn malformed_forms_are_rejected_by_both() {
         "cvt.rm.f16x2.f32 %a, %f, %f;",
         "cvt.rn.relu.f16.f64 %h, %fd;",
         "cvt.f32.bf16 %f, %a;",
-        // A .bf16 with 8-bit integers, or 16-bit ones in wider registers.
+        // .sat with a .bf16; a .bf16 with 8-bit integers, or 16-bit ones in wider registers.
+        "cvt.sat.f32.bf16 %f, %h;",
+        "cvt.rn.sat.bf16.f32 %h, %f;",
+        "cvt.rm.relu.f16.f32 %h, %f;",
+        "cvt.rp.satfinite.bf16.f32 %h, %f;",
         "cvt.rzi.s8.bf16 %h, %g;",
         "cvt.rzi.s16.bf16 %a, %g;",
         "cvt.rn.bf16.u16 %h, %a;",

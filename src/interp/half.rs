@@ -473,7 +473,8 @@ struct CvtMods {
 /// NaN stays NaN) and `.sat` (clamp to [0.0, 1.0], NaN to +0.0). `.ftz` flushes an `.f32`
 /// source or destination's subnormals.
 fn cvt(dty: Type, aty: Type, rnd: Option<CvtRounding>, m: CvtMods, a: u64) -> u64 {
-    if !(m.sat || m.relu)
+    // A NaN to an integer converts the same with .sat; to a float, .sat and .relu decide.
+    if (!(m.sat || m.relu) || dty.is_int())
         && let Some(nan) = converted_nan(dty, aty, a)
     {
         return nan;

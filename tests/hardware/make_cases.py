@@ -169,6 +169,34 @@ def conversions():
           "  .reg .f64 %x;\n  .reg .f32 %f;\n  .reg .b16 %h, %b;\n  .reg .b32 %r;\n  .reg .b64 %q;", body)
 
 
+def conversions_sat():
+    """Float to integer with `.sat` (redundant in PTX: float conversions saturate anyway) on
+    NaNs, infinities and negative values, from every float type."""
+    f64s = [0x7FF8000000012345, 0xFFF8000000000ABC, f64(float("inf")), f64(-1.5), f64(1e20), f64(-1e20)]
+    f32s = [0x7FC12345, 0xFFC00ABC, 0x7F800000, f32(-1.5), 0x60AD78EC, 0xE0AD78EC]
+    f16s = [0x7E12, 0xFE34, 0x7C00, 0xBE00, 0x7BFF, 0xFBFF]
+    bf16s = [0x7FC5, 0xFFA3, 0x7F80, 0xBFC0, 0x7F7F, 0xFF7F]
+    n = len(f64s)
+    words_in = [w for v in f64s for w in (v & 0xFFFFFFFF, v >> 32)] + f32s + f16s + bf16s
+    decls = "  .reg .f64 %x;\n  .reg .f32 %f;\n  .reg .b16 %h, %b;\n  .reg .b32 %r;\n  .reg .b64 %q;"
+    ops = []
+    for src, reg in (("f64", "%x"), ("f32", "%f"), ("f16", "%h"), ("bf16", "%b")):
+        for dst, d in (("s8", "%r"), ("u16", "%r"), ("s32", "%r"), ("u32", "%r"), ("s64", "%q"), ("u64", "%q")):
+            op = f"cvt.rzi.sat.{dst}.{src} {d}, {reg}"
+            if accepted("sm_90", decls, op):
+                ops.append((op, d))
+    body = ["mul.wide.u32 %off, %t, 8;", "add.u64 %p, %i, %off;", "ld.global.f64 %x, [%p];",
+            "mul.wide.u32 %off, %t, 4;", "add.u64 %p, %i, %off;", f"ld.global.f32 %f, [%p+{8 * n}];",
+            f"ld.global.b16 %h, [%p+{12 * n}];", f"ld.global.b16 %b, [%p+{16 * n}];",
+            f"mul.wide.u32 %off, %t, {8 * len(ops)};", "add.u64 %o, %o, %off;"]
+    for k, (op, d) in enumerate(ops):
+        body += [op + ";", f"st.global.b{64 if d == '%q' else 32} [%o+{8 * k}], {d};"]
+    comment = ["Float to integer conversions with .sat (docs/semantics.md, \"cvt float to integer\"):",
+               "thread t converts the t-th value of each source type (f64 from word 0, then f32, f16,",
+               "bf16) and writes one slot of two words per conversion, in the order written."]
+    write("cvt_sat", comment, n, words_in, n * 2 * len(ops), "sm_90", decls, body)
+
+
 TRIPLES = [(0x12345678, 0x9ABCDEF0, 0x0FEDCBA9), (0xFF800001, 0x00FFFFFF, 0x80000000),
            (0x7FFFFFFF, 0xFFFFFFFF, 0x00000001), (0x80000000, 0x80000000, 0x7FFFFFFF),
            (0x01FE7F80, 0x80FF017F, 0xDEADBEEF), (0x00000021, 0x00000005, 0xFFFFFFF0),
@@ -500,6 +528,7 @@ def float_sweep():
 
 
 if __name__ == "__main__":
+    conversions_sat()
     half_sweep()
     float_sweep()
     video_all()

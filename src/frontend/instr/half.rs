@@ -357,6 +357,18 @@ pub(super) fn cvt(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
         "applies to a half from .f32 only",
     )?;
     cx.forbid(sat && relu, "sat", "cannot be combined with .relu")?;
+    cx.forbid(
+        sat && (is_bf16(dty) || is_bf16(aty)),
+        "sat",
+        "does not apply to a cvt with .bf16 (as ptxas)",
+    )?;
+    let near_or_zero = matches!(rnd, Some(CvtRounding::Float(Rounding::Rn | Rounding::Rz)));
+    if (relu || satfinite) && !near_or_zero {
+        return err(
+            cx.head,
+            "`.relu` and `.satfinite` round with .rn or .rz only (as ptxas)",
+        );
+    }
     let f32_pair = matches!((dty, aty), (BF16, F32) | (F32, BF16));
     if (is_bf16(dty) || is_bf16(aty)) && !f32_pair {
         needs_sm(cx, 90, &format!("cvt with .{}.{}", dty.ptx(), aty.ptx()))?;

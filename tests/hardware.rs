@@ -55,6 +55,11 @@ const NOT_FOLLOWED: &[(&str, &str, &str)] = &[
         "tanh.approx",
         "`.approx` functions, as above",
     ),
+    (
+        "approx_sweep",
+        "",
+        "`.approx` functions: bounded by `approximations_stay_near_the_hardwares`",
+    ),
     ("nan_f16", "tanh.approx", "`.approx` functions, as above"),
     ("nan_bf16", "tanh.approx", "`.approx` functions, as above"),
     (
@@ -258,4 +263,59 @@ fn every_engine_gives_what_the_hardware_gave() {
         failures.len(),
         summary.join("\n")
     );
+}
+
+/// Ours are not the hardware's approximations, but they stay close to them: on
+/// tests/hardware/cases/approx_sweep.ptx (512 operands for each function, over its useful
+/// range) every engine is within these distances of the H200, in units in the last place
+/// (the f32 bit patterns' distance), or for sin and cos in absolute error (near their zeros
+/// the units in the last place grow without meaning). The bounds are the measured maxima.
+#[test]
+fn approximations_stay_near_the_hardwares() {
+    let (device, recorded) = records();
+    let case = case(&here().join("cases/approx_sweep.ptx"));
+    let expected = &recorded["approx_sweep"];
+    // (function, bound, whether the bound is absolute rather than in units in the last place)
+    let bounds = [
+        ("ex2", 2.0, false),
+        ("lg2", 3.0, false),
+        ("sin", 1e-5, true),
+        ("cos", 1e-5, true),
+        ("rsqrt", 1.0, false),
+        ("rcp", 1.0, false),
+        ("sqrt", 1.0, false),
+        ("tanh", 128.0, false),
+    ];
+    // A float's bits as a number that counts up through the floats, so the difference of two
+    // is their distance in units in the last place.
+    let ordered = |bits: u32| -> i64 {
+        if bits >> 31 == 1 {
+            -((bits & 0x7fff_ffff) as i64)
+        } else {
+            bits as i64
+        }
+    };
+    for (engine_name, engine) in common::engines(&case.ptx) {
+        let mut out = vec![0u8; 4 * case.words_out];
+        let mut input: Vec<u8> = case.words_in.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut args = [Arg::Buffer(&mut out), Arg::Buffer(&mut input)];
+        engine
+            .launch("k", Dim3::x(1), Dim3::x(case.block), &mut args)
+            .unwrap_or_else(|e| panic!("approx_sweep on {engine_name}: {e}"));
+        for (word, chunk) in out.chunks(4).enumerate() {
+            let got = u32::from_le_bytes(chunk.try_into().unwrap());
+            let want = expected[word];
+            let (name, bound, absolute) = bounds[word % bounds.len()];
+            let distance = if absolute {
+                (f32::from_bits(got) as f64 - f32::from_bits(want) as f64).abs()
+            } else {
+                (ordered(got) - ordered(want)).abs() as f64
+            };
+            assert!(
+                distance <= bound,
+                "{engine_name}: {name}.approx of {:#010x}: {got:#010x}, {device} gave {want:#010x}",
+                case.words_in[word]
+            );
+        }
+    }
 }

@@ -8,6 +8,7 @@ ptxjit's checker; forms either refuses are reported and left out.
     PTXAS=/path/to/ptxas python3 tests/hardware/make_cases.py
 """
 
+import math
 import os
 import pathlib
 import struct
@@ -167,6 +168,39 @@ def conversions():
                "one slot of two words per conversion in the order written (sources outermost)."]
     write("cvt_int", comment, n, words_in, n * 2 * len(ops), "sm_90",
           "  .reg .f64 %x;\n  .reg .f32 %f;\n  .reg .b16 %h, %b;\n  .reg .b32 %r;\n  .reg .b64 %q;", body)
+
+
+def approx_sweep():
+    """The approximate functions over their useful ranges: how far the hardware's
+    approximations are from ours (tests/hardware.rs bounds the distance)."""
+    n = 512
+    r = rng(0x85EBCA6B)
+
+    def uniform(lo, hi):
+        return lo + (hi - lo) * (next(r) / 2**32)
+    ranges = {"ex2": (-125.0, 127.0), "lg2": (2.0 ** -120, 2.0 ** 120), "sin": (-100.0, 100.0),
+              "cos": (-100.0, 100.0), "rsqrt": (2.0 ** -120, 2.0 ** 120), "rcp": (-1e30, 1e30),
+              "sqrt": (0.0, 1e30), "tanh": (-10.0, 10.0)}
+    funcs = list(ranges)
+    words_in = []
+    for k in range(n):
+        for f in funcs:
+            lo, hi = ranges[f]
+            if f in ("lg2", "rsqrt"):
+                # Log-uniform over the positive normals.
+                v = 2.0 ** uniform(math.log2(lo), math.log2(hi))
+            else:
+                v = uniform(lo, hi)
+            words_in.append(f32(v))
+    decls = "  .reg .f32 %x, %f;"
+    body = [f"mul.wide.u32 %off, %t, {4 * len(funcs)};", "add.u64 %p, %i, %off;",
+            f"mul.wide.u32 %off, %t, {4 * len(funcs)};", "add.u64 %o, %o, %off;"]
+    for k, f in enumerate(funcs):
+        body += [f"ld.global.f32 %x, [%p+{4 * k}];", f"{f}.approx.f32 %f, %x;", f"st.global.f32 [%o+{4 * k}], %f;"]
+    comment = ["The approximate functions over their useful ranges (docs/semantics.md, \".approx",
+               f"functions\"): thread t applies each of {', '.join(funcs)} to its own operand",
+               f"(in[{len(funcs)}t + k], k in that order) and writes word {len(funcs)}t + k."]
+    write("approx_sweep", comment, n, words_in, n * len(funcs), "sm_80", decls, body)
 
 
 def conversions_sat():
@@ -528,6 +562,7 @@ def float_sweep():
 
 
 if __name__ == "__main__":
+    approx_sweep()
     conversions_sat()
     half_sweep()
     float_sweep()

@@ -11,7 +11,7 @@
 
 mod common;
 
-use ptxjit::{Arg, Dim3, JitOptions};
+use ptxjit::{Arg, Dim3, Engine, JitOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -143,6 +143,23 @@ fn records() -> (String, BTreeMap<String, Vec<u32>>) {
     (device, cases)
 }
 
+/// Launches a case's kernel as its header says (one block, the output buffer zeroed): the
+/// output words.
+fn launch(engine: &dyn Engine, engine_name: &str, case: &Case) -> Vec<u32> {
+    let mut out = vec![0u8; 4 * case.words_out];
+    let mut input: Vec<u8> = case.words_in.iter().flat_map(|w| w.to_le_bytes()).collect();
+    if input.is_empty() {
+        input = vec![0; 4];
+    }
+    let mut args = [Arg::Buffer(&mut out), Arg::Buffer(&mut input)];
+    engine
+        .launch("k", Dim3::x(1), Dim3::x(case.block), &mut args)
+        .unwrap_or_else(|e| panic!("{} on {engine_name}: {e}", case.name));
+    out.chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
 /// Which instruction wrote each output word of one thread, for the generated cases: their
 /// kernels end in `op; st.global.tN [%o+offset], %reg;` pairs after `add.u64 %o, %o, %off;`
 /// (or after their loads, where each thread has an output of its own).
@@ -207,17 +224,8 @@ fn every_engine_gives_what_the_hardware_gave() {
         let soft_float = common::jit_with(&case.ptx, soft_float);
         engines.push(("jit (soft-float)", Box::new(soft_float)));
         for (engine_name, engine) in engines {
-            let mut out = vec![0u8; 4 * case.words_out];
-            let mut input: Vec<u8> = case.words_in.iter().flat_map(|w| w.to_le_bytes()).collect();
-            if input.is_empty() {
-                input = vec![0; 4];
-            }
-            let mut args = [Arg::Buffer(&mut out), Arg::Buffer(&mut input)];
-            engine
-                .launch("k", Dim3::x(1), Dim3::x(case.block), &mut args)
-                .unwrap_or_else(|e| panic!("{} on {engine_name}: {e}", case.name));
-            for (word, chunk) in out.chunks(4).enumerate() {
-                let got = u32::from_le_bytes(chunk.try_into().unwrap());
+            let out = launch(engine.as_ref(), engine_name, &case);
+            for (word, &got) in out.iter().enumerate() {
                 if got == expected[word] {
                     continue;
                 }
@@ -296,14 +304,8 @@ fn approximations_stay_near_the_hardwares() {
         }
     };
     for (engine_name, engine) in common::engines(&case.ptx) {
-        let mut out = vec![0u8; 4 * case.words_out];
-        let mut input: Vec<u8> = case.words_in.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let mut args = [Arg::Buffer(&mut out), Arg::Buffer(&mut input)];
-        engine
-            .launch("k", Dim3::x(1), Dim3::x(case.block), &mut args)
-            .unwrap_or_else(|e| panic!("approx_sweep on {engine_name}: {e}"));
-        for (word, chunk) in out.chunks(4).enumerate() {
-            let got = u32::from_le_bytes(chunk.try_into().unwrap());
+        let out = launch(engine.as_ref(), engine_name, &case);
+        for (word, &got) in out.iter().enumerate() {
             let want = expected[word];
             let (name, bound, absolute) = bounds[word % bounds.len()];
             let distance = if absolute {

@@ -80,6 +80,18 @@ impl Fmt {
             bits
         }
     }
+    /// The order in which NVIDIA hardware takes the NaN operands of `a op b` (indices into
+    /// `[a, b]`): b's first, except in a division.
+    pub fn binary_nan_order(op: FloatBinOp) -> [usize; 2] {
+        if op == FloatBinOp::Div {
+            [0, 1]
+        } else {
+            [1, 0]
+        }
+    }
+    /// The order in which NVIDIA hardware takes the NaN operands of `fma a, b, c` (indices
+    /// into `[a, b, c]`): b's, then c's, then a's.
+    pub const FMA_NAN_ORDER: [usize; 3] = [1, 2, 0];
     /// `bits`, or if it is a NaN the NaN [`Fmt::nan_result`] gives for `operands`.
     pub fn with_nan_of(self, bits: u64, operands: &[u64]) -> u64 {
         if self.is_nan(bits) {

@@ -59,7 +59,8 @@ pub fn binary(
     let (a, b) = (flush_in(f, ftz, a), flush_in(f, ftz, b));
     let r = match op {
         FloatBinOp::Min | FloatBinOp::Max => {
-            return finish(f, ftz, false, min_max(op, f, a, b), &[b, a]);
+            let operands = Fmt::binary_nan_order(op).map(|k| [a, b][k]);
+            return finish(f, ftz, false, min_max(op, f, a, b), &operands);
         }
         _ => match prec {
             // .approx and .full divisions are computed correctly rounded, within PTX's bounds.
@@ -69,12 +70,7 @@ pub fn binary(
             Precision::Ieee(r) => sf::arith(f, op, r, a, b),
         },
     };
-    // On NVIDIA hardware b's NaN comes first, except in a division.
-    let operands = if op == FloatBinOp::Div {
-        [a, b]
-    } else {
-        [b, a]
-    };
+    let operands = Fmt::binary_nan_order(op).map(|k| [a, b][k]);
     finish(f, ftz, sat, r, &operands)
 }
 
@@ -120,8 +116,8 @@ pub fn fma(f: Fmt, rnd: Rounding, ftz: bool, sat: bool, a: u64, b: u64, c: u64) 
             .to_bits(),
         (r, _) => sf::fma(f, r, a, b, c),
     };
-    // On NVIDIA hardware b's NaN comes first, then c's, then a's.
-    finish(f, ftz, sat, r, &[b, c, a])
+    let operands = Fmt::FMA_NAN_ORDER.map(|k| [a, b, c][k]);
+    finish(f, ftz, sat, r, &operands)
 }
 
 /// `neg abs` (9.7.3.9–10) act on the sign bit, but give a NaN as the hardware's arithmetic

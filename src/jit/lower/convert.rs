@@ -227,11 +227,8 @@ impl Lower<'_, '_> {
     fn converted_nan(&mut self, dty: Type, aty: Type, x: Value, v: Value) -> Value {
         let is_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
         let nan = match (Fmt::of(aty), Fmt::of(dty)) {
-            (Fmt::F32, Fmt::F32) => self.constant(dty, Fmt::F32.default_nan()),
-            (Fmt::F64, Fmt::F64) => {
-                let quiet = self.constant(dty, Fmt::F64.quiet_bit());
-                self.b.ins().bor(x, quiet)
-            }
+            // Within a format: what the arithmetic makes of a NaN operand.
+            (from, to) if from == to => self.quiet_nan(dty, x),
             (Fmt::F64, Fmt::F32) => {
                 // The sign, and the significand's top 23 bits, quieted.
                 let bits = self.bitcast(types::I64, x);
@@ -244,8 +241,8 @@ impl Lower<'_, '_> {
                 let r = self.b.ins().ireduce(types::I32, r);
                 self.bitcast(types::F32, r)
             }
-            (Fmt::F32, Fmt::F64) => {
-                // The sign and the whole significand, quieted.
+            _ => {
+                // f32 to f64: the sign and the whole significand, quieted.
                 let bits = self.bitcast(types::I32, x);
                 let bits = self.b.ins().uextend(types::I64, bits);
                 let sign = self.b.ins().band_imm_u(bits, 0x8000_0000);

@@ -57,12 +57,7 @@ impl Lower<'_, '_> {
                         )
                     }
                 };
-                // On NVIDIA hardware b's NaN comes first, except in a division.
-                let operands = if *op == FloatBinOp::Div {
-                    [x, y]
-                } else {
-                    [y, x]
-                };
+                let operands = Fmt::binary_nan_order(*op).map(|k| [x, y][k]);
                 let r = self.finish_result(*ty, *ftz, sat, r, &operands);
                 self.set(d, *ty, r);
             }
@@ -164,8 +159,8 @@ impl Lower<'_, '_> {
                     };
                     self.soft(*ty, helper, code, &v, false)
                 };
-                // On NVIDIA hardware b's NaN comes first, then c's, then a's.
-                let r = self.finish_result(*ty, *ftz, *sat, r, &[v[1], v[2], v[0]]);
+                let operands = Fmt::FMA_NAN_ORDER.map(|k| v[k]);
+                let r = self.finish_result(*ty, *ftz, *sat, r, &operands);
                 self.set(d, *ty, r);
             }
             _ => unreachable!("not a float instruction"),
@@ -279,7 +274,7 @@ impl Lower<'_, '_> {
 
     /// The NaN an instruction of type `ty` makes of the NaN operand `x`: for f32 the
     /// canonical NaN, for f64 `x` quieted.
-    fn quiet_nan(&mut self, ty: Type, x: Value) -> Value {
+    pub(super) fn quiet_nan(&mut self, ty: Type, x: Value) -> Value {
         let f = Fmt::of(ty);
         if f == Fmt::F32 {
             return self.constant(ty, f.default_nan());

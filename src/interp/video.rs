@@ -88,7 +88,8 @@ fn finish(tail: VideoTail, key: i128, v: i128, c: u64, c_signed: bool) -> u64 {
         VideoTail::None => v,
         VideoTail::Secondary(VideoSecOp::Add, _) => v + c64,
         VideoTail::Secondary(op, _) => {
-            // The comparison in 64 bits, as the hardware's code makes it.
+            // The comparison in 64 bits, as the hardware's code makes it: of a shift's exact
+            // value, which may reach past bit 63, only the low 64 bits count.
             let x = key as u64;
             let less = if c_signed {
                 (x as i64) < (c64 as i64)
@@ -160,8 +161,6 @@ pub fn video(f: VideoForm, s: Sources) -> u64 {
         tmp
     };
     let key = secondary_key(f.op, f.sat, signed, tmp, v);
-    // Shifts' exact values reach past 64 bits; the hardware compares their low 64.
-    let key = sext(key as u64, 64) as i128;
     finish(f.tail, key, v, s.c, signed)
 }
 

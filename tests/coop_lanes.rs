@@ -229,3 +229,51 @@ fn rows_of_sixteen_run_in_groups_of_sixteen() {
     assert_eq!(out, want);
     assert_eq!(lanes, 3 * 64, "every block ran in groups");
 }
+
+/// A hand-over in a later round, by a warp other than the last: the warps after it have not
+/// run that round yet and must go on from the barrier they passed, not wait at it again.
+/// Round 1 stores `s[t + 1] = t + 1` (warp 1 also makes a racy read that hands the block
+/// over); round 2 reads `s[128 - t]`, which warps 2 and 3 stored in round 1 for warp 0.
+#[test]
+fn a_hand_over_in_a_later_round_keeps_the_warps_after_it_in_step() {
+    let ptx = format!(
+        "{HEAD}.visible .entry later(.param .u64 out) {{
+  .reg .pred %p<2>; .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[129];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd1, %r0, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  bar.sync 0;
+  add.u32 %r1, %r0, 1;
+  st.shared.u32 [%rd3+4], %r1;
+  mov.u32 %r5, 0;
+  shr.u32 %r4, %r0, 5;
+  setp.ne.u32 %p0, %r4, 1;
+  @%p0 bra SKIP;
+  ld.shared.u32 %r5, [%rd3];
+SKIP:
+  bar.sync 0;
+  sub.u32 %r2, 128, %r0;
+  mul.wide.u32 %rd4, %r2, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  ld.shared.u32 %r3, [%rd5];
+  add.u32 %r3, %r3, %r5;
+  add.s64 %rd6, %rd0, %rd1;
+  st.global.u32 [%rd6], %r3;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "later", 1, Dim3::x(128), 128);
+    assert_eq!(lanes, 0, "the block went to the thread-by-thread rounds");
+    // Thread t of warp 1 also read s[t], which thread t - 1 had stored (t - 1 + 1 = t),
+    // except its first, whose predecessor is in warp 0 and stored before it too.
+    let want: Vec<u32> = (0..128u32)
+        .map(|t| {
+            let other = 128 - t;
+            if t / 32 == 1 { other + t } else { other }
+        })
+        .collect();
+    assert_eq!(out, want);
+}

@@ -62,8 +62,10 @@ impl Groups<'_> {
         loop {
             let mut id = None;
             let mut mixed = false;
+            // A group after one that hands over has not run this round: it stands past
+            // the barrier it stopped at in the last round.
+            stopped.fill(None);
             for g in 0..groups {
-                stopped[g] = None;
                 if ended[g] {
                     continue;
                 }

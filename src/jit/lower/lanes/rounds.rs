@@ -632,7 +632,14 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         }
         self.finish_stops()?;
         self.b().switch_to_block(init);
+        // One zero of each type for all of them: a constant each would be a value each,
+        // spilled apart across the segment.
+        let mut zeros: HashMap<ir::Type, Value> = HashMap::new();
         for (var, ty) in std::mem::take(&mut self.seg_vars) {
+            if let Some(&z) = zeros.get(&ty) {
+                self.b().def_var(var, z);
+                continue;
+            }
             let z = if ty.is_vector() {
                 let z = self.b().ins().iconst(types::I32, 0);
                 self.b().ins().splat(ty, z)
@@ -643,6 +650,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             } else {
                 self.b().ins().iconst(ty, 0)
             };
+            zeros.insert(ty, z);
             self.b().def_var(var, z);
         }
         let first = self.blocks[&start];
@@ -670,6 +678,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         };
         let live = (k > 0).then(|| self.plan_live[k - 1].clone());
         let gstate = self.gstate;
+        // One zero of each type (see `segment`).
+        let mut zeros: HashMap<Type, Value> = HashMap::new();
+        let mut zero =
+            |g: &mut Self, ty: Type| *zeros.entry(ty).or_insert_with(|| g.lanes.l.zero(ty));
         for (r, reg) in f.regs.iter().enumerate() {
             let shape = fixed_shape(&self.lanes, RegId(r as u32));
             let home = home_at(self.homes[r]);
@@ -679,7 +691,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.lanes.shape[r] = shape;
             match shape {
                 Shape::Varying => {
-                    let z = self.lanes.l.zero(reg.ty);
+                    let z = zero(self, reg.ty);
                     let var = self.lanes.l.regs[r];
                     self.b().def_var(var, z);
                     let vars = self.lanes.vregs[r];
@@ -699,7 +711,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                             .l
                             .load_value(clif(reg.ty), trusted(), gstate, home as i32)
                     } else {
-                        self.lanes.l.zero(reg.ty)
+                        zero(self, reg.ty)
                     };
                     let var = self.lanes.l.regs[r];
                     self.b().def_var(var, v);

@@ -318,6 +318,14 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// access's own branches, which leave the running lanes as they are).
     running_tests: HashMap<(u64, bool), (Block, Value)>,
     cur_defs: u64,
+    /// The segment being lowered, the registers it writes and whether it may take lanes
+    /// out (an exit): what its stops store (the rest is in the state as it was loaded).
+    seg: usize,
+    seg_written: RegSet,
+    seg_exits: bool,
+    /// Whether a store or atomic of the segment ran in any lane (I8): if none did, its
+    /// stops have nothing to gate or write.
+    wrote: Option<Variable>,
 }
 
 impl<'a, 'f> Lower<'a, 'f> {
@@ -409,6 +417,10 @@ impl<'a, 'f> Lower<'a, 'f> {
             seg_vars: Vec::new(),
             running_tests: HashMap::new(),
             cur_defs: 0,
+            seg: 0,
+            seg_written: RegSet::new(),
+            seg_exits: false,
+            wrote: None,
         };
         let mut starts = Vec::new();
         for k in 0..=points.len() {
@@ -620,6 +632,15 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             .collect();
         self.accesses.clear();
         self.stops.clear();
+        self.seg = k;
+        self.seg_exits = false;
+        self.wrote = Some(self.seg_var(types::I8));
+        self.seg_written = vec![0; self.lanes.l.f.regs.len().div_ceil(64).max(1)];
+        for i in (0..n).filter(|&i| reach[i]) {
+            for r in body[i].inst.written() {
+                liveness::add(&mut self.seg_written, r);
+            }
+        }
 
         // The segment's start: the group's state, nothing pending or held (the variables
         // of its accesses start at 0 in `init`, filled once they are known).
@@ -1038,6 +1059,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let alive = self.mask(self.alive);
         let a: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(alive[p], m[p]));
         self.set_mask(self.alive, a);
+        self.seg_exits = true;
         let cur = self.mask(self.cur);
         let c: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
         self.set_mask(self.cur, c);
@@ -1164,6 +1186,12 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let ran_var = self.seg_var(types::I8);
         self.b().def_var(lo_var, lo);
         self.b().def_var(ran_var, ran);
+        if !matches!(ins.inst, Inst::Ld { .. }) {
+            let wrote = self.wrote.expect("set where the segment starts");
+            let before = self.b().use_var(wrote);
+            let now = self.b().ins().bor(before, ran);
+            self.b().def_var(wrote, now);
+        }
         let mut acc = Access {
             at: i,
             writes: !matches!(ins.inst, Inst::Ld { .. }),
@@ -1418,8 +1446,27 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         for (at, blk) in stops {
             self.b().switch_to_block(blk);
             self.fresh_block();
+            let wrote = self.wrote.expect("set where the segment starts");
+            let wrote = self.b().use_var(wrote);
+            let (full, quick, join) = (
+                self.b().create_block(),
+                self.b().create_block(),
+                self.b().create_block(),
+            );
+            self.b().ins().brif(wrote, full, &[], quick, &[]);
+            self.b().switch_to_block(full);
             self.gate();
             self.apply_held();
+            self.b().ins().jump(join, &[]);
+            // Nothing written: only a wrapped sequence hands over.
+            self.b().switch_to_block(quick);
+            self.fresh_block();
+            let w = self.lanes.wrap.expect("set");
+            let wrapped = self.b().use_var(w);
+            let h = self.handover;
+            self.b().ins().brif(wrapped, h, &[], join, &[]);
+            self.b().switch_to_block(join);
+            self.fresh_block();
             match at {
                 None => {
                     let v = self.b().ins().iconst(types::I32, GROUP_ENDED as i64);
@@ -1613,7 +1660,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         for r in 0..f.regs.len() {
             let shape = fixed_shape(&self.lanes, RegId(r as u32));
             let home = home_at(self.homes[r]);
-            if !liveness::has(&live, RegId(r as u32)) {
+            // After a barrier, a register the segment does not write is in the state as
+            // the segment's start loaded it.
+            let unchanged = self.seg > 0 && !liveness::has(&self.seg_written, RegId(r as u32));
+            if !liveness::has(&live, RegId(r as u32)) || unchanged {
                 continue;
             }
             match shape {
@@ -1631,7 +1681,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 }
             }
         }
-        for (p, v) in alive.iter().enumerate() {
+        let keep_alive = self.seg > 0 && !self.seg_exits;
+        for (p, v) in alive.iter().enumerate().filter(|_| !keep_alive) {
             self.b().ins().store(
                 trusted(),
                 *v,

@@ -1,5 +1,6 @@
 //! Blocks of cooperative kernels run a group of 32 threads (or 16, for rows of 16) at a time
-//! in SIMD lanes (the group functions of `lower/lanes/rounds.rs`), with the block schedule's rounds kept at the level of groups:
+//! in SIMD lanes (the group functions of `lower/lanes/rounds.rs`). One call of the group
+//! function runs the whole block in the block schedule's rounds at the level of groups:
 //! each round runs every group that has not ended, in order, to its next barrier; when
 //! every group stopped at barriers of one id, all go on (what the schedule does for plain
 //! barriers). Anything else, a group that hands over or groups at different barriers, hands
@@ -7,7 +8,7 @@
 //! thread standing where its group stands.
 
 use super::lower::{
-    GROUP_ENDED, GROUP_FAULT, GROUP_HANDOVER, GROUP_STOPPED, GroupPlan, Home, sync::StepLayout,
+    GROUP_ENDED, GROUP_FAULT, GROUP_HANDOVER, GROUP_MIXED, GroupPlan, Home, sync::StepLayout,
 };
 use super::runtime::ThreadCtx;
 use super::{RoundFunc, StepThreads, as_bytes, locate};
@@ -15,8 +16,10 @@ use crate::ast::{FuncId, Module, Type};
 use crate::block::schedule::{self, ENDED, READY, Slot, WAITING};
 use crate::engine::{Dim3, Fault};
 
-/// A group function: `(ctx, state, x, y, z) -> result`.
-pub(super) type GroupFunc = unsafe extern "C" fn(*mut ThreadCtx, *mut u8, u32, u32, u32) -> u32;
+/// A group function: `(ctx, states, groups, firsts, at) -> result` (see
+/// [`super::lower::group_signature`]).
+pub(super) type GroupFunc =
+    unsafe extern "C" fn(*mut ThreadCtx, *mut u8, u32, *const [u32; 4], *mut u32) -> u32;
 
 /// What a cooperative kernel's block needs to run in groups.
 pub(super) struct Groups<'a> {
@@ -47,62 +50,66 @@ impl Groups<'_> {
         for g in 0..groups {
             bytes[g * size..g * size + 4].fill(0);
         }
-        // Where each group stopped in the round (its barrier's resume number), or ended.
-        let mut stopped: Vec<Option<usize>> = vec![None; groups];
-        let mut ended = vec![false; groups];
-        let body = self.module.func(self.id).body.as_deref().unwrap_or(&[]);
-        // Each group's first thread, and each barrier's id by resume number, worked out
-        // once for the block rather than at every call.
-        let first: Vec<[u32; 3]> = (0..groups)
-            .map(|g| self.block.point((g * lanes) as u64))
+        // Each group's first thread, worked out once for the block.
+        let firsts: Vec<[u32; 4]> = (0..groups)
+            .map(|g| {
+                let [x, y, z] = self.block.point((g * lanes) as u64);
+                [x, y, z, 0]
+            })
             .collect();
-        let ids: Vec<u32> = (1..=self.plan.points.len())
-            .map(|number| self.barrier(body, number).1)
+        let mut at = 0u32;
+        // SAFETY: `group` is this kernel's finalized group function, compiled with the
+        // signature `GroupFunc`; `states` holds `groups` areas of `plan.size` bytes (16-byte
+        // aligned: the size is a multiple of 16), which nothing else uses during the call;
+        // `firsts` holds `groups` entries and `at` is a u32 the call may write; the context
+        // is this worker's own and its pointers (parameters, shared window) outlive the
+        // launch.
+        let r = unsafe {
+            (self.group)(
+                ctx,
+                as_bytes(states).as_mut_ptr(),
+                groups as u32,
+                firsts.as_ptr(),
+                &mut at,
+            )
+        };
+        let at = at as usize;
+        // Where each group stands: ended, or the resume number of its last barrier.
+        let resume = |states: &mut Vec<u128>, g: usize| {
+            let b = &as_bytes(states)[g * size..g * size + 4];
+            u32::from_le_bytes(b.try_into().expect("4 bytes"))
+        };
+        let ended: Vec<bool> = (0..groups)
+            .map(|g| resume(states, g) == GroupPlan::ENDED)
             .collect();
-        loop {
-            let mut id = None;
-            let mut mixed = false;
-            // A group after one that hands over has not run this round: it stands past
-            // the barrier it stopped at in the last round.
-            stopped.fill(None);
-            for g in 0..groups {
-                if ended[g] {
-                    continue;
-                }
-                let [x, y, z] = first[g];
-                let state = as_bytes(states)[g * size..].as_mut_ptr();
-                // SAFETY: `group` is this kernel's finalized group function, compiled with
-                // the signature `GroupFunc`; `state` is this group's area of `plan.size`
-                // bytes (16-byte aligned: the size is a multiple of 16), which nothing else
-                // uses during the call; the context is this worker's own and its pointers
-                // (parameters, shared window) outlive the launch.
-                let r = unsafe { (self.group)(ctx, state, x, y, z) };
-                match r {
-                    GROUP_ENDED => ended[g] = true,
-                    GROUP_HANDOVER => return self.hand_over(ctx, states, &stopped, &ended),
-                    GROUP_FAULT => {
-                        let f = ctx
-                            .fault
-                            .take()
-                            .expect("a faulting group records its fault");
-                        return Err(locate(self.module, f, self.ctaid, [x, y, z]));
-                    }
-                    s => {
-                        let number = (s - GROUP_STOPPED) as usize;
-                        stopped[g] = Some(number);
-                        let b = ids[number - 1];
-                        mixed |= id.is_some_and(|i| i != b);
-                        id = Some(b);
-                    }
-                }
-            }
-            if ended.iter().all(|e| *e) {
+        // The groups that stopped in the round the call returned in.
+        let stopped_before = |states: &mut Vec<u128>, last: usize| -> Vec<Option<usize>> {
+            (0..groups)
+                .map(|g| (g < last && !ended[g]).then(|| resume(states, g) as usize))
+                .collect()
+        };
+        match r {
+            GROUP_ENDED => {
                 ctx.lane_threads += n as u64;
-                return Ok(());
+                Ok(())
             }
-            if mixed {
-                return self.hand_over(ctx, states, &stopped, &ended);
+            GROUP_HANDOVER => {
+                let stopped = stopped_before(states, at);
+                self.hand_over(ctx, states, &stopped, &ended)
             }
+            GROUP_MIXED => {
+                let stopped = stopped_before(states, groups);
+                self.hand_over(ctx, states, &stopped, &ended)
+            }
+            GROUP_FAULT => {
+                let f = ctx
+                    .fault
+                    .take()
+                    .expect("a faulting group records its fault");
+                let [x, y, z, _] = firsts[at];
+                Err(locate(self.module, f, self.ctaid, [x, y, z]))
+            }
+            other => unreachable!("group function result {other}"),
         }
     }
 

@@ -52,20 +52,25 @@ use cranelift_module::Module as _;
 use std::collections::{BTreeSet, HashMap};
 use std::mem::offset_of;
 
-/// What a group function returns: every lane ended.
+/// What a group function returns: every lane of the block ended.
 pub const GROUP_ENDED: u32 = 0;
-/// The group wrote nothing and stands where it stood: run the block thread by thread.
+/// Group `*at` wrote nothing and stands where it stood; the groups before it stopped in
+/// this round, the groups after it have not run in it: run the block thread by thread.
 pub const GROUP_HANDOVER: u32 = 1;
-/// A fault (the context holds it; the group's first thread is named).
+/// A fault in group `*at` (the context holds it; the group's first thread is named).
 pub const GROUP_FAULT: u32 = 2;
-/// The group stopped at a barrier: this plus the barrier's resume number.
-pub const GROUP_STOPPED: u32 = 16;
+/// Every group that has not ended stopped in this round, at barriers of different ids.
+pub const GROUP_MIXED: u32 = 3;
 
-/// The signature of a group function: `(ctx, state, x, y, z) -> result`.
+/// The signature of a group function: `(ctx, states, groups, firsts, at) -> result`. It runs
+/// the block's `groups` groups (their state areas one after another from `states`, their
+/// first threads' `%tid` as `[x, y, z, 0]` words from `firsts`) round after round, each to
+/// its next barrier, while all stop at barriers of one id; `at` receives the group a
+/// hand-over or fault names.
 pub fn group_signature(cc: cranelift_codegen::isa::CallConv) -> ir::Signature {
     crate::jit::lower::signature(
         cc,
-        &[types::I64, types::I64, types::I32, types::I32, types::I32],
+        &[types::I64, types::I64, types::I32, types::I64, types::I64],
         &[types::I32],
     )
 }
@@ -97,8 +102,10 @@ pub struct GroupPlan {
 
 impl GroupPlan {
     /// u32: 0 at the group's start, else the resume number of the barrier it stopped at
-    /// (the numbering of the thread-by-thread round function).
+    /// (the numbering of the thread-by-thread round function), or [`Self::ENDED`].
     pub const RESUME: u32 = 0;
+    /// `RESUME` of a group whose lanes have all ended.
+    pub const ENDED: u32 = u32::MAX;
     /// A u32 per lane: which lanes have not exited (all ones or 0).
     pub const ALIVE: u32 = 16;
 
@@ -326,6 +333,63 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// Whether a store or atomic of the segment ran in any lane (I8): if none did, its
     /// stops have nothing to gate or write.
     wrote: Option<Variable>,
+    round: Round,
+    /// The barriers' ids, by resume number - 1.
+    ids: Vec<u32>,
+}
+
+/// The variables of the group function's rounds.
+#[derive(Clone, Copy)]
+struct Round {
+    /// The group running (I64).
+    group: Variable,
+    /// The id of the barriers the round's groups stopped at (I32, `u32::MAX` before the
+    /// first), whether they differ (I8) and how many stopped (I32).
+    id: Variable,
+    mixed: Variable,
+    stopped: Variable,
+    /// Where a group's run ends: on to the next group.
+    next: Block,
+}
+
+impl Round {
+    /// A round from the first group, jumping to `head`.
+    fn start(&self, b: &mut FunctionBuilder, head: Block) {
+        let z64 = b.ins().iconst(types::I64, 0);
+        b.def_var(self.group, z64);
+        let none = b.ins().iconst(types::I32, u32::MAX as i64);
+        b.def_var(self.id, none);
+        let no = b.ins().iconst(types::I8, 0);
+        b.def_var(self.mixed, no);
+        let z32 = b.ins().iconst(types::I32, 0);
+        b.def_var(self.stopped, z32);
+        b.ins().jump(head, &[]);
+    }
+
+    /// The group running stopped at a barrier of id `id`.
+    fn stopped_at(&self, b: &mut FunctionBuilder, id: u32) {
+        let n = b.use_var(self.stopped);
+        let n = b.ins().iadd_imm_s(n, 1);
+        b.def_var(self.stopped, n);
+        let before = b.use_var(self.id);
+        let other = b.ins().icmp_imm_u(IntCC::NotEqual, before, id as i64);
+        let first = b.ins().icmp_imm_u(IntCC::Equal, before, u32::MAX as i64);
+        let differs = b.ins().band_not(other, first);
+        let m = b.use_var(self.mixed);
+        let m = b.ins().bor(m, differs);
+        b.def_var(self.mixed, m);
+        let id = b.ins().iconst(types::I32, id as i64);
+        b.def_var(self.id, id);
+        b.ins().jump(self.next, &[]);
+    }
+
+    /// The group running ended: marked so in its state.
+    fn ended(&self, b: &mut FunctionBuilder, gstate: Value) {
+        let e = b.ins().iconst(types::I32, GroupPlan::ENDED as i64);
+        b.ins()
+            .store(trusted(), e, gstate, GroupPlan::RESUME as i32);
+        b.ins().jump(self.next, &[]);
+    }
 }
 
 impl<'a, 'f> Lower<'a, 'f> {
@@ -343,13 +407,9 @@ impl<'a, 'f> Lower<'a, 'f> {
         let (mut l, entry) = Lower::new(b, sh, jm, fid);
         let live_out = &liveness::live_out(l.f);
         let params = l.b.block_params(entry).to_vec();
-        let (gstate, x, y, z) = (params[1], params[2], params[3], params[4]);
+        let (states, groups, firsts, at_out) = (params[1], params[2], params[3], params[4]);
         l.kernel_dims();
-        let dims = l.dims.as_ref().expect("kernel_dims sets them");
-        let tid = dims.tid;
-        l.b.def_var(tid[0], x);
-        l.b.def_var(tid[1], y);
-        l.b.def_var(tid[2], z);
+        let tid = l.dims.as_ref().expect("kernel_dims sets them").tid;
         let ctx = l.ctx;
         let shared_base = l.b.ins().load(
             types::I64,
@@ -383,11 +443,67 @@ impl<'a, 'f> Lower<'a, 'f> {
         let cur = [(); P].map(|_| l.b.declare_var(V));
         let scratch =
             l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 256, 4));
+        // The rounds: every group that has not ended, in order, to its next barrier.
+        let round = Round {
+            group: l.b.declare_var(types::I64),
+            id: l.b.declare_var(types::I32),
+            mixed: l.b.declare_var(types::I8),
+            stopped: l.b.declare_var(types::I32),
+            next: l.b.create_block(),
+        };
+        let (round_head, run, end) = (l.b.create_block(), l.b.create_block(), l.b.create_block());
+        round.start(&mut l.b, round_head);
+        l.b.switch_to_block(round_head);
+        let g = l.b.use_var(round.group);
+        let count = l.b.ins().uextend(types::I64, groups);
+        let more = l.b.ins().icmp(IntCC::UnsignedLessThan, g, count);
+        l.b.ins().brif(more, run, &[], end, &[]);
+        l.b.switch_to_block(run);
+        let gstate = l.b.ins().imul_imm_u(g, plan.size as i64);
+        let gstate = l.b.ins().iadd(states, gstate);
         let resume =
             l.b.ins()
                 .load(types::I32, trusted(), gstate, GroupPlan::RESUME as i32);
-        let dispatch = l.b.current_block().expect("in the entry block");
+        let ended =
+            l.b.ins()
+                .icmp_imm_u(IntCC::Equal, resume, GroupPlan::ENDED as i64);
+        let dispatch = l.b.create_block();
+        l.b.ins().brif(ended, round.next, &[], dispatch, &[]);
+        l.b.switch_to_block(dispatch);
+        let first = l.b.ins().ishl_imm_u(g, 4);
+        let first = l.b.ins().iadd(firsts, first);
+        for (k, t) in tid.into_iter().enumerate() {
+            let v = l.b.ins().load(types::I32, trusted(), first, 4 * k as i32);
+            l.b.def_var(t, v);
+        }
+        // The next group, and after the last the round's end: all ended, on to the next
+        // round, or barriers of different ids.
+        l.b.switch_to_block(round.next);
+        let g = l.b.use_var(round.group);
+        let g1 = l.b.ins().iadd_imm_s(g, 1);
+        l.b.def_var(round.group, g1);
+        l.b.ins().jump(round_head, &[]);
+        l.b.switch_to_block(end);
+        let (again, all_ended, mixed) =
+            (l.b.create_block(), l.b.create_block(), l.b.create_block());
+        let stopped = l.b.use_var(round.stopped);
+        let go = l.b.create_block();
+        l.b.ins().brif(stopped, go, &[], all_ended, &[]);
+        l.b.switch_to_block(go);
+        let m = l.b.use_var(round.mixed);
+        l.b.ins().brif(m, mixed, &[], again, &[]);
+        l.b.switch_to_block(again);
+        round.start(&mut l.b, round_head);
+        for (blk, code) in [(all_ended, GROUP_ENDED), (mixed, GROUP_MIXED)] {
+            l.b.switch_to_block(blk);
+            let v = l.b.ins().iconst(types::I32, code as i64);
+            l.b.ins().return_(&[v]);
+        }
         let points = plan.points.clone();
+        let body = l.f.body.as_deref().expect("kernels have bodies");
+        let ids = (points.iter())
+            .map(|&p| schedule::plain_barrier(&body[p].inst).expect("plain barriers only"))
+            .collect();
         let across = crate::jit::lower::sync::live_across_points(l.f);
         let plan_live: Vec<RegSet> = points.iter().map(|p| across[p].clone()).collect();
         let mut lanes = Lanes::new(&mut l, vregs, head, retried, done, bail);
@@ -417,6 +533,8 @@ impl<'a, 'f> Lower<'a, 'f> {
             seg_vars: Vec::new(),
             running_tests: HashMap::new(),
             cur_defs: 0,
+            round,
+            ids,
             seg: 0,
             seg_written: RegSet::new(),
             seg_exits: false,
@@ -429,7 +547,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             g.segment(k, blk)?;
         }
         let raised = std::mem::take(&mut g.lanes.raised);
-        // The entry: on from where the group stands.
+        // Each group on from where it stands.
         let b = g.b();
         b.switch_to_block(dispatch);
         let table: Vec<_> = starts
@@ -439,14 +557,17 @@ impl<'a, 'f> Lower<'a, 'f> {
         let default = b.func.dfg.block_call(starts[0], &[]);
         let jt = b.create_jump_table(JumpTableData::new(default, &table));
         b.ins().br_table(resume, jt);
-        b.switch_to_block(handover);
-        let v = b.ins().iconst(types::I32, GROUP_HANDOVER as i64);
-        b.ins().return_(&[v]);
         let fail = g.lanes.l.fail;
+        for (blk, code) in [(handover, GROUP_HANDOVER), (fail, GROUP_FAULT)] {
+            let b = g.b();
+            b.switch_to_block(blk);
+            let at = b.use_var(round.group);
+            let at = b.ins().ireduce(types::I32, at);
+            b.ins().store(trusted(), at, at_out, 0);
+            let v = b.ins().iconst(types::I32, code as i64);
+            b.ins().return_(&[v]);
+        }
         let b = g.b();
-        b.switch_to_block(fail);
-        let v = b.ins().iconst(types::I32, GROUP_FAULT as i64);
-        b.ins().return_(&[v]);
         for blk in [head, done, bail] {
             b.switch_to_block(blk);
             b.ins().trap(ir::TrapCode::unwrap_user(1));
@@ -1469,8 +1590,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.fresh_block();
             match at {
                 None => {
-                    let v = self.b().ins().iconst(types::I32, GROUP_ENDED as i64);
-                    self.b().ins().return_(&[v]);
+                    let (round, gstate) = (self.round, self.gstate);
+                    round.ended(self.b(), gstate);
                 }
                 Some(i) => self.save(i),
             }
@@ -1651,8 +1772,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let (go, ended) = (self.b().create_block(), self.b().create_block());
         self.b().ins().brif(any, go, &[], ended, &[]);
         self.b().switch_to_block(ended);
-        let v = self.b().ins().iconst(types::I32, GROUP_ENDED as i64);
-        self.b().ins().return_(&[v]);
+        let (round, gstate) = (self.round, self.gstate);
+        round.ended(self.b(), gstate);
         self.b().switch_to_block(go);
         let gstate = self.gstate;
         let live = self.plan_live[number - 1].clone();
@@ -1694,10 +1815,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b()
             .ins()
             .store(trusted(), n, gstate, GroupPlan::RESUME as i32);
-        let v = self
-            .b()
-            .ins()
-            .iconst(types::I32, (GROUP_STOPPED as usize + number) as i64);
-        self.b().ins().return_(&[v]);
+        let (round, id) = (self.round, self.ids[number - 1]);
+        round.stopped_at(self.b(), id);
     }
 }

@@ -277,3 +277,64 @@ SKIP:
         .collect();
     assert_eq!(out, want);
 }
+
+/// Per-thread branches on comparisons of `%tid.x` sequences with uniform values, alone and
+/// or-ed or and-ed with a uniform predicate: taken by every lane of a warp, by none, or by
+/// some (and a sequence that wraps), against the bits worked out here for each thread.
+#[test]
+fn branches_on_sequence_comparisons() {
+    let ptx = format!(
+        "{HEAD}.visible .entry seqs(.param .u64 out) {{
+  .reg .pred %p<8>; .reg .b32 %r<12>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r4, %ctaid.x;
+  mov.u32 %r9, 0;
+  setp.ge.u32 %p0, %r0, 64;
+  @%p0 bra L1;
+  or.b32 %r9, %r9, 1;
+L1:
+  setp.lt.s32 %p1, %r0, 40;
+  @!%p1 bra L2;
+  or.b32 %r9, %r9, 2;
+L2:
+  sub.u32 %r2, %r0, 16;
+  setp.lt.u32 %p2, %r2, 50;
+  @%p2 bra L3;
+  or.b32 %r9, %r9, 4;
+L3:
+  setp.eq.u32 %p3, %r4, 1;
+  setp.gt.u32 %p4, %r0, 100;
+  or.pred %p5, %p4, %p3;
+  @%p5 bra L4;
+  or.b32 %r9, %r9, 8;
+L4:
+  sub.u32 %r5, 200, %r0;
+  setp.ge.u32 %p6, %r5, 150;
+  and.pred %p7, %p3, %p6;
+  @%p7 bra L5;
+  or.b32 %r9, %r9, 16;
+L5:
+  bar.sync 0;
+  mad.lo.u32 %r6, %r4, 128, %r0;
+  mul.wide.u32 %rd1, %r6, 4;
+  add.s64 %rd2, %rd0, %rd1;
+  st.global.u32 [%rd2], %r9;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "seqs", 2, Dim3::x(128), 256);
+    let want: Vec<u32> = (0..256u32)
+        .map(|i| {
+            let (b, t) = (i / 128, i % 128);
+            let bit = |on: bool, k: u32| if on { 1 << k } else { 0 };
+            bit(t < 64, 0)
+                | bit(t < 40, 1)
+                | bit(!(16..66).contains(&t), 2)
+                | bit(!(t > 100 || b == 1), 3)
+                | bit(!(b == 1 && t <= 50), 4)
+        })
+        .collect();
+    assert_eq!(out, want);
+    assert_eq!(lanes, 256, "both blocks ran in lanes");
+}

@@ -2,8 +2,9 @@
 //! that wrapped, and at the end the gate over the stores' ranges and the order of accesses
 //! that touch the same bytes.
 
-use super::{Lanes, Range, Res, SeqCmp, Shape, refuse};
+use super::{LaneVal, Lanes, Range, Res, SeqCmp, Shape, V, Vecs, refuse};
 use crate::ast::{Guard, Inst, Instruction};
+use crate::ast::{IntBinOp, Type};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 
@@ -64,6 +65,16 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     /// same and the sequence does not wrap (in the comparison's signedness), else back to the
     /// thread loop.
     fn seq_exit(&mut self, c: SeqCmp, negated: bool) -> Value {
+        let (answer, sure) = self.seq_answer(c, negated);
+        let unsure = self.b().ins().bxor_imm_s(sure, 1);
+        self.bail_if(unsure);
+        answer
+    }
+
+    /// A [`SeqCmp`] (negated or not) decided for the whole group where it can be: the first
+    /// lane's answer, and whether every lane gives it (the last lane's answer is the same
+    /// and the sequence does not wrap in the comparison's signedness).
+    pub(super) fn seq_answer(&mut self, c: SeqCmp, negated: bool) -> (Value, Value) {
         let span = (Self::LANES as i64 - 1) * c.stride;
         let signed = matches!(
             c.cc,
@@ -104,12 +115,56 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         let last = test(self, last);
         let differ = self.b().ins().bxor(first, last);
         let unsure = self.b().ins().bor(differ, wraps);
-        self.bail_if(unsure);
-        if c.negated ^ negated {
+        let mut sure = self.b().ins().bxor_imm_s(unsure, 1);
+        let mut answer = if c.negated {
             self.b().ins().bxor_imm_s(first, 1)
         } else {
             first
+        };
+        // Or-ed with a true or and-ed with a false uniform predicate, every lane agrees.
+        match c.with {
+            Some((IntBinOp::Or, u)) => {
+                answer = self.b().ins().bor(answer, u);
+                sure = self.b().ins().bor(sure, u);
+            }
+            Some((_, u)) => {
+                answer = self.b().ins().band(answer, u);
+                let not_u = self.b().ins().bxor_imm_s(u, 1);
+                sure = self.b().ins().bor(sure, not_u);
+            }
+            None => {}
         }
+        if negated {
+            answer = self.b().ins().bxor_imm_s(answer, 1);
+        }
+        (answer, sure)
+    }
+
+    /// A [`SeqCmp`]'s lanes (negated or not) as a mask, made again from the sequence.
+    pub(super) fn seq_mask(&mut self, c: SeqCmp, negated: bool) -> Res<Vecs<P>> {
+        let seq = self.lanes_of(LaneVal::Affine(c.base, c.stride), Type::U32)?;
+        let other = self.b().ins().splat(V, c.other);
+        let m = seq.map(|x| match c.swapped {
+            true => self.b().ins().icmp(c.cc, other, x),
+            false => self.b().ins().icmp(c.cc, x, other),
+        });
+        let mut m = if c.negated {
+            self.map(m, |b, v| b.ins().bnot(v))
+        } else {
+            m
+        };
+        if let Some((op, u)) = c.with {
+            let u = self.lanes_of(LaneVal::Uniform(u), Type::Pred)?;
+            m = match op {
+                IntBinOp::Or => self.map2(m, u, |b, x, y| b.ins().bor(x, y)),
+                _ => self.map2(m, u, |b, x, y| b.ins().band(x, y)),
+            };
+        }
+        Ok(if negated {
+            self.map(m, |b, v| b.ins().bnot(v))
+        } else {
+            m
+        })
     }
 
     /// Whether the group may read memory: no affine value wrapped since the last test (else

@@ -47,7 +47,7 @@ mod shape;
 mod vector;
 
 use super::Lower;
-use crate::ast::{AddrBase, FuncId, RegId, Space};
+use crate::ast::{AddrBase, FuncId, IntBinOp, RegId, Space};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, Block, InstBuilder, Value, types};
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -105,6 +105,9 @@ struct SeqCmp {
     other: Value,
     swapped: bool,
     negated: bool,
+    /// The comparison (negated or not) and-ed or or-ed with a uniform predicate (an i8):
+    /// `or.pred`/`and.pred` of a bounds test on the sequence and one on a uniform value.
+    with: Option<(IntBinOp, Value)>,
 }
 
 /// A global (or generic) access of the kernel.

@@ -1110,8 +1110,15 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     return Ok(false);
                 }
                 // Per-thread: the lanes that take it wait at the target.
-                let m = self.guard_lanes(ins.guard)?;
                 let vars = self.pending[&t];
+                let seq = ins.guard.and_then(|g| {
+                    let c = self.lanes.seq_cmps.get(&g.reg).copied();
+                    c.map(|c| (c, g.negated))
+                });
+                if let Some((c, negated)) = seq {
+                    return self.seq_branch(t, vars, c, negated);
+                }
+                let m = self.guard_lanes(ins.guard)?;
                 let waiting = self.mask(vars);
                 let w: Vecs<P> =
                     std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], m[p]));
@@ -1151,6 +1158,57 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 Ok(true)
             }
         }
+    }
+
+    /// A per-thread branch to `t` (its waiting lanes in `vars`) on a comparison of a
+    /// sequence with a uniform value ([`SeqCmp`]): where the first and last lanes decide it
+    /// for every lane, all running lanes go to the target or none does, tested on two
+    /// scalars; else the lanes' mask is made from the sequence, as for any guard.
+    fn seq_branch(
+        &mut self,
+        t: usize,
+        vars: [Variable; P],
+        c: super::SeqCmp,
+        negated: bool,
+    ) -> Res<bool> {
+        let (answer, sure) = self.lanes.seq_answer(c, negated);
+        let to = self.target_block(t);
+        let (decided, all, lanes, on) = (
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+        );
+        self.b().ins().brif(sure, decided, &[], lanes, &[]);
+        self.b().switch_to_block(decided);
+        self.b().ins().brif(answer, all, &[], on, &[]);
+        // Every running lane takes it.
+        self.b().switch_to_block(all);
+        let waiting = self.mask(vars);
+        let cur = self.mask(self.cur);
+        let w: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], cur[p]));
+        self.set_mask(vars, w);
+        let zero = self.lanes.splat(0);
+        self.set_mask(self.cur, [zero; P]);
+        self.b().ins().jump(to, &[]);
+        // Some lanes do.
+        self.b().switch_to_block(lanes);
+        self.fresh_block_keeping_shapes();
+        let m = self.lanes.seq_mask(c, negated)?;
+        let cur = self.mask(self.cur);
+        let m = self.and(cur, m);
+        let waiting = self.mask(vars);
+        let w: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], m[p]));
+        self.set_mask(vars, w);
+        let rest: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
+        self.set_mask(self.cur, rest);
+        let any = self.any(rest);
+        self.b().ins().brif(any, on, &[], to, &[]);
+        // The lanes left go on (the values made in `lanes` do not reach here).
+        self.b().switch_to_block(on);
+        self.fresh_block_keeping_shapes();
+        self.cur_defs += 1;
+        Ok(true)
     }
 
     /// `ret`/`exit` (or a branch to the end) under `guard`.

@@ -3,10 +3,10 @@
 //! arithmetic with the scalar lowering's NaN, `.ftz` and `.sat` rules.
 
 use super::shape::{norm, same_lanes};
-use super::{LaneVal, Lanes, Res, SeqCmp, V, Vecs, refuse};
+use super::{LaneVal, Lanes, Res, SeqCmp, Shape, V, Vecs, refuse};
 use crate::ast::{
     BoolOp, CmpOp, FloatBinOp, FloatUnOp, Inst, IntBinOp, IntUnOp, MulMode, Operand, Precision,
-    Rounding, Type,
+    RegId, Rounding, Type,
 };
 use crate::jit::lower::{float_cc, int_cc};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -32,7 +32,22 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 b,
             } if !carry.carry_in && !carry.carry_out => {
                 let v = self.int_bin(*op, *ty, a, b)?;
-                self.write(d, *ty, v, mask)
+                // A sequence's comparison and-ed or or-ed with a uniform predicate stays
+                // one the first and last lanes may decide.
+                let combined = match (op, a, b) {
+                    (IntBinOp::And | IntBinOp::Or, Operand::Reg(x), Operand::Reg(y))
+                        if *ty == Type::Pred && mask.is_none() =>
+                    {
+                        self.seq_with(*op, *x, *y)
+                            .or_else(|| self.seq_with(*op, *y, *x))
+                    }
+                    _ => None,
+                };
+                self.write(d, *ty, v, mask)?;
+                if let (Some(c), Operand::Reg(r)) = (combined, d) {
+                    self.seq_cmps.insert(*r, c);
+                }
+                Ok(())
             }
             Inst::IntUn {
                 op: op @ (IntUnOp::Abs | IntUnOp::Neg | IntUnOp::Not | IntUnOp::Cnot),
@@ -162,6 +177,7 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                                 other,
                                 swapped,
                                 negated,
+                                with: None,
                             };
                             self.seq_cmps.insert(*r, c);
                         }
@@ -390,6 +406,20 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         }
     }
 
+    /// `seq op other` as a [`SeqCmp`], where `seq` is one without a combination and
+    /// `other` is uniform.
+    fn seq_with(&mut self, op: IntBinOp, seq: RegId, other: RegId) -> Option<SeqCmp> {
+        let c = self.seq_cmps.get(&seq).copied()?;
+        if c.with.is_some() || self.shape[other.0 as usize] != Shape::Uniform {
+            return None;
+        }
+        let u = self.l.b.use_var(self.l.regs[other.0 as usize]);
+        Some(SeqCmp {
+            with: Some((op, u)),
+            ..c
+        })
+    }
+
     fn bool_op(&mut self, op: BoolOp, a: Value, b: Value) -> Value {
         match op {
             BoolOp::And => self.b().ins().band(a, b),
@@ -517,7 +547,7 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     }
 
     /// `f` on each pair of parts.
-    fn map2(
+    pub(super) fn map2(
         &mut self,
         x: Vecs<P>,
         y: Vecs<P>,

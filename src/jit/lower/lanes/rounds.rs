@@ -276,6 +276,8 @@ struct Access<const P: usize> {
     stride: Option<i64>,
     size: usize,
     held: Option<Held<P>>,
+    /// The state space the instruction names (None: generic).
+    space: Option<Space>,
 }
 
 /// A store or atomic held back to the barrier.
@@ -1380,6 +1382,12 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             stride,
             size,
             held: None,
+            space: match &ins.inst {
+                Inst::Ld { space, .. } | Inst::St { space, .. } | Inst::Atom { space, .. } => {
+                    *space
+                }
+                _ => None,
+            },
         };
         match &ins.inst {
             Inst::Ld { ty, d, .. } => {
@@ -1634,8 +1642,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             );
             self.b().ins().brif(wrote, full, &[], quick, &[]);
             self.b().switch_to_block(full);
-            self.gate();
-            self.apply_held();
+            let before = self.before(at);
+            self.gate(&before);
+            self.apply_held(&before);
             self.b().ins().jump(join, &[]);
             // Nothing written: only a wrapped sequence hands over.
             self.b().switch_to_block(quick);
@@ -1657,16 +1666,48 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         Ok(())
     }
 
+    /// Which of the segment's accesses may have run before the stop at barrier `at` (None:
+    /// the end): those from which the segment's code reaches it. The others' variables
+    /// still hold their start's zeros there, so they have nothing to gate or write.
+    fn before(&self, at: Option<usize>) -> Vec<bool> {
+        let Some(stop) = at else {
+            return vec![true; self.accesses.len()];
+        };
+        let n = self.body().len();
+        (self.accesses.iter())
+            .map(|a| {
+                let mut seen = vec![false; n];
+                let mut stack = self.next(a.at);
+                while let Some(i) = stack.pop() {
+                    if i == stop {
+                        return true;
+                    }
+                    if i < n && !seen[i] {
+                        seen[i] = true;
+                        stack.extend(self.next(i));
+                    }
+                }
+                false
+            })
+            .collect()
+    }
+
     /// Goes to the hand-over if the lock step could differ from the threads' order, or a
-    /// sequence wrapped.
-    fn gate(&mut self) {
+    /// sequence wrapped; `before` says which accesses may have run (see [`Self::before`]).
+    fn gate(&mut self, before: &[bool]) {
         let w = self.lanes.wrap.expect("set");
         let mut bad = self.b().use_var(w);
         let n = self.accesses.len();
         for j in 0..n {
             for i in 0..j {
                 let (a, b) = (&self.accesses[i], &self.accesses[j]);
-                if !a.writes && !b.writes {
+                if !a.writes && !b.writes || !before[i] || !before[j] {
+                    continue;
+                }
+                // A .global and a .shared access never meet (a shared variable's address
+                // is not one that ld/st.global may use).
+                let spaces = [a.space, b.space];
+                if spaces.contains(&Some(Space::Global)) && spaces.contains(&Some(Space::Shared)) {
                     continue;
                 }
                 let (a_lo, a_ran, a_stride, a_size, a_w, a_atomic) =
@@ -1725,9 +1766,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
 
     /// The held stores and atomics, in program order, each lane by lane in lane order
     /// unless every lane stores consecutive words.
-    fn apply_held(&mut self) {
+    fn apply_held(&mut self, before: &[bool]) {
         let n = self.accesses.len();
-        for k in 0..n {
+        for k in (0..n).filter(|&k| before[k]) {
             let a = &self.accesses[k];
             let Some(held) = &a.held else {
                 continue;

@@ -331,6 +331,9 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// out (an exit): what its stops store (the rest is in the state as it was loaded).
     seg: usize,
     seg_written: RegSet,
+    /// The registers the segment reads or writes: the others are not loaded where it
+    /// starts.
+    seg_used: RegSet,
     seg_exits: bool,
     /// Whether a store or atomic of the segment ran in any lane (I8): if none did, its
     /// stops have nothing to gate or write.
@@ -539,6 +542,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             ids,
             seg: 0,
             seg_written: RegSet::new(),
+            seg_used: RegSet::new(),
             seg_exits: false,
             wrote: None,
         };
@@ -759,9 +763,15 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.seg_exits = false;
         self.wrote = Some(self.seg_var(types::I8));
         self.seg_written = vec![0; self.lanes.l.f.regs.len().div_ceil(64).max(1)];
+        self.seg_used = self.seg_written.clone();
         for i in (0..n).filter(|&i| reach[i]) {
-            for r in body[i].inst.written() {
+            let ins = &body[i];
+            for r in ins.inst.written() {
                 liveness::add(&mut self.seg_written, r);
+                liveness::add(&mut self.seg_used, r);
+            }
+            for r in ins.inst.reads().into_iter().chain(ins.guard.map(|g| g.reg)) {
+                liveness::add(&mut self.seg_used, r);
             }
         }
 
@@ -831,7 +841,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             let home = home_at(self.homes[r]);
             let saved = live
                 .as_ref()
-                .is_some_and(|s| liveness::has(s, RegId(r as u32)));
+                .is_some_and(|s| liveness::has(s, RegId(r as u32)))
+                && liveness::has(&self.seg_used, RegId(r as u32));
             self.lanes.shape[r] = shape;
             match shape {
                 Shape::Varying => {

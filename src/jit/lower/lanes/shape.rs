@@ -12,7 +12,7 @@ use crate::ast::{
 };
 use crate::jit::lower::int_type;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, Value, types};
+use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Value, types};
 
 impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     pub(super) fn inst(&mut self, i: usize, ins: &Instruction) -> Res<()> {
@@ -358,12 +358,20 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 Ok([self.b().ins().splat(V, m); P])
             }
             LaneVal::Uniform(s) if ty.bits() == 32 => {
-                let s = if ty.is_float() {
-                    self.l.bitcast(types::I32, s)
+                let v = if self.b().func.dfg.value_type(s) == types::F32 {
+                    // Broadcast in the vector registers (no round trip through a general
+                    // one).
+                    let f = self.b().ins().splat(types::F32X4, s);
+                    self.b().ins().bitcast(V, MemFlagsData::new(), f)
                 } else {
-                    s
+                    let s = if ty.is_float() {
+                        self.l.bitcast(types::I32, s)
+                    } else {
+                        s
+                    };
+                    self.b().ins().splat(V, s)
                 };
-                Ok([self.b().ins().splat(V, s); P])
+                Ok([v; P])
             }
             LaneVal::Affine(base, s) if ty.bits() == 32 => {
                 let base = self.b().ins().splat(V, base);

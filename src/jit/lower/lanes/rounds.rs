@@ -309,7 +309,7 @@ struct Group<'l, 'a, 'f, const P: usize> {
     cur: [Variable; P],
     /// Lanes waiting at each target of a per-thread branch.
     pending: HashMap<usize, [Variable; P]>,
-    /// 256 bytes for lane-by-lane work: values, then a mask.
+    /// 128 bytes for lane-by-lane work: a word a lane.
     scratch: ir::StackSlot,
     handover: Block,
     plan_live: Vec<RegSet>,
@@ -452,7 +452,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let alive = [(); P].map(|_| l.b.declare_var(V));
         let cur = [(); P].map(|_| l.b.declare_var(V));
         let scratch =
-            l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 256, 4));
+            l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 128, 4));
         // The rounds: every group that has not ended, in order, to its next barrier.
         let round = Round {
             group: l.b.declare_var(types::I64),
@@ -1568,19 +1568,16 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.b().ins().jump(slow, &[]);
         }
         self.b().switch_to_block(slow);
-        // Lane by lane: the mask to the scratch area, each running lane's value into it.
+        // Lane by lane: each running lane's value into the scratch area.
         let scratch = self.scratch;
         let zero = self.lanes.splat(0);
-        for (p, m) in exec.iter().enumerate() {
-            self.b()
-                .ins()
-                .stack_store(types::I64, *m, scratch, 128 + 16 * p as i32);
+        for p in 0..P {
             self.b()
                 .ins()
                 .stack_store(types::I64, zero, scratch, 16 * p as i32);
         }
         let out = self.b().create_block();
-        let (k, slot, next) = self.lane_loop(out);
+        let (k, slot, next) = self.lane_loop(exec, out);
         let off = self.b().ins().imul_imm_s(k, stride);
         let a = self.b().ins().iadd(lo, off);
         let x = self.lanes.l.load_value(clif(ty), flags(), a, 0);
@@ -1610,38 +1607,39 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         Ok(std::array::from_fn(|p| params[p]))
     }
 
-    /// A loop over the lanes whose word in the scratch area's mask (bytes 128..256) is
-    /// set, in lane order, going to `out` after the last: positioned in its body, with the
-    /// lane's index (i64), the address of its word among the scratch area's values (its
-    /// mask word 128 bytes on) and the block the body jumps to when done.
-    fn lane_loop(&mut self, out: Block) -> (Value, Value, Block) {
-        let (head, check, body, next) = (
-            self.b().create_block(),
+    /// A loop over the lanes set in `mask`, in lane order (only those: the bits of the mask
+    /// taken lowest first), going to `out` after the last: positioned in its body, with the
+    /// lane's index (i64), the address of its word among the scratch area's values and the
+    /// block the body jumps to when done.
+    fn lane_loop(&mut self, mask: Vecs<P>, out: Block) -> (Value, Value, Block) {
+        // The lanes as bits (lane 4p + j is bit 4p + j), taken lowest first.
+        let mut bits = self.b().ins().iconst(types::I64, 0);
+        for (p, m) in mask.iter().enumerate() {
+            let b = self.b().ins().vhigh_bits(types::I32, *m);
+            let b = self.b().ins().uextend(types::I64, b);
+            let b = self.b().ins().ishl_imm_s(b, 4 * p as i64);
+            bits = self.b().ins().bor(bits, b);
+        }
+        let (head, body, next) = (
             self.b().create_block(),
             self.b().create_block(),
             self.b().create_block(),
         );
         self.b().append_block_param(head, types::I64);
-        let k0 = self.b().ins().iconst(types::I64, 0);
-        self.b().ins().jump(head, &[k0.into()]);
+        self.b().ins().jump(head, &[bits.into()]);
         self.b().switch_to_block(head);
-        let k = self.b().block_params(head)[0];
-        let more = self
-            .b()
-            .ins()
-            .icmp_imm_s(IntCC::UnsignedLessThan, k, 4 * P as i64);
-        self.b().ins().brif(more, check, &[], out, &[]);
-        self.b().switch_to_block(check);
+        let left = self.b().block_params(head)[0];
+        self.b().ins().brif(left, body, &[], out, &[]);
+        self.b().switch_to_block(next);
+        let below = self.b().ins().iadd_imm_s(left, -1);
+        let rest = self.b().ins().band(left, below);
+        self.b().ins().jump(head, &[rest.into()]);
+        self.b().switch_to_block(body);
+        let k = self.b().ins().ctz(left);
         let scratch = self.scratch;
         let base = self.b().ins().stack_addr(types::I64, scratch, 0);
         let at4 = self.b().ins().ishl_imm_s(k, 2);
         let slot = self.b().ins().iadd(base, at4);
-        let m = self.b().ins().load(types::I32, trusted(), slot, 128);
-        self.b().ins().brif(m, body, &[], next, &[]);
-        self.b().switch_to_block(next);
-        let k1 = self.b().ins().iadd_imm_s(k, 1);
-        self.b().ins().jump(head, &[k1.into()]);
-        self.b().switch_to_block(body);
         (k, slot, next)
     }
 
@@ -1829,11 +1827,6 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             }
             // Lane by lane.
             let scratch = self.scratch;
-            for (p, x) in m.iter().enumerate() {
-                self.b()
-                    .ins()
-                    .stack_store(types::I64, *x, scratch, 128 + 16 * p as i32);
-            }
             if let HeldWhat::Lanes(vals) = &what {
                 for (p, v) in vals.iter().enumerate() {
                     let x = self.b().use_var(*v);
@@ -1842,7 +1835,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                         .stack_store(types::I64, x, scratch, 16 * p as i32);
                 }
             }
-            let (kv, slot, next) = self.lane_loop(done);
+            let (kv, slot, next) = self.lane_loop(m, done);
             let addr = match stride {
                 Some(s) => {
                     let off = self.b().ins().imul_imm_s(kv, s);

@@ -327,14 +327,14 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// access's own branches, which leave the running lanes as they are).
     running_tests: HashMap<(u64, bool), (Block, Value)>,
     cur_defs: u64,
-    /// The segment being lowered, the registers it writes and whether it may take lanes
-    /// out (an exit): what its stops store (the rest is in the state as it was loaded).
+    /// The segment being lowered, the registers it writes and the exits that may take
+    /// lanes out: what its stops store (the rest is in the state as it was loaded).
     seg: usize,
     seg_written: RegSet,
     /// The registers the segment reads or writes: the others are not loaded where it
     /// starts.
     seg_used: RegSet,
-    seg_exits: bool,
+    seg_exits: Vec<usize>,
     /// Whether a store or atomic of the segment ran in any lane (I8): if none did, its
     /// stops have nothing to gate or write.
     wrote: Option<Variable>,
@@ -548,7 +548,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             seg: 0,
             seg_written: RegSet::new(),
             seg_used: RegSet::new(),
-            seg_exits: false,
+            seg_exits: Vec::new(),
             wrote: None,
         };
         let mut starts = Vec::new();
@@ -777,7 +777,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.accesses.clear();
         self.stops.clear();
         self.seg = k;
-        self.seg_exits = false;
+        self.seg_exits.clear();
         self.wrote = Some(self.seg_var(types::I8));
         self.seg_written = vec![0; self.lanes.l.f.regs.len().div_ceil(64).max(1)];
         self.seg_used = self.seg_written.clone();
@@ -1268,7 +1268,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let alive = self.mask(self.alive);
         let a: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(alive[p], m[p]));
         self.set_mask(self.alive, a);
-        self.seg_exits = true;
+        self.seg_exits.push(i);
         let cur = self.mask(self.cur);
         let c: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
         self.set_mask(self.cur, c);
@@ -1699,23 +1699,26 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let Some(stop) = at else {
             return vec![true; self.accesses.len()];
         };
-        let n = self.body().len();
         (self.accesses.iter())
-            .map(|a| {
-                let mut seen = vec![false; n];
-                let mut stack = self.next(a.at);
-                while let Some(i) = stack.pop() {
-                    if i == stop {
-                        return true;
-                    }
-                    if i < n && !seen[i] {
-                        seen[i] = true;
-                        stack.extend(self.next(i));
-                    }
-                }
-                false
-            })
+            .map(|a| self.reaches(a.at, stop))
             .collect()
+    }
+
+    /// Whether the segment's code goes on from instruction `from` to instruction `to`.
+    fn reaches(&self, from: usize, to: usize) -> bool {
+        let n = self.body().len();
+        let mut seen = vec![false; n];
+        let mut stack = self.next(from);
+        while let Some(i) = stack.pop() {
+            if i == to {
+                return true;
+            }
+            if i < n && !seen[i] {
+                seen[i] = true;
+                stack.extend(self.next(i));
+            }
+        }
+        false
     }
 
     /// Goes to the hand-over if the lock step could differ from the threads' order, or a
@@ -1922,7 +1925,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 }
             }
         }
-        let keep_alive = self.seg > 0 && !self.seg_exits;
+        let keep_alive = self.seg > 0 && !self.seg_exits.iter().any(|&e| self.reaches(e, i));
         for (p, v) in alive.iter().enumerate().filter(|_| !keep_alive) {
             self.b().ins().store(
                 trusted(),

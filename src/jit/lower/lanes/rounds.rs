@@ -334,6 +334,10 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// The registers the segment reads or writes: the others are not loaded where it
     /// starts.
     seg_used: RegSet,
+    /// The registers the segment only reads, saved at its barrier: each block that reads
+    /// one loads it from the state itself (a value loaded where the segment starts would
+    /// live, and be spilled, across the whole segment).
+    seg_reloaded: RegSet,
     seg_exits: Vec<usize>,
     /// Whether a store or atomic of the segment ran in any lane (I8): if none did, its
     /// stops have nothing to gate or write.
@@ -548,6 +552,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             seg: 0,
             seg_written: RegSet::new(),
             seg_used: RegSet::new(),
+            seg_reloaded: RegSet::new(),
             seg_exits: Vec::new(),
             wrote: None,
         };
@@ -839,6 +844,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// The group's registers and lanes at the start of segment `k`.
     fn start(&mut self, k: usize) {
         let f = self.lanes.l.f;
+        self.seg_reloaded = vec![0; f.regs.len().div_ceil(64).max(1)];
         let zero_v = {
             let z = self.b().ins().iconst(types::I32, 0);
             self.b().ins().splat(V, z)
@@ -856,10 +862,14 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         for (r, reg) in f.regs.iter().enumerate() {
             let shape = fixed_shape(&self.lanes, RegId(r as u32));
             let home = home_at(self.homes[r]);
-            let saved = live
-                .as_ref()
-                .is_some_and(|s| liveness::has(s, RegId(r as u32)))
-                && liveness::has(&self.seg_used, RegId(r as u32));
+            let id = RegId(r as u32);
+            let in_state = live.as_ref().is_some_and(|s| liveness::has(s, id))
+                && liveness::has(&self.seg_used, id);
+            let reloaded = in_state && !liveness::has(&self.seg_written, id);
+            if reloaded {
+                liveness::add(&mut self.seg_reloaded, id);
+            }
+            let saved = in_state && !reloaded;
             self.lanes.shape[r] = shape;
             match shape {
                 Shape::Varying => {
@@ -939,6 +949,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.set_mask(self.cur, joined);
             self.set_mask(vars, [zero; P]);
         }
+        self.reload(l);
         let body = self.body();
         let n = body.len();
         let mut i = l;
@@ -969,6 +980,46 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             if let Some(&next) = self.blocks.get(&i) {
                 self.b().ins().jump(next, &[]);
                 return Ok(());
+            }
+        }
+    }
+
+    /// Loads, from the state, the registers the block starting at instruction `l` reads
+    /// that the segment reloads (`seg_reloaded`).
+    fn reload(&mut self, l: usize) {
+        let body = self.body();
+        let n = body.len();
+        let mut regs = BTreeSet::new();
+        let mut i = l;
+        loop {
+            let ins = &body[i];
+            let reads = ins.inst.reads().into_iter().chain(ins.guard.map(|g| g.reg));
+            regs.extend(reads.filter(|r| liveness::has(&self.seg_reloaded, *r)));
+            // On to the next leader: the lowering may go on past a branch or exit (with
+            // the lanes left), and reading more than the block reads costs only a load.
+            if i + 1 >= n || self.blocks.contains_key(&(i + 1)) {
+                break;
+            }
+            i += 1;
+        }
+        let gstate = self.gstate;
+        for r in regs {
+            let k = r.0 as usize;
+            let home = home_at(self.homes[k]);
+            match fixed_shape(&self.lanes, r) {
+                Shape::Varying => {
+                    for (p, var) in self.lanes.vregs[k].into_iter().enumerate() {
+                        let off = (home + 16 * p as u32) as i32;
+                        let v = self.b().ins().load(V, trusted(), gstate, off);
+                        self.b().def_var(var, v);
+                    }
+                }
+                _ => {
+                    let ty = clif(self.lanes.l.f.reg(r).ty);
+                    let v = self.lanes.l.load_value(ty, trusted(), gstate, home as i32);
+                    let var = self.lanes.l.regs[k];
+                    self.b().def_var(var, v);
+                }
             }
         }
     }

@@ -1263,14 +1263,21 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b().ins().brif(sure, decided, &[], lanes, &[]);
         self.b().switch_to_block(decided);
         self.b().ins().brif(answer, all, &[], on, &[]);
-        // Every running lane takes it.
+        // Every running lane takes it. Where no other branch goes to `t`, no lane waits
+        // there yet: the running lanes arrive as they are.
         self.b().switch_to_block(all);
-        let waiting = self.mask(vars);
-        let cur = self.mask(self.cur);
-        let w: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], cur[p]));
-        self.set_mask(vars, w);
-        let zero = self.lanes.splat(0);
-        self.set_mask(self.cur, [zero; P]);
+        let f = self.lanes.l.f;
+        let branches_to_t = (self.body().iter())
+            .filter(|ins| matches!(ins.inst, Inst::Bra { target, .. } if f.labels[target.0 as usize] == t))
+            .count();
+        if branches_to_t > 1 {
+            let waiting = self.mask(vars);
+            let cur = self.mask(self.cur);
+            let w: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], cur[p]));
+            self.set_mask(vars, w);
+            let zero = self.lanes.splat(0);
+            self.set_mask(self.cur, [zero; P]);
+        }
         self.b().ins().jump(to, &[]);
         // Some lanes do.
         self.b().switch_to_block(lanes);
@@ -1942,13 +1949,18 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     fn save(&mut self, i: usize) {
         let number = self.points.iter().position(|&p| p == i).expect("a point") + 1;
         let alive = self.mask(self.alive);
-        let any = self.any(alive);
-        let (go, ended) = (self.b().create_block(), self.b().create_block());
-        self.b().ins().brif(any, go, &[], ended, &[]);
-        self.b().switch_to_block(ended);
-        let (round, gstate) = (self.round, self.gstate);
-        round.ended(self.b(), gstate);
-        self.b().switch_to_block(go);
+        // The lanes as the segment found them (no exit of it reaches here): some are left,
+        // or the group would have ended at its last barrier.
+        let keep_alive = self.seg > 0 && !self.seg_exits.iter().any(|&e| self.reaches(e, i));
+        if !keep_alive {
+            let any = self.any(alive);
+            let (go, ended) = (self.b().create_block(), self.b().create_block());
+            self.b().ins().brif(any, go, &[], ended, &[]);
+            self.b().switch_to_block(ended);
+            let (round, gstate) = (self.round, self.gstate);
+            round.ended(self.b(), gstate);
+            self.b().switch_to_block(go);
+        }
         let gstate = self.gstate;
         let live = self.plan_live[number - 1].clone();
         let f = self.lanes.l.f;
@@ -1976,7 +1988,6 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 }
             }
         }
-        let keep_alive = self.seg > 0 && !self.seg_exits.iter().any(|&e| self.reaches(e, i));
         for (p, v) in alive.iter().enumerate().filter(|_| !keep_alive) {
             self.b().ins().store(
                 trusted(),

@@ -338,3 +338,54 @@ L5:
     assert_eq!(out, want);
     assert_eq!(lanes, 256, "both blocks ran in lanes");
 }
+
+/// The block's rounds in one call of the group function: the last warp exits before the
+/// first barrier while the others go round a loop of two barriers three times, reading
+/// `s[95 - t]` and storing `s[t] = r + 1` (so `98 - t` in the end; exited threads write
+/// nothing).
+#[test]
+fn warps_go_round_a_loop_after_one_exited() {
+    let ptx = format!(
+        "{HEAD}.visible .entry rounds(.param .u64 out) {{
+  .reg .pred %p<2>; .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[96];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r0, %tid.x;
+  setp.ge.u32 %p0, %r0, 96;
+  @%p0 exit;
+  mul.wide.u32 %rd1, %r0, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  st.shared.u32 [%rd3], %r0;
+  sub.u32 %r1, 95, %r0;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  mov.u32 %r7, 0;
+  bar.sync 0;
+LOOP:
+  ld.shared.u32 %r3, [%rd5];
+  bar.sync 0;
+  add.u32 %r3, %r3, 1;
+  st.shared.u32 [%rd3], %r3;
+  bar.sync 0;
+  add.u32 %r7, %r7, 1;
+  setp.lt.u32 %p1, %r7, 3;
+  @%p1 bra LOOP;
+  mov.u32 %r4, %ctaid.x;
+  mad.lo.u32 %r5, %r4, 128, %r0;
+  mul.wide.u32 %rd6, %r5, 4;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %r3;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "rounds", 2, Dim3::x(128), 256);
+    let want: Vec<u32> = (0..256u32)
+        .map(|i| match i % 128 {
+            t @ 0..96 => 98 - t,
+            _ => 0,
+        })
+        .collect();
+    assert_eq!(out, want);
+    assert_eq!(lanes, 256, "both blocks ran in lanes");
+}

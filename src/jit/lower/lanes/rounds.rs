@@ -20,9 +20,16 @@
 //! **Branches.** A branch on a uniform predicate is a branch. A branch on a per-thread
 //! predicate goes forward: the lanes that take it wait at its target (a mask per target)
 //! while the others run the code in between under the mask of the running lanes, and join
-//! them there (if none is left, the group jumps to the target at once). Writes under a
-//! partial mask keep the other lanes' values where those lanes may read them later. An `exit`
-//! takes its lanes out of the group for good.
+//! them there (if none is left, the group jumps to the target at once). A comparison of a
+//! `%tid` sequence with a uniform value is decided on its first and last lanes where they
+//! agree (all running lanes take the branch, or none does), as most bounds tests are. Writes
+//! under a partial mask keep the other lanes' values where those lanes may read them later.
+//! An `exit` takes its lanes out of the group for good.
+//!
+//! **The block in one call.** The function loops over the block's groups in order, each from
+//! the barrier it stands at (its segment) to the next, round after round while all stop at
+//! barriers of one id, so a round costs no call. A segment loads only the state it writes
+//! (each block loads what it only reads) and its stops store only what it wrote.
 //!
 //! **Memory, and the one order.** The block schedule runs every thread to its next barrier
 //! in x-fastest order, one after another; a group runs its 32 threads in lock step. Loads run

@@ -65,15 +65,14 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     /// same and the sequence does not wrap (in the comparison's signedness), else back to the
     /// thread loop.
     fn seq_exit(&mut self, c: SeqCmp, negated: bool) -> Value {
-        let (answer, sure) = self.seq_answer(c, negated);
-        let unsure = self.b().ins().bxor_imm_s(sure, 1);
+        let (answer, unsure) = self.seq_answer(c, negated);
         self.bail_if(unsure);
         answer
     }
 
     /// A [`SeqCmp`] (negated or not) decided for the whole group where it can be: the first
-    /// lane's answer, and whether every lane gives it (the last lane's answer is the same
-    /// and the sequence does not wrap in the comparison's signedness).
+    /// lane's answer, and whether the lanes may differ (the last lane's answer differs, or
+    /// the sequence wraps in the comparison's signedness).
     pub(super) fn seq_answer(&mut self, c: SeqCmp, negated: bool) -> (Value, Value) {
         let span = (Self::LANES as i64 - 1) * c.stride;
         let signed = matches!(
@@ -114,30 +113,32 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         let first = test(self, c.base);
         let last = test(self, last);
         let differ = self.b().ins().bxor(first, last);
-        let unsure = self.b().ins().bor(differ, wraps);
-        let mut sure = self.b().ins().bxor_imm_s(unsure, 1);
+        let mut unsure = self.b().ins().bor(differ, wraps);
+        let Some((op, u)) = c.with else {
+            let answer = if c.negated ^ negated {
+                self.b().ins().bxor_imm_s(first, 1)
+            } else {
+                first
+            };
+            return (answer, unsure);
+        };
         let mut answer = if c.negated {
             self.b().ins().bxor_imm_s(first, 1)
         } else {
             first
         };
         // Or-ed with a true or and-ed with a false uniform predicate, every lane agrees.
-        match c.with {
-            Some((IntBinOp::Or, u)) => {
-                answer = self.b().ins().bor(answer, u);
-                sure = self.b().ins().bor(sure, u);
-            }
-            Some((_, u)) => {
-                answer = self.b().ins().band(answer, u);
-                let not_u = self.b().ins().bxor_imm_s(u, 1);
-                sure = self.b().ins().bor(sure, not_u);
-            }
-            None => {}
+        if op == IntBinOp::Or {
+            answer = self.b().ins().bor(answer, u);
+            unsure = self.b().ins().band_not(unsure, u);
+        } else {
+            answer = self.b().ins().band(answer, u);
+            unsure = self.b().ins().band(unsure, u);
         }
         if negated {
             answer = self.b().ins().bxor_imm_s(answer, 1);
         }
-        (answer, sure)
+        (answer, unsure)
     }
 
     /// A [`SeqCmp`]'s lanes (negated or not) as a mask, made again from the sequence.

@@ -1259,7 +1259,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         c: super::SeqCmp,
         negated: bool,
     ) -> Res<bool> {
-        let (answer, sure) = self.lanes.seq_answer(c, negated);
+        let (answer, unsure) = self.lanes.seq_answer(c, negated);
         let to = self.target_block(t);
         let (decided, all, lanes, on) = (
             self.b().create_block(),
@@ -1267,7 +1267,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.b().create_block(),
             self.b().create_block(),
         );
-        self.b().ins().brif(sure, decided, &[], lanes, &[]);
+        self.b().ins().brif(unsure, lanes, &[], decided, &[]);
         self.b().switch_to_block(decided);
         self.b().ins().brif(answer, all, &[], on, &[]);
         // Every running lane takes it. Where no other branch goes to `t`, no lane waits

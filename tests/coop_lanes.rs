@@ -389,3 +389,100 @@ LOOP:
     assert_eq!(out, want);
     assert_eq!(lanes, 256, "both blocks ran in lanes");
 }
+
+/// Control flow inside per-thread branches, as compilers write it: an if/else (the `if`
+/// side ends in `bra.uni` past the `else`), overlapping branches whose second takes every
+/// lane left, and an exit (or a branch to the end) inside a branch before a barrier.
+/// Values worked out here for each thread.
+#[test]
+fn if_else_and_exits_inside_per_thread_branches() {
+    // Thread (x, y) decides on x and writes word y × %ntid.x + x.
+    let head = "  .reg .pred %p, %q; .reg .b32 %r<6>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r3, %tid.y;
+  mov.u32 %r5, %ntid.x;
+  mul.lo.u32 %r3, %r3, %r5;
+  add.u32 %r4, %r3, %r1;
+  mul.wide.u32 %rd2, %r4, 4;
+  add.s64 %rd3, %rd1, %rd2;";
+    let kernel =
+        |body: &str| format!("{HEAD}.visible .entry k(.param .u64 out) {{\n{head}\n{body}\n}}");
+    let cases: [(&str, Box<dyn Fn(u32) -> u32>); 5] = [
+        // if (t odd) out = 1; else out = 2;
+        (
+            "  and.b32 %r2, %r1, 1;
+  setp.eq.u32 %p, %r2, 0;
+  @%p bra ELSE;
+  st.global.u32 [%rd3], 1;
+  bra.uni END;
+ELSE:
+  st.global.u32 [%rd3], 2;
+END:
+  bar.sync 0;
+  ret;",
+            Box::new(|t| if t % 2 == 1 { 1 } else { 2 }),
+        ),
+        // Lanes with bit 3 clear wait at T1, all the others at T2: T1's code still runs.
+        (
+            "  and.b32 %r2, %r1, 8;
+  setp.eq.u32 %p, %r2, 0;
+  setp.ge.u32 %q, %r1, 0;
+  @%p bra T1;
+  @%q bra T2;
+  st.global.u32 [%rd3], 5;
+T1:
+  st.global.u32 [%rd3], 1;
+T2:
+  bar.sync 0;
+  ret;",
+            Box::new(|t| if t & 8 == 0 { 1 } else { 0 }),
+        ),
+        // Threads 5 and up store 7 and exit inside the branch; the store is kept.
+        (
+            "  setp.lt.u32 %p, %r1, 5;
+  @%p bra L;
+  st.global.u32 [%rd3], 7;
+  exit;
+L:
+  bar.sync 0;
+  ret;",
+            Box::new(|t| if t < 5 { 0 } else { 7 }),
+        ),
+        // Threads 5 and up exit inside the branch after a barrier; they stay out.
+        (
+            "  bar.sync 0;
+  setp.lt.u32 %p, %r1, 5;
+  @%p bra L;
+  exit;
+L:
+  bar.sync 0;
+  st.global.u32 [%rd3], 9;
+  ret;",
+            Box::new(|t| if t < 5 { 9 } else { 0 }),
+        ),
+        // The same with a branch to the end (as nvcc writes `return;`).
+        (
+            "  bar.sync 0;
+  setp.lt.u32 %p, %r1, 5;
+  @%p bra L;
+  bra.uni END;
+L:
+  bar.sync 0;
+  st.global.u32 [%rd3], 9;
+END:
+  ret;",
+            Box::new(|t| if t < 5 { 9 } else { 0 }),
+        ),
+    ];
+    for (body, want) in cases {
+        let ptx = kernel(body);
+        for block in [Dim3::x(32), Dim3::x(64), Dim3::new(16, 2, 1)] {
+            let n = block.count() as usize;
+            let (out, lanes) = run(&ptx, "k", 1, block, n);
+            let expected: Vec<u32> = (0..n).map(|k| want(k as u32 % block.x)).collect();
+            assert_eq!(out, expected, "{body}\nblock {block:?}");
+            assert_eq!(lanes, n as u64, "in lanes: {body}");
+        }
+    }
+}

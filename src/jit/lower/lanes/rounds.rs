@@ -682,13 +682,34 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     }
 
     /// Where control may go after instruction `i` without leaving the segment.
+    /// Inside a per-thread branch an exit (or a branch to the end) takes the running lanes
+    /// out and the code goes on for the lanes waiting further on, as `exit` lowers it.
     fn next(&self, i: usize) -> Vec<usize> {
         let ins = &self.body()[i];
+        let f = self.lanes.l.f;
+        let in_branch = !self.open[i].is_empty();
         match ins.inst {
             Inst::Sync { .. } => Vec::new(),
-            Inst::Ret | Inst::Exit if ins.guard.is_none() => Vec::new(),
-            _ => liveness::successors(self.lanes.l.f, i),
+            Inst::Ret | Inst::Exit if ins.guard.is_none() && !in_branch => Vec::new(),
+            Inst::Ret | Inst::Exit if ins.guard.is_none() => vec![i + 1],
+            Inst::Bra { target, .. }
+                if in_branch && super::gate::is_exit(self.body(), f.labels[target.0 as usize]) =>
+            {
+                let mut next = liveness::successors(f, i);
+                next.push(i + 1);
+                next
+            }
+            _ => liveness::successors(f, i),
         }
+    }
+
+    /// Where the group goes when a per-thread branch at `i` to `t` leaves no lane running:
+    /// the first target lanes may be waiting at (an earlier branch's, before `t`), whose
+    /// code those lanes have still to run.
+    fn first_join(&mut self, i: usize, t: usize) -> (usize, Block) {
+        let first = self.open[i].iter().copied().filter(|&x| x < t).min();
+        let first = first.unwrap_or(t);
+        (first, self.target_block(first))
     }
 
     /// Whether instruction `i` is a branch that is a branch in the group function (on a
@@ -1204,7 +1225,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     c.map(|c| (c, g.negated))
                 });
                 if let Some((c, negated)) = seq {
-                    return self.seq_branch(t, vars, c, negated);
+                    return self.seq_branch(i, t, vars, c, negated);
                 }
                 let m = self.guard_lanes(ins.guard)?;
                 let waiting = self.mask(vars);
@@ -1216,7 +1237,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
                 self.set_mask(self.cur, rest);
                 let any = self.any(rest);
-                let to = self.target_block(t);
+                let (_, to) = self.first_join(i, t);
                 let on = self.b().create_block();
                 self.b().ins().brif(any, on, &[], to, &[]);
                 self.b().switch_to_block(on);
@@ -1254,13 +1275,14 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// scalars; else the lanes' mask is made from the sequence, as for any guard.
     fn seq_branch(
         &mut self,
+        i: usize,
         t: usize,
         vars: [Variable; P],
         c: super::SeqCmp,
         negated: bool,
     ) -> Res<bool> {
         let (answer, unsure) = self.lanes.seq_answer(c, negated);
-        let to = self.target_block(t);
+        let (first, to) = self.first_join(i, t);
         let (decided, all, lanes, on) = (
             self.b().create_block(),
             self.b().create_block(),
@@ -1270,14 +1292,14 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b().ins().brif(unsure, lanes, &[], decided, &[]);
         self.b().switch_to_block(decided);
         self.b().ins().brif(answer, all, &[], on, &[]);
-        // Every running lane takes it. Where no other branch goes to `t`, no lane waits
-        // there yet: the running lanes arrive as they are.
+        // Every running lane takes it. Where no other branch goes to `t` and no lanes wait
+        // at an earlier target, the running lanes arrive at `t` as they are.
         self.b().switch_to_block(all);
         let f = self.lanes.l.f;
         let branches_to_t = (self.body().iter())
             .filter(|ins| matches!(ins.inst, Inst::Bra { target, .. } if f.labels[target.0 as usize] == t))
             .count();
-        if branches_to_t > 1 {
+        if branches_to_t > 1 || first != t {
             let waiting = self.mask(vars);
             let cur = self.mask(self.cur);
             let w: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], cur[p]));

@@ -9,6 +9,7 @@
 //! thread count and with `bar.arrive` where every warp is whole and no thread leaves early);
 //! loads of other threads' words (a neighbour's, the reversed index's, `tid ^ k`'s, any);
 //! barriers inside loops of a uniform trip count; early exits before uncounted barriers;
+//! if/else on per-thread predicates as compilers write them, a side sometimes leaving;
 //! `shfl.sync` in every mode with CUDA's widths and odd `c` values; votes, ballots, `match`,
 //! `redux`, `bar.red`, `activemask`, `elect`, `bar.warp.sync`, `%lanemask_*`; shared
 //! atomics and reductions; generic addresses into shared memory (`cvta`, `isspacep`); and
@@ -285,7 +286,71 @@ impl Coop<'_> {
             93..=95 => self.generic(),
             96..=97 if self.dyn_words > 0 => self.dynamic(),
             98 => self.write_other(),
-            _ => self.g.item(top),
+            _ => self.if_else(),
+        }
+    }
+
+    /// A per-thread predicate in `%q`: by the thread's index, its lane, or its data.
+    fn thread_pred(&mut self, ins: &mut Vec<String>) {
+        match self.below(3) {
+            0 => {
+                let cmp = *self.rng().pick(&["lt", "ge"]);
+                let k = self.below(self.nt as u64);
+                ins.push(format!("setp.{cmp}.u32 %q, %lin, {k};"));
+            }
+            1 => {
+                ins.push("and.b32 %x, %lin, 31;".into());
+                let k = self.below(33);
+                ins.push(format!("setp.lt.u32 %q, %x, {k};"));
+            }
+            _ => {
+                let op = if self.chance(50) { "mov" } else { "not" };
+                ins.push(format!("{op}.pred %q, {};", self.p()));
+            }
+        }
+    }
+
+    /// An if/else on a per-thread predicate as compilers write it (the `if` side ends in a
+    /// branch past the `else` side), each side a few items of per-thread work; with exits,
+    /// sometimes a side that leaves (`exit`, `ret` or a branch to the end) instead.
+    fn if_else(&mut self) {
+        let mut ins = Vec::new();
+        self.thread_pred(&mut ins);
+        let (other, end) = (self.g.label(), self.g.label());
+        ins.push(format!("@%q bra {other};"));
+        // One body item, so that shrinking keeps or deletes the branch with its labels.
+        let mut text = lines(&ins);
+        text += &self.side();
+        let leave = self.exits && self.chance(30);
+        let jump = if leave {
+            self.rng()
+                .pick(&["exit;", "ret;", "bra $DONE;"])
+                .to_string()
+        } else {
+            let bra = *self.rng().pick(&["bra.uni", "bra"]);
+            format!("{bra} {end};")
+        };
+        text += &format!("  {jump}\n{other}:\n");
+        text += &self.side();
+        text += &format!("{end}:\n");
+        self.g.out.push(text);
+    }
+
+    /// The text of one side of a per-thread branch: a few items of per-thread work or
+    /// stores of the thread's own word.
+    fn side(&mut self) -> String {
+        let at = self.g.out.len();
+        for _ in 0..1 + self.below(2) {
+            self.side_item();
+        }
+        self.g.out.drain(at..).collect()
+    }
+
+    fn side_item(&mut self) {
+        if self.chance(30) {
+            self.own_store();
+        } else {
+            self.g.item(false);
         }
     }
 
@@ -637,22 +702,7 @@ impl Coop<'_> {
     /// which the lanes elsewhere never join unless they have left (a stuck block, then).
     fn divergent(&mut self) {
         let mut ins = Vec::new();
-        match self.below(3) {
-            0 => {
-                let cmp = *self.rng().pick(&["lt", "ge"]);
-                let k = self.below(self.nt as u64);
-                ins.push(format!("setp.{cmp}.u32 %q, %lin, {k};"));
-            }
-            1 => {
-                ins.push("and.b32 %x, %lin, 31;".into());
-                let k = self.below(33);
-                ins.push(format!("setp.lt.u32 %q, %x, {k};"));
-            }
-            _ => {
-                let op = if self.chance(50) { "mov" } else { "not" };
-                ins.push(format!("{op}.pred %q, {};", self.p()));
-            }
-        }
+        self.thread_pred(&mut ins);
         let full = self.chance(6);
         let mask = if full { "-1" } else { "%am" };
         let mut inner = Vec::new();

@@ -408,7 +408,9 @@ fn if_else_and_exits_inside_per_thread_branches() {
   add.s64 %rd3, %rd1, %rd2;";
     let kernel =
         |body: &str| format!("{HEAD}.visible .entry k(.param .u64 out) {{\n{head}\n{body}\n}}");
-    let cases: [(&str, Box<dyn Fn(u32) -> u32>); 5] = [
+    // Each body, with what thread x of a row writes.
+    type Case = (&'static str, fn(u32) -> u32);
+    let cases: [Case; 5] = [
         // if (t odd) out = 1; else out = 2;
         (
             "  and.b32 %r2, %r1, 1;
@@ -421,7 +423,7 @@ ELSE:
 END:
   bar.sync 0;
   ret;",
-            Box::new(|t| if t % 2 == 1 { 1 } else { 2 }),
+            |t| if t % 2 == 1 { 1 } else { 2 },
         ),
         // Lanes with bit 3 clear wait at T1, all the others at T2: T1's code still runs.
         (
@@ -436,7 +438,7 @@ T1:
 T2:
   bar.sync 0;
   ret;",
-            Box::new(|t| if t & 8 == 0 { 1 } else { 0 }),
+            |t| if t & 8 == 0 { 1 } else { 0 },
         ),
         // Threads 5 and up store 7 and exit inside the branch; the store is kept.
         (
@@ -447,7 +449,7 @@ T2:
 L:
   bar.sync 0;
   ret;",
-            Box::new(|t| if t < 5 { 0 } else { 7 }),
+            |t| if t < 5 { 0 } else { 7 },
         ),
         // Threads 5 and up exit inside the branch after a barrier; they stay out.
         (
@@ -459,7 +461,7 @@ L:
   bar.sync 0;
   st.global.u32 [%rd3], 9;
   ret;",
-            Box::new(|t| if t < 5 { 9 } else { 0 }),
+            |t| if t < 5 { 9 } else { 0 },
         ),
         // The same with a branch to the end (as nvcc writes `return;`).
         (
@@ -472,7 +474,7 @@ L:
   st.global.u32 [%rd3], 9;
 END:
   ret;",
-            Box::new(|t| if t < 5 { 9 } else { 0 }),
+            |t| if t < 5 { 9 } else { 0 },
         ),
     ];
     for (body, want) in cases {

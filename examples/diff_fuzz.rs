@@ -10,7 +10,7 @@ mod common;
 
 use common::arg;
 use ptxjit::diff::check_program;
-use ptxjit::generate::{Rng, array_program, coop_program, program};
+use ptxjit::generate::{Rng, array_program, coop_program, group_program, program};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -41,7 +41,11 @@ fn main() {
                 }
                 _ => {
                     coop.fetch_add(1, Ordering::Relaxed);
-                    coop_program(&mut rng, size)
+                    if rng.below(10) < 3 {
+                        group_program(&mut rng, size)
+                    } else {
+                        coop_program(&mut rng, size)
+                    }
                 }
             };
             let report = check_program(&p, &mut rng, inputs);

@@ -232,6 +232,8 @@ pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Report 
         checked: match program.layout {
             Layout::Slots => true,
             Layout::Arrays { .. } => rng.below(2) == 0,
+            // The group functions run unchecked only.
+            Layout::Coop { lanes: true, .. } => rng.below(8) == 0,
             Layout::Coop { .. } => rng.below(4) != 0,
         },
     };
@@ -298,6 +300,7 @@ fn describe_launch(layout: Layout) -> String {
             grid,
             block,
             shared_bytes,
+            ..
         } => format!(
             "(launch --grid {} --block {},{},{} with {shared_bytes} bytes of dynamic shared \
              memory) ",
@@ -414,6 +417,7 @@ fn differ(jit: &Jit, interp: &Interpreter, layout: Layout, inputs: &[Input]) -> 
             grid,
             block,
             shared_bytes,
+            ..
         } => LaunchConfig {
             grid,
             block,

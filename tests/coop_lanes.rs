@@ -488,3 +488,33 @@ END:
         }
     }
 }
+
+/// Each thread stores the four words of its slot of an array of slots: the stores of one
+/// word and the next, a slot apart from lane to lane, never meet, so the block stays in
+/// lanes (it handed over before the gate saw that).
+#[test]
+fn stores_into_slots_stay_in_lanes() {
+    let ptx = format!(
+        "{HEAD}.visible .entry slots(.param .u64 out) {{
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd1, %r0, 16;
+  add.s64 %rd2, %rd0, %rd1;
+  bar.sync 0;
+  st.global.u32 [%rd2], %r0;
+  add.u32 %r1, %r0, 1000;
+  st.global.u32 [%rd2+4], %r1;
+  add.u32 %r2, %r0, 2000;
+  st.global.u32 [%rd2+8], %r2;
+  st.global.u32 [%rd2+12], 7;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "slots", 1, Dim3::x(64), 4 * 64);
+    let want: Vec<u32> = (0..64u32)
+        .flat_map(|t| [t, t + 1000, t + 2000, 7])
+        .collect();
+    assert_eq!(out, want);
+    assert_eq!(lanes, 64, "the block ran in lanes");
+}

@@ -194,6 +194,7 @@ fn random_cooperative_programs_agree() {
             grid,
             block,
             shared_bytes,
+            ..
         } = p.layout
         {
             blocks += (grid.x > 1) as usize;

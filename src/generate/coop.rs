@@ -170,6 +170,7 @@ pub fn coop_program(rng: &mut Rng, size: usize) -> Program {
             grid,
             block,
             shared_bytes,
+            lanes: false,
         },
         prologue: s,
         body,

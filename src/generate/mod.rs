@@ -14,9 +14,11 @@
 
 mod arrays;
 mod coop;
+mod groups;
 
 pub use arrays::{ARRAY_BYTES, array_input, array_program};
 pub use coop::{COOP_OUT_BYTES, coop_program};
+pub use groups::group_program;
 
 use crate::ast::Type;
 use crate::engine::Dim3;
@@ -305,6 +307,8 @@ pub enum Layout {
         grid: Dim3,
         block: Dim3,
         shared_bytes: u32,
+        /// Made for the unchecked JIT's group functions ([`group_program`]).
+        lanes: bool,
     },
 }
 

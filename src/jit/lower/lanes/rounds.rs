@@ -1870,6 +1870,33 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     } else {
                         bb.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, diff, 0)
                     };
+                    // Or no lane's bytes meet any lane's of the other: the distance is at
+                    // least a size away from every multiple of the stride (the words of a
+                    // thread's slot of an array of slots).
+                    let step = s.unsigned_abs() as i64;
+                    let apart = if step >= 2 * a_size as i64 {
+                        let r = bb.ins().srem_imm_s(diff, step);
+                        let r = {
+                            let neg = bb.ins().icmp_imm_s(IntCC::SignedLessThan, r, 0);
+                            let up = bb.ins().iadd_imm_s(r, step);
+                            bb.ins().select(neg, up, r)
+                        };
+                        let far =
+                            bb.ins()
+                                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, r, a_size as i64);
+                        let near_next = bb.ins().icmp_imm_s(
+                            IntCC::SignedLessThanOrEqual,
+                            r,
+                            step - a_size as i64,
+                        );
+                        Some(bb.ins().band(far, near_next))
+                    } else {
+                        None
+                    };
+                    let harmless = match apart {
+                        Some(x) => bb.ins().bor(harmless, x),
+                        None => harmless,
+                    };
                     c = bb.ins().band_not(c, harmless);
                 }
                 bad = self.b().ins().bor(bad, c);

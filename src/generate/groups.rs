@@ -251,6 +251,8 @@ impl Group<'_> {
         text
     }
 
+    /// Threads leaving by `exit` or `ret` (a branch to the end would put every later
+    /// barrier inside a per-thread branch, which the lanes do not take).
     fn exit(&mut self) -> String {
         let how = *self.rng.pick(&["exit;", "ret;"]);
         self.pred() + &format!("  @%q {how}\n")

@@ -114,28 +114,23 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         let last = test(self, last);
         let differ = self.b().ins().bxor(first, last);
         let mut unsure = self.b().ins().bor(differ, wraps);
-        let Some((op, u)) = c.with else {
-            let answer = if c.negated ^ negated {
-                self.b().ins().bxor_imm_s(first, 1)
+        // The comparison's negation (setp's q) is made once, with the guard's where it can.
+        let (mut answer, mut flip) = (first, c.negated);
+        if let Some((op, u)) = c.with {
+            if flip {
+                answer = self.b().ins().bxor_imm_s(answer, 1);
+                flip = false;
+            }
+            // Or-ed with a true or and-ed with a false uniform predicate, every lane agrees.
+            if op == IntBinOp::Or {
+                answer = self.b().ins().bor(answer, u);
+                unsure = self.b().ins().band_not(unsure, u);
             } else {
-                first
-            };
-            return (answer, unsure);
-        };
-        let mut answer = if c.negated {
-            self.b().ins().bxor_imm_s(first, 1)
-        } else {
-            first
-        };
-        // Or-ed with a true or and-ed with a false uniform predicate, every lane agrees.
-        if op == IntBinOp::Or {
-            answer = self.b().ins().bor(answer, u);
-            unsure = self.b().ins().band_not(unsure, u);
-        } else {
-            answer = self.b().ins().band(answer, u);
-            unsure = self.b().ins().band(unsure, u);
+                answer = self.b().ins().band(answer, u);
+                unsure = self.b().ins().band(unsure, u);
+            }
         }
-        if negated {
+        if flip ^ negated {
             answer = self.b().ins().bxor_imm_s(answer, 1);
         }
         (answer, unsure)

@@ -1228,18 +1228,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     return self.seq_branch(i, t, vars, c, negated);
                 }
                 let m = self.guard_lanes(ins.guard)?;
-                let waiting = self.mask(vars);
-                let w: Vecs<P> =
-                    std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], m[p]));
-                self.set_mask(vars, w);
-                let cur = self.mask(self.cur);
-                let rest: Vecs<P> =
-                    std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
-                self.set_mask(self.cur, rest);
-                let any = self.any(rest);
                 let (_, to) = self.first_join(i, t);
                 let on = self.b().create_block();
-                self.b().ins().brif(any, on, &[], to, &[]);
+                self.wait_at(vars, m, on, to);
                 self.b().switch_to_block(on);
                 Ok(true)
             }
@@ -1267,6 +1258,19 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 Ok(true)
             }
         }
+    }
+
+    /// The running lanes of `m` leave for a branch's target, to wait with `vars`; the
+    /// group goes on to `on` if lanes are left running, else to `to`.
+    fn wait_at(&mut self, vars: [Variable; P], m: Vecs<P>, on: Block, to: Block) {
+        let waiting = self.mask(vars);
+        let w: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], m[p]));
+        self.set_mask(vars, w);
+        let cur = self.mask(self.cur);
+        let rest: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
+        self.set_mask(self.cur, rest);
+        let any = self.any(rest);
+        self.b().ins().brif(any, on, &[], to, &[]);
     }
 
     /// A per-thread branch to `t` (its waiting lanes in `vars`) on a comparison of a
@@ -1314,13 +1318,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let m = self.lanes.seq_mask(c, negated)?;
         let cur = self.mask(self.cur);
         let m = self.and(cur, m);
-        let waiting = self.mask(vars);
-        let w: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], m[p]));
-        self.set_mask(vars, w);
-        let rest: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
-        self.set_mask(self.cur, rest);
-        let any = self.any(rest);
-        self.b().ins().brif(any, on, &[], to, &[]);
+        self.wait_at(vars, m, on, to);
         // The lanes left go on (the values made in `lanes` do not reach here).
         self.b().switch_to_block(on);
         self.fresh_block_keeping_shapes();

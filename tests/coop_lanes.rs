@@ -7,7 +7,7 @@
 mod common;
 
 use common::jit_with;
-use ptxjit::{Arg, Dim3, Engine, Interpreter, JitOptions, LaunchConfig, Module};
+use ptxjit::{Arg, Dim3, Engine, Interpreter, JitOptions, LaunchConfig, Module, Value};
 
 const HEAD: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
 
@@ -517,4 +517,216 @@ fn stores_into_slots_stay_in_lanes() {
         .collect();
     assert_eq!(out, want);
     assert_eq!(lanes, 64, "the block ran in lanes");
+}
+
+/// `shfl.sync` by the manual's pseudocode (PTX ISA, Data Movement and Conversion
+/// Instructions: shfl.sync) for lane `lane` of a warp whose lanes hold `a` (None: the lane
+/// exited, which reads as 0 here): the result and the predicate.
+fn shfl_manual(mode: &str, lane: u32, b: u32, c: u32, a: &[Option<u32>]) -> (u32, bool) {
+    let (lane, bval, cval, segmask) = (
+        lane as i64,
+        (b & 31) as i64,
+        (c & 31) as i64,
+        ((c >> 8) & 31) as i64,
+    );
+    let max_lane = (lane & segmask) | (cval & !segmask);
+    let min_lane = lane & segmask;
+    let (j, pval) = match mode {
+        "up" => (lane - bval, lane - bval >= max_lane),
+        "down" => (lane + bval, lane + bval <= max_lane),
+        "bfly" => (lane ^ bval, (lane ^ bval) <= max_lane),
+        _ => {
+            let j = min_lane | (bval & !segmask);
+            (j, j <= max_lane)
+        }
+    };
+    let j = if pval { j } else { lane };
+    (a[j as usize].unwrap_or(0), pval)
+}
+
+/// Shuffles of every mode in the group functions (lane and clamp operands constants in
+/// registers written once, immediates, or per-thread), after some threads exited: results
+/// and predicates as the manual's pseudocode gives them, exited lanes reading 0.
+#[test]
+fn shuffles_in_lanes_follow_the_manual() {
+    // (mode, b as PTX, b of thread t, c)
+    type Case = (&'static str, &'static str, fn(u32) -> u32, u32);
+    let cases: [Case; 6] = [
+        ("down", "%k0", |_| 16, 31),
+        ("up", "3", |_| 3, 0),
+        ("bfly", "5", |_| 5, 0x181f),
+        ("idx", "9", |_| 9, 0x181f),
+        ("down", "%b", |t| t & 7, 0x101f),
+        ("idx", "%k1", |_| 31, 31),
+    ];
+    let mut body = String::new();
+    for (j, (mode, b, _, c)) in cases.iter().enumerate() {
+        body += &format!(
+            "  shfl.sync.{mode}.b32 %d|%q, %v, {b}, {c}, -1;\n  \
+             selp.u32 %e, 1, 0, %q;\n  \
+             st.global.u32 [%rd2+{}], %d;\n  st.global.u32 [%rd2+{}], %e;\n",
+            8 * j,
+            8 * j + 4
+        );
+    }
+    let ptx = format!(
+        "{HEAD}.visible .entry shuffles(.param .u64 out) {{
+  .reg .pred %p, %q; .reg .b32 %t, %v, %b, %d, %e, %k<2>; .reg .b64 %rd<3>;
+  mov.u32 %k0, 16;
+  mov.u32 %k1, 31;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mul.wide.u32 %rd1, %t, 48;
+  add.s64 %rd2, %rd0, %rd1;
+  and.b32 %e, %t, 15;
+  setp.eq.u32 %p, %e, 13;
+  @%p exit;
+  mul.lo.u32 %v, %t, 7919;
+  add.u32 %v, %v, 3;
+  and.b32 %b, %t, 7;
+{body}  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "shuffles", 1, Dim3::x(64), 64 * 12);
+    let alive = |t: u32| t & 15 != 13;
+    for t in 0..64u32 {
+        let warp: Vec<Option<u32>> = (0..32)
+            .map(|l| {
+                let u = t / 32 * 32 + l;
+                alive(u).then(|| u.wrapping_mul(7919).wrapping_add(3))
+            })
+            .collect();
+        for (j, (mode, _, b, c)) in cases.iter().enumerate() {
+            let want = if alive(t) {
+                let (d, p) = shfl_manual(mode, t % 32, b(t), *c, &warp);
+                [d, p as u32]
+            } else {
+                [0, 0]
+            };
+            let at = (12 * t) as usize + 2 * j;
+            assert_eq!(out[at..at + 2], want, "thread {t}, shfl.{mode} (case {j})");
+        }
+    }
+    assert_eq!(lanes, 64, "the block ran in lanes");
+}
+
+/// A warp hands the block over in a round that runs only the warps standing at a shuffle
+/// (each lane stores a word and reads the one the lane before it stored, which the lock
+/// step would read too early): the warps after it go on with the shuffle's results, as the
+/// schedule has them.
+#[test]
+fn a_hand_over_after_a_shuffle_keeps_its_results() {
+    let ptx = format!(
+        "{HEAD}.visible .entry after(.param .u64 out) {{
+  .reg .b32 %t, %v, %d, %y; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[65];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mul.wide.u32 %rd1, %t, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  add.u32 %v, %t, 1000;
+  st.shared.u32 [%rd3+4], %v;
+  shfl.sync.down.b32 %d, %v, 1, 31, -1;
+  st.shared.u32 [%rd3+4], %d;
+  ld.shared.u32 %y, [%rd3];
+  bar.sync 0;
+  mul.wide.u32 %rd6, %t, 8;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %d;
+  st.global.u32 [%rd7+4], %y;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "after", 1, Dim3::x(64), 128);
+    let v = |t: u32| t + 1000;
+    let d = |t: u32| if t % 32 == 31 { v(t) } else { v(t + 1) };
+    for t in 0..64u32 {
+        // Thread t runs after thread t-1 stored its result.
+        let y = if t == 0 { 0 } else { d(t - 1) };
+        let at = 2 * t as usize;
+        assert_eq!(out[at..at + 2], [d(t), y], "thread {t}");
+    }
+    assert_eq!(lanes, 0, "the block went to the thread-by-thread rounds");
+}
+
+/// The second warp hands the block over in the round in which the first stopped at a
+/// shuffle: the first waits there with its sources, and the schedule resolves it.
+#[test]
+fn a_hand_over_beside_a_warp_at_a_shuffle() {
+    let ptx = format!(
+        "{HEAD}.visible .entry beside(.param .u64 out) {{
+  .reg .pred %p; .reg .b32 %t, %v, %d, %y; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[65];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mul.wide.u32 %rd1, %t, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  add.u32 %v, %t, 1000;
+  mov.u32 %y, 7;
+  setp.lt.u32 %p, %t, 32;
+  @%p bra SKIP;
+  st.shared.u32 [%rd3+4], %v;
+  ld.shared.u32 %y, [%rd3];
+SKIP:
+  shfl.sync.down.b32 %d, %v, 2, 31, -1;
+  mul.wide.u32 %rd6, %t, 8;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %d;
+  st.global.u32 [%rd7+4], %y;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "beside", 1, Dim3::x(64), 128);
+    let v = |t: u32| t + 1000;
+    for t in 0..64u32 {
+        let d = if t % 32 >= 30 { v(t) } else { v(t + 2) };
+        let y = match t {
+            ..32 => 7,
+            32 => 0,
+            _ => v(t - 1),
+        };
+        let at = 2 * t as usize;
+        assert_eq!(out[at..at + 2], [d, y], "thread {t}");
+    }
+    assert_eq!(lanes, 0, "the block went to the thread-by-thread rounds");
+}
+
+/// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by
+/// each warp's lane 0 at `%tid >> 5`) runs in lanes, each warp's sum as Rust adds it.
+#[test]
+fn nvrtc_warp_sum_runs_in_lanes() {
+    let ptx = include_str!("corpus/coop/warp_sum.ptx");
+    let jit = unchecked(ptx);
+    let n = 1000u32;
+    let input: Vec<u32> = (0..n)
+        .map(|i| i.wrapping_mul(2_654_435_761) ^ (i >> 3))
+        .collect();
+    let mut inb: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut outb = vec![0u8; 32 * 4];
+    let config = LaunchConfig {
+        grid: Dim3::x(4),
+        block: Dim3::x(256),
+        shared_bytes: 0,
+    };
+    jit.launch_with(
+        "warp_sum",
+        config,
+        &mut [
+            Arg::Buffer(&mut inb),
+            Arg::Buffer(&mut outb),
+            Arg::Scalar(Value::u32(n)),
+        ],
+    )
+    .expect("warp_sum runs");
+    for (w, got) in outb.chunks(4).enumerate() {
+        let want = (input.iter().skip(32 * w).take(32)).fold(0u32, |s, v| s.wrapping_add(*v));
+        assert_eq!(
+            u32::from_le_bytes(got.try_into().unwrap()),
+            want,
+            "warp {w}"
+        );
+    }
+    assert_eq!(jit.lane_threads(), 1024, "every block ran in lanes");
 }

@@ -5,7 +5,9 @@
 //! reversed index's, a fixed one) that race with those stores or wait for a barrier,
 //! if/else and plain branches on per-thread predicates (bounds on the thread's index, its
 //! parity, its data) whose sides may leave, guarded exits, and loops of a uniform trip count
-//! around a barrier. [`super::coop_program`]'s kernels mostly fall outside what the lanes
+//! around a barrier; and warp shuffles of every mode, their lane and clamp operands constants
+//! (immediates, or registers written once) or per-thread values, some with the predicate
+//! result read. [`super::coop_program`]'s kernels mostly fall outside what the lanes
 //! take; these stay inside, so `ptxjit diff` holds the group functions to the interpreter.
 //!
 //! `k(.param .u64 inp, .param .u64 out)` with [`Layout::Coop`]'s slots: each thread loads
@@ -43,7 +45,7 @@ pub fn group_program(rng: &mut Rng, size: usize) -> Program {
     s += &format!("  .shared .align 4 .b32 sh[{words}];\n");
     s += "  .reg .b32 %a<8>, %tx, %row, %nx, %lin, %cb, %t, %ri, %ni, %lc, %w;\n  \
           .reg .b64 %in, %out, %pin, %pout, %oi, %oo, %sb, %sa, %r64, %ra, %n64, %na, %m64;\n  \
-          .reg .pred %q, %lp;\n";
+          .reg .pred %q, %lp, %sp;\n  .reg .b32 %k<64>;\n";
     // Every value that is a sequence of the thread's index stays one (a register keeps
     // one shape in the lanes): %lin = %tid.y × %ntid.x + %tid.x, the slots, the own word.
     s += "  ld.param.u64 %in, [inp];\n  ld.param.u64 %out, [out];\n  \
@@ -66,6 +68,7 @@ pub fn group_program(rng: &mut Rng, size: usize) -> Program {
         nt,
         exits,
         depth: 0,
+        constants: 0,
     };
     for _ in 0..size {
         g.item(true);
@@ -104,6 +107,8 @@ struct Group<'r> {
     /// Per-thread branches around the item being made (no barrier inside one: the lanes
     /// do not take it).
     depth: u32,
+    /// The `%k` registers used, each written once with a constant.
+    constants: u32,
 }
 
 impl Group<'_> {
@@ -139,6 +144,7 @@ impl Group<'_> {
             62..=77 => self.branch(),
             78..=83 if self.exits => self.exit(),
             84..=89 if top => self.barrier_loop(),
+            90..=95 if apart => self.shuffle(),
             _ => self.arith(),
         };
         self.out.push(text);
@@ -256,6 +262,53 @@ impl Group<'_> {
     fn exit(&mut self) -> String {
         let how = *self.rng.pick(&["exit;", "ret;"]);
         self.pred() + &format!("  @%q {how}\n")
+    }
+
+    /// A warp shuffle of a register (its lane and clamp operands constants or, now and
+    /// then, a register's data), sometimes with its predicate picking a result.
+    fn shuffle(&mut self) -> String {
+        let mode = *self.rng.pick(&["up", "down", "bfly", "idx"]);
+        let width = 1u64 << self.below(6);
+        let c = match self.below(4) {
+            0 => self.below(1 << 13),
+            _ if mode == "up" => (32 - width) << 8,
+            _ => ((32 - width) << 8) | 31,
+        };
+        let mut text = String::new();
+        let mut operand = |g: &mut Self, v: u64| -> String {
+            if g.constants < 64 && g.chance(50) {
+                let k = format!("%k{}", g.constants);
+                g.constants += 1;
+                text += &format!("  mov.u32 {k}, {v};\n");
+                k
+            } else {
+                v.to_string()
+            }
+        };
+        let b = if self.chance(15) {
+            self.a()
+        } else {
+            let range = if self.chance(80) { 32 } else { 1 << 16 };
+            let v = self.below(range);
+            operand(self, v)
+        };
+        let c = operand(self, c);
+        let mask = if self.chance(80) {
+            "-1".to_string()
+        } else {
+            (self.below(1 << 32) | 1).to_string()
+        };
+        let (d, a) = (self.a(), self.a());
+        if self.chance(40) {
+            let (x, y) = (self.a(), self.a());
+            text += &format!(
+                "  shfl.sync.{mode}.b32 {d}|%sp, {a}, {b}, {c}, {mask};\n  \
+                 selp.b32 {x}, {x}, {y}, %sp;\n"
+            );
+        } else {
+            text += &format!("  shfl.sync.{mode}.b32 {d}, {a}, {b}, {c}, {mask};\n");
+        }
+        text
     }
 
     /// A loop of a uniform trip count around a barrier and a few items.

@@ -8,12 +8,14 @@
 //! thread standing where its group stands.
 
 use super::lower::{
-    GROUP_ENDED, GROUP_FAULT, GROUP_HANDOVER, GROUP_MIXED, GroupPlan, Home, sync::StepLayout,
+    GROUP_ENDED, GROUP_FAULT, GROUP_HANDOVER, GROUP_MIXED, GROUP_ONLY_SHUFFLES, GroupPlan, Home,
+    sync::StepLayout,
 };
 use super::runtime::ThreadCtx;
 use super::{RoundFunc, StepThreads, as_bytes, locate};
-use crate::ast::{FuncId, Module, Type};
+use crate::ast::{FuncId, Imm, Inst, Module, Operand, Type};
 use crate::block::schedule::{self, ENDED, READY, Slot, WAITING};
+use crate::block::warp;
 use crate::engine::{Dim3, Fault};
 
 /// A group function: `(ctx, states, groups, firsts, at) -> result` (see
@@ -73,34 +75,15 @@ impl Groups<'_> {
                 &mut at,
             )
         };
-        let at = at as usize;
-        // Where each group stands: ended, or the resume number of its last barrier.
-        let resume = |states: &mut Vec<u128>, g: usize| {
-            let b = &as_bytes(states)[g * size..g * size + 4];
-            u32::from_le_bytes(b.try_into().expect("4 bytes"))
-        };
-        let ended: Vec<bool> = (0..groups)
-            .map(|g| resume(states, g) == GroupPlan::ENDED)
-            .collect();
-        // The groups that stopped in the round the call returned in.
-        let stopped_before = |states: &mut Vec<u128>, last: usize| -> Vec<Option<usize>> {
-            (0..groups)
-                .map(|g| (g < last && !ended[g]).then(|| resume(states, g) as usize))
-                .collect()
-        };
+        let only_shuffles = at & GROUP_ONLY_SHUFFLES != 0;
+        let at = (at & !GROUP_ONLY_SHUFFLES) as usize;
         match r {
             GROUP_ENDED => {
                 ctx.lane_threads += n as u64;
                 Ok(())
             }
-            GROUP_HANDOVER => {
-                let stopped = stopped_before(states, at);
-                self.hand_over(ctx, states, &stopped, &ended)
-            }
-            GROUP_MIXED => {
-                let stopped = stopped_before(states, groups);
-                self.hand_over(ctx, states, &stopped, &ended)
-            }
+            GROUP_HANDOVER => self.hand_over(ctx, states, at, only_shuffles),
+            GROUP_MIXED => self.hand_over(ctx, states, groups, false),
             GROUP_FAULT => {
                 let f = ctx
                     .fault
@@ -113,29 +96,27 @@ impl Groups<'_> {
         }
     }
 
-    /// The barrier of resume number `number`: its instruction and id.
-    fn barrier(&self, body: &[crate::ast::Instruction], number: usize) -> (usize, u32) {
-        let point = self.plan.points[number - 1];
-        let id = schedule::plain_barrier(&body[point].inst)
-            .expect("group functions stop at plain barriers only");
-        (point, id)
-    }
-
-    /// Hands the block to the round function and the schedule: each thread's state made
-    /// from its group's, waiting at the barrier where its group stopped in this round, else
-    /// ready to go on from where the group stands.
+    /// Hands the block to the round function and the schedule, each thread's state made
+    /// from its group's. The groups before `ran` ran in the round the call returned in (and
+    /// `only_shuffles`: it ran only the groups at shuffles); a group stands
+    /// - at its start: ready;
+    /// - at a barrier: waiting there if it stopped there in this round or the round left it
+    ///   waiting, else ready to go on (the barrier completed when the last round ended);
+    /// - at a shuffle: waiting there with its sources if it stopped there in this round,
+    ///   else ready to go on with the results (the schedule resolved the shuffle when the
+    ///   last round ended).
     fn hand_over(
         &self,
         ctx: &mut ThreadCtx,
         states: &mut Vec<u128>,
-        stopped: &[Option<usize>],
-        ended: &[bool],
+        ran: usize,
+        only_shuffles: bool,
     ) -> Result<(), Fault> {
         let size = self.plan.size as usize;
-        let copy = as_bytes(states)[..size * ended.len()].to_vec();
-        let kernel = self.module.func(self.id);
-        let body = kernel.body.as_deref().unwrap_or(&[]);
         let n = self.block.count() as usize;
+        let lanes = self.plan.lanes as usize;
+        let copy = as_bytes(states)[..size * (n / lanes)].to_vec();
+        let kernel = self.module.func(self.id);
         let mut slots = vec![Slot::default(); n];
         let mut threads = StepThreads::new(
             self.module,
@@ -148,13 +129,25 @@ impl Groups<'_> {
         let thread_bytes = as_bytes(threads.states);
         let tsize = self.layout.size as usize;
         for (g, gs) in copy.chunks(size).enumerate() {
-            let number = u32::from_le_bytes(gs[0..4].try_into().expect("4 bytes")) as usize;
-            let lanes = self.plan.lanes as usize;
+            let number = u32::from_le_bytes(gs[0..4].try_into().expect("4 bytes"));
+            let ended = number == GroupPlan::ENDED;
+            let number = number as usize;
+            let alive: Vec<bool> = (0..lanes)
+                .map(|lane| {
+                    let at = GroupPlan::ALIVE as usize + 4 * lane;
+                    number == 0 || gs[at..at + 4] != [0; 4]
+                })
+                .collect();
+            if ended {
+                for slot in &mut slots[g * lanes..(g + 1) * lanes] {
+                    slot.status = ENDED;
+                }
+                continue;
+            }
+            let standing = self.standing(gs, number, &alive, g < ran, only_shuffles);
             for lane in 0..lanes {
                 let t = g * lanes + lane;
-                let at = GroupPlan::ALIVE as usize + 4 * lane;
-                let alive = number == 0 || gs[at..at + 4] != [0; 4];
-                if ended[g] || !alive {
+                if !alive[lane] {
                     slots[t].status = ENDED;
                     continue;
                 }
@@ -170,24 +163,78 @@ impl Groups<'_> {
                         ts[off..off + w].copy_from_slice(&v.to_le_bytes()[..w]);
                     }
                 }
-                slots[t] = match stopped[g] {
-                    Some(k) => {
-                        let (point, id) = self.barrier(body, k);
-                        Slot {
-                            status: WAITING,
-                            point: point as u32,
-                            args: [id as u64, 0, 0, 0],
-                            ..Slot::default()
-                        }
-                    }
-                    None => Slot {
-                        status: READY,
-                        ..Slot::default()
-                    },
-                };
+                slots[t] = standing[lane];
             }
         }
         schedule::run_block_from(kernel, self.block, self.ctaid, &mut threads, slots)
+    }
+
+    /// The slots of the lanes of a group whose state is `gs`, standing at resume number
+    /// `number` (see [`Self::hand_over`]); `ran`: it ran in the last round.
+    fn standing(
+        &self,
+        gs: &[u8],
+        number: usize,
+        alive: &[bool],
+        ran: bool,
+        only_shuffles: bool,
+    ) -> Vec<Slot> {
+        let ready = Slot {
+            status: READY,
+            ..Slot::default()
+        };
+        if number == 0 {
+            return vec![ready; alive.len()];
+        }
+        let kernel = self.module.func(self.id);
+        let point = self.plan.points[number - 1];
+        let inst = &kernel.body.as_deref().unwrap_or(&[])[point].inst;
+        let waiting = |args: [u64; 4]| Slot {
+            status: WAITING,
+            point: point as u32,
+            args,
+            ..Slot::default()
+        };
+        if let Some(id) = schedule::plain_barrier(inst) {
+            let slot = if ran || only_shuffles {
+                waiting([id as u64, 0, 0, 0])
+            } else {
+                ready
+            };
+            return vec![slot; alive.len()];
+        }
+        let Inst::Sync { op, srcs, .. } = inst else {
+            unreachable!("group functions stop at barriers and shuffles");
+        };
+        // A shuffle: each lane's sources.
+        let mut args = [[0u64; 4]; 32];
+        for (lane, a) in args.iter_mut().enumerate().take(alive.len()) {
+            for (k, (src, ty)) in srcs.iter().zip(op.src_types()).enumerate() {
+                a[k] = match src {
+                    Operand::Reg(r) => {
+                        let v =
+                            lane_value(gs, self.plan.homes[r.0 as usize], kernel.reg(*r).ty, lane);
+                        v & ty.mask()
+                    }
+                    Operand::Imm(Imm::Int(v)) => *v as u64 & ty.mask(),
+                    other => unreachable!("group functions take no shuffle operand {other:?}"),
+                };
+            }
+        }
+        if ran {
+            return args.iter().take(alive.len()).map(|a| waiting(*a)).collect();
+        }
+        let group = (alive.iter().enumerate())
+            .filter(|(_, a)| **a)
+            .fold(0u32, |m, (k, _)| m | 1 << k);
+        let resolved = warp::resolve(*op, group, &args);
+        (resolved.iter().take(alive.len()))
+            .map(|r| Slot {
+                d: r.d,
+                p: r.p as u64,
+                ..ready
+            })
+            .collect()
     }
 }
 

@@ -43,8 +43,10 @@
 //! round function and the schedule, from where every thread stands (`Jit`'s `run_groups`),
 //! so the result is always the schedule's.
 
+mod shuffle;
+
 use super::{LaneVal, Lanes, Refused, Res, Shape, V, Vecs, refuse};
-use crate::ast::{AddrBase, Guard, Inst, Instruction, Operand, RegId, Space, Type};
+use crate::ast::{AddrBase, Guard, Imm, Inst, Instruction, Operand, RegId, Space, SyncOp, Type};
 use crate::block::schedule;
 use crate::jit::lower::liveness::{self, RegSet};
 use crate::jit::lower::{Lower, Shared, clif, flags, trusted};
@@ -63,11 +65,16 @@ use std::mem::offset_of;
 pub const GROUP_ENDED: u32 = 0;
 /// Group `*at` wrote nothing and stands where it stood; the groups before it stopped in
 /// this round, the groups after it have not run in it: run the block thread by thread.
+/// Bit 31 of `*at` says whether the round ran only the groups at shuffles (see
+/// [`GROUP_ONLY_SHUFFLES`]).
 pub const GROUP_HANDOVER: u32 = 1;
 /// A fault in group `*at` (the context holds it; the group's first thread is named).
 pub const GROUP_FAULT: u32 = 2;
 /// Every group that has not ended stopped in this round, at barriers of different ids.
 pub const GROUP_MIXED: u32 = 3;
+/// In `*at` after a hand-over: the round ran only the groups that stood at a shuffle; the
+/// others wait at barriers.
+pub const GROUP_ONLY_SHUFFLES: u32 = 1 << 31;
 
 /// The signature of a group function: `(ctx, states, groups, firsts, at) -> result`. It runs
 /// the block's `groups` groups (their state areas one after another from `states`, their
@@ -193,11 +200,11 @@ pub fn lower_group<const P: usize>(
     fid: crate::ast::FuncId,
 ) -> Result<(ir::Function, GroupPlan), Refused> {
     let f = sh.ptx.func(fid);
-    qualifies(sh, f, fid)?;
+    qualifies(sh, f, fid, 4 * P as u32)?;
     let cc = jm.isa().default_call_conv();
     let live_out = liveness::live_out(f);
     // The registers saved at each barrier: those the round function saves.
-    let across = crate::jit::lower::sync::live_across_points(f);
+    let across = kept_across(f);
     // Registers read before any write start uniform (0 in every lane).
     let mut fixed: Vec<Option<Shape>> = vec![None; f.regs.len()];
     let entry_live = live_in(f, &live_out, 0);
@@ -225,17 +232,40 @@ pub fn lower_group<const P: usize>(
     refuse("the registers' shapes did not settle")
 }
 
-/// The kernels the group functions take (besides what the lowering refuses).
-fn qualifies(sh: &Shared, f: &crate::ast::Function, fid: crate::ast::FuncId) -> Res<()> {
+/// The kernels the group functions take (besides what the lowering refuses), in groups of
+/// `lanes` threads.
+fn qualifies(
+    sh: &Shared,
+    f: &crate::ast::Function,
+    fid: crate::ast::FuncId,
+    lanes: u32,
+) -> Res<()> {
     let layout = &sh.layouts[fid.0 as usize];
     if layout.frame_size > 0 || layout.call_buf > 0 {
         return refuse("it has .local variables or calls");
     }
+    let mut shuffles = false;
     for ins in f.body.iter().flatten() {
         match &ins.inst {
-            Inst::Sync { .. } if ins.guard.is_some() => return refuse("a guarded barrier"),
+            Inst::Sync { .. } if ins.guard.is_some() => return refuse("a guarded sync point"),
+            Inst::Sync {
+                op: SyncOp::Shfl(_),
+                srcs,
+                ..
+            } => {
+                if lanes != 32 {
+                    return refuse("a shuffle in groups of other than a warp");
+                }
+                if !srcs
+                    .iter()
+                    .all(|s| matches!(s, Operand::Reg(_) | Operand::Imm(Imm::Int(_))))
+                {
+                    return refuse("a shuffle operand other than a register or an integer");
+                }
+                shuffles = true;
+            }
             Inst::Sync { .. } if schedule::plain_barrier(&ins.inst).is_none() => {
-                return refuse("a sync point other than a plain bar.sync");
+                return refuse("a sync point other than a plain bar.sync or a shfl.sync");
             }
             Inst::IntBin { carry, .. } | Inst::Mad { carry, .. }
                 if carry.carry_in || carry.carry_out =>
@@ -246,7 +276,32 @@ fn qualifies(sh: &Shared, f: &crate::ast::Function, fid: crate::ast::FuncId) -> 
             _ => {}
         }
     }
+    if shuffles && sync_points(f).len() > 63 {
+        return refuse("more than 63 sync points with shuffles among them");
+    }
     Ok(())
+}
+
+/// For each sync point, the registers a group keeps in its state there: those live after
+/// it and, at a shuffle, its sources (the group computes the shuffle when it goes on, and
+/// a hand-over publishes them).
+fn kept_across(f: &crate::ast::Function) -> HashMap<usize, RegSet> {
+    let body = f.body.as_deref().unwrap_or(&[]);
+    let mut across = crate::jit::lower::sync::live_across_points(f);
+    for (&i, set) in across.iter_mut() {
+        if matches!(
+            body[i].inst,
+            Inst::Sync {
+                op: SyncOp::Shfl(_),
+                ..
+            }
+        ) {
+            for r in body[i].inst.reads() {
+                liveness::add(set, r);
+            }
+        }
+    }
+    across
 }
 
 /// The registers live before instruction `i`.
@@ -350,8 +405,11 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// stops have nothing to gate or write.
     wrote: Option<Variable>,
     round: Round,
-    /// The barriers' ids, by resume number - 1.
-    ids: Vec<u32>,
+    /// The barriers' ids, by resume number - 1 (None: a shuffle).
+    ids: Vec<Option<u32>>,
+    /// Registers that hold one constant wherever they are read (see
+    /// [`shuffle::constant_regs`]).
+    constants: HashMap<RegId, i128>,
 }
 
 /// The variables of the group function's rounds.
@@ -364,22 +422,48 @@ struct Round {
     id: Variable,
     mixed: Variable,
     stopped: Variable,
+    /// How many groups stopped at a shuffle in this round (I32), and whether this round runs
+    /// only the groups that stand at one (I8: the others wait at barriers).
+    shuffled: Variable,
+    only: Variable,
     /// Where a group's run ends: on to the next group.
     next: Block,
 }
 
 impl Round {
-    /// A round from the first group, jumping to `head`.
+    /// A round of every group that has not ended, from the first, jumping to `head`.
     fn start(&self, b: &mut FunctionBuilder, head: Block) {
-        let z64 = b.ins().iconst(types::I64, 0);
-        b.def_var(self.group, z64);
         let none = b.ins().iconst(types::I32, u32::MAX as i64);
         b.def_var(self.id, none);
         let no = b.ins().iconst(types::I8, 0);
         b.def_var(self.mixed, no);
         let z32 = b.ins().iconst(types::I32, 0);
         b.def_var(self.stopped, z32);
+        self.run_from_first(b, head, false);
+    }
+
+    /// A round of the groups that stand at a shuffle (the schedule resolved it when the
+    /// last round ended), the others waiting on at their barriers.
+    fn shuffles(&self, b: &mut FunctionBuilder, head: Block) {
+        self.run_from_first(b, head, true);
+    }
+
+    fn run_from_first(&self, b: &mut FunctionBuilder, head: Block, only: bool) {
+        let z64 = b.ins().iconst(types::I64, 0);
+        b.def_var(self.group, z64);
+        let z32 = b.ins().iconst(types::I32, 0);
+        b.def_var(self.shuffled, z32);
+        let only = b.ins().iconst(types::I8, only as i64);
+        b.def_var(self.only, only);
         b.ins().jump(head, &[]);
+    }
+
+    /// The group running stopped at a shuffle.
+    fn stopped_at_shuffle(&self, b: &mut FunctionBuilder) {
+        let n = b.use_var(self.shuffled);
+        let n = b.ins().iadd_imm_s(n, 1);
+        b.def_var(self.shuffled, n);
+        b.ins().jump(self.next, &[]);
     }
 
     /// The group running stopped at a barrier of id `id`; `one_id`: the kernel's barriers
@@ -470,6 +554,8 @@ impl<'a, 'f> Lower<'a, 'f> {
             id: l.b.declare_var(types::I32),
             mixed: l.b.declare_var(types::I8),
             stopped: l.b.declare_var(types::I32),
+            shuffled: l.b.declare_var(types::I32),
+            only: l.b.declare_var(types::I8),
             next: l.b.create_block(),
         };
         let (round_head, run, end) = (l.b.create_block(), l.b.create_block(), l.b.create_block());
@@ -489,7 +575,32 @@ impl<'a, 'f> Lower<'a, 'f> {
             l.b.ins()
                 .icmp_imm_u(IntCC::Equal, resume, GroupPlan::ENDED as i64);
         let dispatch = l.b.create_block();
-        l.b.ins().brif(ended, round.next, &[], dispatch, &[]);
+        let points = plan.points.clone();
+        let body = l.f.body.as_deref().expect("kernels have bodies");
+        // The barriers' ids by resume number - 1 (None: a shuffle).
+        let ids: Vec<Option<u32>> = (points.iter())
+            .map(|&p| schedule::plain_barrier(&body[p].inst))
+            .collect();
+        let shuffles = ids.iter().any(|id| id.is_none());
+        if shuffles {
+            // In a round of the groups at shuffles, the others wait on.
+            let waits = l.b.create_block();
+            l.b.ins().brif(ended, round.next, &[], waits, &[]);
+            l.b.switch_to_block(waits);
+            let barriers = (ids.iter().enumerate())
+                .filter(|(_, id)| id.is_some())
+                .fold(0u64, |m, (k, _)| m | 1 << (k + 1));
+            let barriers = l.b.ins().iconst(types::I64, barriers as i64);
+            let number = l.b.ins().uextend(types::I64, resume);
+            let at_barrier = l.b.ins().ushr(barriers, number);
+            let at_barrier = l.b.ins().ireduce(types::I8, at_barrier);
+            let only = l.b.use_var(round.only);
+            let waits = l.b.ins().band(only, at_barrier);
+            let waits = l.b.ins().band_imm_u(waits, 1);
+            l.b.ins().brif(waits, round.next, &[], dispatch, &[]);
+        } else {
+            l.b.ins().brif(ended, round.next, &[], dispatch, &[]);
+        }
         l.b.switch_to_block(dispatch);
         let first = l.b.ins().ishl_imm_u(g, 4);
         let first = l.b.ins().iadd(firsts, first);
@@ -507,6 +618,15 @@ impl<'a, 'f> Lower<'a, 'f> {
         l.b.switch_to_block(end);
         let (again, all_ended, mixed) =
             (l.b.create_block(), l.b.create_block(), l.b.create_block());
+        if shuffles {
+            // Groups stopped at shuffles: those go on, the others wait on.
+            let (more, barriers) = (l.b.create_block(), l.b.create_block());
+            let n = l.b.use_var(round.shuffled);
+            l.b.ins().brif(n, more, &[], barriers, &[]);
+            l.b.switch_to_block(more);
+            round.shuffles(&mut l.b, round_head);
+            l.b.switch_to_block(barriers);
+        }
         let stopped = l.b.use_var(round.stopped);
         let go = l.b.create_block();
         l.b.ins().brif(stopped, go, &[], all_ended, &[]);
@@ -520,12 +640,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             let v = l.b.ins().iconst(types::I32, code as i64);
             l.b.ins().return_(&[v]);
         }
-        let points = plan.points.clone();
-        let body = l.f.body.as_deref().expect("kernels have bodies");
-        let ids = (points.iter())
-            .map(|&p| schedule::plain_barrier(&body[p].inst).expect("plain barriers only"))
-            .collect();
-        let across = crate::jit::lower::sync::live_across_points(l.f);
+        let across = kept_across(l.f);
         let plan_live: Vec<RegSet> = points.iter().map(|p| across[p].clone()).collect();
         let mut lanes = Lanes::new(&mut l, vregs, head, retried, done, bail);
         lanes.wrap = Some(wrap);
@@ -533,6 +648,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         lanes.raised = start.to_vec();
         lanes.unknown = vec![false; nregs];
         let open = regions(&mut lanes)?;
+        let constants = shuffle::constant_regs(lanes.l.f, &live_in(lanes.l.f, live_out, 0));
         let mut g = Group {
             lanes,
             live_out,
@@ -556,6 +672,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             cur_defs: 0,
             round,
             ids,
+            constants,
             seg: 0,
             seg_written: RegSet::new(),
             seg_used: RegSet::new(),
@@ -597,7 +714,14 @@ impl<'a, 'f> Lower<'a, 'f> {
             let b = g.b();
             b.switch_to_block(blk);
             let at = b.use_var(round.group);
-            let at = b.ins().ireduce(types::I32, at);
+            let mut at = b.ins().ireduce(types::I32, at);
+            if code == GROUP_HANDOVER {
+                // Whether the round ran only the groups at shuffles.
+                let only = b.use_var(round.only);
+                let only = b.ins().uextend(types::I32, only);
+                let only = b.ins().ishl_imm_u(only, 31);
+                at = b.ins().bor(at, only);
+            }
             b.ins().store(trusted(), at, at_out, 0);
             let v = b.ins().iconst(types::I32, code as i64);
             b.ins().return_(&[v]);
@@ -814,7 +938,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.wrote = Some(self.seg_var(types::I8));
         self.seg_written = vec![0; self.lanes.l.f.regs.len().div_ceil(64).max(1)];
         self.seg_used = self.seg_written.clone();
-        for i in (0..n).filter(|&i| reach[i]) {
+        // A segment from a shuffle computes it first.
+        let shuffle = (k > 0 && self.ids[k - 1].is_none()).then(|| self.points[k - 1]);
+        for i in (0..n).filter(|&i| reach[i] || Some(i) == shuffle) {
             let ins = &body[i];
             for r in ins.inst.written() {
                 liveness::add(&mut self.seg_written, r);
@@ -829,6 +955,16 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         // of its accesses start at 0 in `init`, filled once they are known).
         self.b().switch_to_block(start_block);
         self.start(k);
+        if let Some(i) = shuffle {
+            self.fresh_block();
+            let reloaded = (body[i].inst.reads().into_iter())
+                .filter(|r| liveness::has(&self.seg_reloaded, *r))
+                .collect();
+            self.load_regs(reloaded);
+            self.lanes.l.at = i;
+            self.shuffle(i)
+                .map_err(|Refused(why)| Refused(format!("{}: {why}", self.lanes.text(i))))?;
+        }
         let init = self.b().create_block();
         self.b().ins().jump(init, &[]);
         for &l in &order {
@@ -1030,6 +1166,11 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             }
             i += 1;
         }
+        self.load_regs(regs);
+    }
+
+    /// Loads registers from the state.
+    fn load_regs(&mut self, regs: BTreeSet<RegId>) {
         let gstate = self.gstate;
         for r in regs {
             let k = r.0 as usize;
@@ -2054,8 +2195,13 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b()
             .ins()
             .store(trusted(), n, gstate, GroupPlan::RESUME as i32);
-        let (round, id) = (self.round, self.ids[number - 1]);
-        let one_id = self.ids.iter().all(|&i| i == id);
-        round.stopped_at(self.b(), id, one_id);
+        let round = self.round;
+        match self.ids[number - 1] {
+            Some(id) => {
+                let one_id = self.ids.iter().flatten().all(|&i| i == id);
+                round.stopped_at(self.b(), id, one_id);
+            }
+            None => round.stopped_at_shuffle(self.b()),
+        }
     }
 }

@@ -442,6 +442,15 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         } else {
             self.b().ins().icmp_imm_s(IntCC::SignedLessThan, last, lo)
         };
+        self.note_wrap(wrapped);
+        self.widened.insert((base, signed, tb), wide);
+        Ok(self.affine(wide, s, tb))
+    }
+
+    /// Records that a sequence's lanes wrapped (or otherwise left the form the lowering
+    /// gave their result) if `wrapped` (an i8): the group goes back before its next load
+    /// and at its end.
+    pub(super) fn note_wrap(&mut self, wrapped: Value) {
         // The flag is first defined here, by the group's first widening (straight-line code:
         // every later test of it comes after).
         match self.wrap {
@@ -457,8 +466,6 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             }
         }
         self.wrap_unchecked = true;
-        self.widened.insert((base, signed, tb), wide);
-        Ok(self.affine(wide, s, tb))
     }
 }
 

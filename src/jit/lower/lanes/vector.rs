@@ -307,6 +307,29 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         if bits != 32 {
             return refuse(format!("per-thread .{} shifts", ty.ptx()));
         }
+        if op == IntBinOp::Shr
+            && let LaneVal::Affine(base, s) = x
+            && s > 0
+            && k < 32
+            && (Self::LANES as i64 - 1) * s < 1 << k
+        {
+            // A sequence spanning less than 2^k (`%tid.x >> 5`, the warp's number): the same
+            // in every lane unless the lanes straddle a multiple of 2^k, which sends the group
+            // back as a wrapped sequence does.
+            let low = self.b().ins().band_imm_u(base, (1 << k) - 1);
+            let last = self.b().ins().iadd_imm_s(low, (Self::LANES as i64 - 1) * s);
+            let straddles =
+                self.b()
+                    .ins()
+                    .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, last, 1 << k);
+            self.note_wrap(straddles);
+            let v = if ty.is_signed() {
+                self.b().ins().sshr_imm_s(base, k as i64)
+            } else {
+                self.b().ins().ushr_imm_s(base, k as i64)
+            };
+            return Ok(LaneVal::Uniform(v));
+        }
         let v = self.lanes_of(x, ty)?;
         let k = k.min(bits) as i64;
         let r = match (op, k == 32) {

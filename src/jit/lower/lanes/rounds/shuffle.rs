@@ -1,0 +1,248 @@
+//! `shfl.sync` in a group function, whose group is a whole warp standing at the shuffle (a
+//! shuffle inside a per-thread branch is refused): lane k gets what
+//! [`crate::block::warp::shfl`] gives it from the lanes' sources, a lane that exited giving
+//! 0 (the schedule's rule for a lane outside the group). The membermask does not change the
+//! result then (it only says which lanes the hardware waits for, and all are there).
+//!
+//! Where the lane operand `b` and the clamp `c` are constants (`__shfl_down_sync(m, v, 16)`
+//! compiles to constants in registers written once), the lane each lane reads is known
+//! while lowering, and each result vector is a byte shuffle of the few source vectors it
+//! draws on (for `down`/`up` by less than four, `palignr`; by multiples of four, none).
+//! Otherwise the sources go through the scratch area and each lane loads the word it reads.
+
+use super::{Group, Res, V, Vecs};
+use crate::ast::{Imm, Inst, Operand, RegId, ShflMode, SyncOp, Type};
+use crate::block::warp;
+use crate::jit::lower::lanes::LaneVal;
+use crate::jit::lower::liveness::{self, RegSet};
+use crate::jit::lower::trusted;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{self, ConstantData, Endianness, InstBuilder, MemFlagsData, types};
+use std::collections::HashMap;
+
+/// The registers that hold one integer constant wherever they are read: written once, by
+/// an unguarded `mov` of an immediate, and not live where the kernel starts (so every read
+/// comes after that write).
+pub(super) fn constant_regs(f: &crate::ast::Function, entry_live: &RegSet) -> HashMap<RegId, i128> {
+    let mut writes: HashMap<RegId, (usize, Option<i128>)> = HashMap::new();
+    for ins in f.body.iter().flatten() {
+        let value = match (&ins.inst, ins.guard) {
+            (
+                Inst::Mov {
+                    a: Operand::Imm(Imm::Int(v)),
+                    ..
+                },
+                None,
+            ) => Some(*v),
+            _ => None,
+        };
+        for r in ins.inst.written() {
+            let w = writes.entry(r).or_insert((0, value));
+            w.0 += 1;
+        }
+    }
+    (writes.into_iter())
+        .filter(|(r, (n, _))| *n == 1 && !liveness::has(entry_live, *r))
+        .filter_map(|(r, (_, v))| v.map(|v| (r, v)))
+        .collect()
+}
+
+impl<const P: usize> Group<'_, '_, '_, P> {
+    /// Lowers the shuffle at instruction `i` for the running lanes: every lane that has not
+    /// exited.
+    pub(super) fn shuffle(&mut self, i: usize) -> Res<()> {
+        let ins = &self.body()[i];
+        let Inst::Sync {
+            op: SyncOp::Shfl(mode),
+            d,
+            p,
+            srcs,
+        } = &ins.inst
+        else {
+            unreachable!("a shuffle");
+        };
+        let a = self.lanes.read(&srcs[0], Type::B32)?;
+        let a = self.lanes.lanes_of(a, Type::B32)?;
+        let alive = self.mask(self.alive);
+        let a = self.and(a, alive);
+        let want_p = matches!(p, Operand::Reg(_));
+        let (dv, pv) = match (self.constant(&srcs[1]), self.constant(&srcs[2])) {
+            (Some(b), Some(c)) => self.known_shuffle(*mode, b, c, a, want_p),
+            _ => self.lane_shuffle(*mode, &srcs[1], &srcs[2], a)?,
+        };
+        self.lanes.write(d, Type::B32, LaneVal::Varying(dv), None)?;
+        if let Some(pv) = pv {
+            self.lanes
+                .write(p, Type::Pred, LaneVal::Varying(pv), None)?;
+        }
+        Ok(())
+    }
+
+    /// An operand's value where it is known while lowering.
+    fn constant(&self, op: &Operand) -> Option<u64> {
+        match op {
+            Operand::Imm(Imm::Int(v)) => Some(*v as u64),
+            Operand::Reg(r) => self.constants.get(r).map(|v| *v as u64),
+            _ => None,
+        }
+    }
+
+    /// The shuffle with constant `b` and `c`: the result vectors as byte shuffles of the
+    /// sources, and the predicate (if wanted) as a constant.
+    fn known_shuffle(
+        &mut self,
+        mode: ShflMode,
+        b: u64,
+        c: u64,
+        a: Vecs<P>,
+        want_p: bool,
+    ) -> (Vecs<P>, Option<Vecs<P>>) {
+        let args = [0, b, c, 0];
+        let reads: Vec<(usize, bool)> = (0..4 * P as u32)
+            .map(|k| {
+                let r = warp::shfl(mode, k, &args, |j| j as u64);
+                (r.d as usize, r.p)
+            })
+            .collect();
+        let d = std::array::from_fn(|q| self.gather(a, &reads[4 * q..4 * q + 4], q));
+        let p = want_p.then(|| {
+            std::array::from_fn(|q| {
+                let lanes = std::array::from_fn(|k| -(reads[4 * q + k].1 as i32));
+                self.lanes.vconst(lanes)
+            })
+        });
+        (d, p)
+    }
+
+    /// Result vector `q`, whose four lanes read source lanes `from`: a byte shuffle of the
+    /// first two source vectors it draws on, then of that and each further one.
+    fn gather(&mut self, a: Vecs<P>, from: &[(usize, bool)], q: usize) -> ir::Value {
+        if from.iter().enumerate().all(|(k, &(j, _))| j == 4 * q + k) {
+            return a[q];
+        }
+        let mut parts: Vec<usize> = Vec::new();
+        for &(j, _) in from {
+            if !parts.contains(&(j / 4)) {
+                parts.push(j / 4);
+            }
+        }
+        // Byte `byte` of lane k: from the first operand (0–15) or the second (16–31).
+        let mask = |pick: &dyn Fn(usize, usize) -> u8| -> Vec<u8> {
+            (0..16).map(|x| pick(x / 4, x % 4)).collect()
+        };
+        let word = |j: usize, byte: usize| (4 * (j % 4) + byte) as u8;
+        let first = parts[0];
+        let second = *parts.get(1).unwrap_or(&first);
+        let mut acc = self.shuffle_bytes(
+            a[first],
+            a[second],
+            mask(&|k, byte| {
+                let j = from[k].0;
+                if j / 4 == first {
+                    word(j, byte)
+                } else if j / 4 == second {
+                    16 + word(j, byte)
+                } else {
+                    0
+                }
+            }),
+        );
+        for &part in parts.iter().skip(2) {
+            acc = self.shuffle_bytes(
+                acc,
+                a[part],
+                mask(&|k, byte| {
+                    let j = from[k].0;
+                    if j / 4 == part {
+                        16 + word(j, byte)
+                    } else {
+                        (4 * k + byte) as u8
+                    }
+                }),
+            );
+        }
+        acc
+    }
+
+    /// Cranelift's `shuffle` of two `i32x4`s by a byte mask (0–15 the first's bytes, 16–31
+    /// the second's).
+    fn shuffle_bytes(&mut self, x: ir::Value, y: ir::Value, mask: Vec<u8>) -> ir::Value {
+        let little = MemFlagsData::new().with_endianness(Endianness::Little);
+        let b = &mut self.lanes.l.b;
+        let imm = b.func.dfg.immediates.push(ConstantData::from(mask));
+        let x = b.ins().bitcast(types::I8X16, little, x);
+        let y = b.ins().bitcast(types::I8X16, little, y);
+        let r = b.ins().shuffle(x, y, imm);
+        b.ins().bitcast(V, little, r)
+    }
+
+    /// The shuffle with `b` or `c` known only when it runs: each lane's source lane and
+    /// predicate in vectors, then a word loaded a lane from the sources in the scratch
+    /// area.
+    fn lane_shuffle(
+        &mut self,
+        mode: ShflMode,
+        b: &Operand,
+        c: &Operand,
+        a: Vecs<P>,
+    ) -> Res<(Vecs<P>, Option<Vecs<P>>)> {
+        let scratch = self.scratch;
+        for (q, v) in a.iter().enumerate() {
+            self.b()
+                .ins()
+                .stack_store(types::I64, *v, scratch, 16 * q as i32);
+        }
+        let bv = self.lanes.read(b, Type::U32)?;
+        let bv = self.lanes.lanes_of(bv, Type::U32)?;
+        let cv = self.lanes.read(c, Type::U32)?;
+        let cv = self.lanes.lanes_of(cv, Type::U32)?;
+        let m31 = self.lanes.splat(31);
+        let base = self.b().ins().stack_addr(types::I64, scratch, 0);
+        let mut d = a;
+        let mut pv = a;
+        for q in 0..P {
+            let lane = self
+                .lanes
+                .vconst(std::array::from_fn(|k| (4 * q + k) as i32));
+            let bval = self.b().ins().band(bv[q], m31);
+            let cval = self.b().ins().band(cv[q], m31);
+            let seg = self.b().ins().ushr_imm_u(cv[q], 8);
+            let seg = self.b().ins().band(seg, m31);
+            let low = self.b().ins().band(lane, seg);
+            let high = self.b().ins().band_not(cval, seg);
+            let max = self.b().ins().bor(low, high);
+            let (j, cc) = match mode {
+                ShflMode::Up => (
+                    self.b().ins().isub(lane, bval),
+                    IntCC::SignedGreaterThanOrEqual,
+                ),
+                ShflMode::Down => (
+                    self.b().ins().iadd(lane, bval),
+                    IntCC::SignedLessThanOrEqual,
+                ),
+                ShflMode::Bfly => (
+                    self.b().ins().bxor(lane, bval),
+                    IntCC::SignedLessThanOrEqual,
+                ),
+                ShflMode::Idx => {
+                    let high = self.b().ins().band_not(bval, seg);
+                    (self.b().ins().bor(low, high), IntCC::SignedLessThanOrEqual)
+                }
+            };
+            let pval = self.b().ins().icmp(cc, j, max);
+            let j = self.b().ins().bitselect(pval, j, lane);
+            let mut out = self.lanes.splat(0);
+            for k in 0..4u8 {
+                let jk = self.b().ins().extractlane(j, k);
+                let at = self.b().ins().ishl_imm_u(jk, 2);
+                let at = self.b().ins().uextend(types::I64, at);
+                let at = self.b().ins().iadd(base, at);
+                let w = self.b().ins().load(types::I32, trusted(), at, 0);
+                out = self.b().ins().insertlane(out, w, k);
+            }
+            d[q] = out;
+            pv[q] = pval;
+        }
+        Ok((d, Some(pv)))
+    }
+}

@@ -651,12 +651,13 @@ fn a_hand_over_after_a_shuffle_keeps_its_results() {
 }
 
 /// The second warp hands the block over in the round in which the first stopped at a
-/// shuffle: the first waits there with its sources, and the schedule resolves it.
+/// shuffle: the first waits there with its sources, and the schedule resolves it. (The
+/// load of `out` before the shuffle makes it a stop: the stores after it may write there.)
 #[test]
 fn a_hand_over_beside_a_warp_at_a_shuffle() {
     let ptx = format!(
         "{HEAD}.visible .entry beside(.param .u64 out) {{
-  .reg .pred %p; .reg .b32 %t, %v, %d, %y; .reg .b64 %rd<8>;
+  .reg .pred %p; .reg .b32 %t, %v, %d, %e, %y; .reg .b64 %rd<8>;
   .shared .align 4 .b32 s[65];
   ld.param.u64 %rd0, [out];
   mov.u32 %t, %tid.x;
@@ -665,6 +666,7 @@ fn a_hand_over_beside_a_warp_at_a_shuffle() {
   add.s64 %rd3, %rd2, %rd1;
   add.u32 %v, %t, 1000;
   mov.u32 %y, 7;
+  ld.global.u32 %e, [%rd0];
   setp.lt.u32 %p, %t, 32;
   @%p bra SKIP;
   st.shared.u32 [%rd3+4], %v;
@@ -691,6 +693,47 @@ SKIP:
         assert_eq!(out[at..at + 2], [d, y], "thread {t}");
     }
     assert_eq!(lanes, 0, "the block went to the thread-by-thread rounds");
+}
+
+/// Each warp reads the other warp's words before a shuffle and stores its own after it:
+/// the schedule runs every warp to the shuffle before any goes on, so every read sees the
+/// words as they were, and the group stops at the shuffle to keep that order (running the
+/// first warp through it would let the second read the first's new words).
+#[test]
+fn a_shuffle_between_a_read_and_a_store_of_other_warps_words() {
+    let ptx = format!(
+        "{HEAD}.visible .entry swap(.param .u64 out) {{
+  .reg .b32 %t, %v, %r, %d, %y; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[64];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mul.wide.u32 %rd1, %t, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  add.u32 %v, %t, 1;
+  st.shared.u32 [%rd3], %v;
+  bar.sync 0;
+  sub.u32 %r, 63, %t;
+  mul.wide.u32 %rd4, %r, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  ld.shared.u32 %y, [%rd5];
+  shfl.sync.bfly.b32 %d, %v, 1, 31, -1;
+  st.shared.u32 [%rd3], %d;
+  bar.sync 0;
+  ld.shared.u32 %v, [%rd3];
+  mul.wide.u32 %rd6, %t, 8;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %v;
+  st.global.u32 [%rd7+4], %y;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "swap", 1, Dim3::x(64), 128);
+    for t in 0..64u32 {
+        let at = 2 * t as usize;
+        assert_eq!(out[at..at + 2], [(t ^ 1) + 1, 64 - t], "thread {t}");
+    }
+    assert_eq!(lanes, 64, "the block ran in lanes");
 }
 
 /// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by

@@ -407,6 +407,11 @@ struct Group<'l, 'a, 'f, const P: usize> {
     round: Round,
     /// The barriers' ids, by resume number - 1 (None: a shuffle).
     ids: Vec<Option<u32>>,
+    /// Whether the group stops at each sync point, by resume number - 1 (see
+    /// [`shuffle::stops`]): it runs through the other shuffles.
+    stops_at: Vec<bool>,
+    /// The shuffles it runs through, by instruction.
+    through: BTreeSet<usize>,
     /// Registers that hold one constant wherever they are read (see
     /// [`shuffle::constant_regs`]).
     constants: HashMap<RegId, i128>,
@@ -649,6 +654,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         lanes.unknown = vec![false; nregs];
         let open = regions(&mut lanes)?;
         let constants = shuffle::constant_regs(lanes.l.f, &live_in(lanes.l.f, live_out, 0));
+        let stops_at = shuffle::stops(sh.ptx, lanes.l.f, &points);
         let mut g = Group {
             lanes,
             live_out,
@@ -673,6 +679,11 @@ impl<'a, 'f> Lower<'a, 'f> {
             round,
             ids,
             constants,
+            through: (points.iter().zip(&stops_at))
+                .filter(|(_, stop)| !**stop)
+                .map(|(p, _)| *p)
+                .collect(),
+            stops_at,
             seg: 0,
             seg_written: RegSet::new(),
             seg_used: RegSet::new(),
@@ -681,7 +692,13 @@ impl<'a, 'f> Lower<'a, 'f> {
             wrote: None,
         };
         let mut starts = Vec::new();
+        let never = g.b().create_block();
         for k in 0..=points.len() {
+            if k > 0 && !g.stops_at[k - 1] {
+                // No group stands at a shuffle it runs through.
+                starts.push(never);
+                continue;
+            }
             let blk = g.b().create_block();
             starts.push(blk);
             g.segment(k, blk)?;
@@ -727,7 +744,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             b.ins().return_(&[v]);
         }
         let b = g.b();
-        for blk in [head, done, bail] {
+        for blk in [head, done, bail, never] {
             b.switch_to_block(blk);
             b.ins().trap(ir::TrapCode::unwrap_user(1));
         }
@@ -805,6 +822,11 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.lanes.l.f.body.as_deref().expect("kernels have bodies")
     }
 
+    /// Whether the group runs through sync point `i` (a shuffle; see [`shuffle::stops`]).
+    fn through(&self, i: usize) -> bool {
+        self.through.contains(&i)
+    }
+
     /// Where control may go after instruction `i` without leaving the segment.
     /// Inside a per-thread branch an exit (or a branch to the end) takes the running lanes
     /// out and the code goes on for the lanes waiting further on, as `exit` lowers it.
@@ -813,6 +835,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let f = self.lanes.l.f;
         let in_branch = !self.open[i].is_empty();
         match ins.inst {
+            Inst::Sync { .. } if self.through(i) => liveness::successors(f, i),
             Inst::Sync { .. } => Vec::new(),
             Inst::Ret | Inst::Exit if ins.guard.is_none() && !in_branch => Vec::new(),
             Inst::Ret | Inst::Exit if ins.guard.is_none() => vec![i + 1],
@@ -1327,6 +1350,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let body = self.body();
         let f = self.lanes.l.f;
         match &ins.inst {
+            Inst::Sync { .. } if self.through(i) => {
+                self.shuffle(i)?;
+                Ok(true)
+            }
             Inst::Sync { .. } => {
                 let stop = self.stop_block(Some(i));
                 self.b().ins().jump(stop, &[]);

@@ -11,7 +11,7 @@
 //! Otherwise the sources go through the scratch area and each lane loads the word it reads.
 
 use super::{Group, Res, V, Vecs};
-use crate::ast::{Imm, Inst, Operand, RegId, ShflMode, SyncOp, Type};
+use crate::ast::{Imm, Inst, Operand, RegId, ShflMode, Space, SyncOp, Type};
 use crate::block::warp;
 use crate::jit::lower::lanes::LaneVal;
 use crate::jit::lower::liveness::{self, RegSet};
@@ -45,6 +45,98 @@ pub(super) fn constant_regs(f: &crate::ast::Function, entry_live: &RegSet) -> Ha
         .filter(|(r, (n, _))| *n == 1 && !liveness::has(entry_live, *r))
         .filter_map(|(r, (_, v))| v.map(|v| (r, v)))
         .collect()
+}
+
+/// The memory an access may touch, for [`stops`]: global, shared or either (generic), and
+/// whether it writes.
+#[derive(Clone, Copy)]
+struct Touch {
+    global: bool,
+    shared: bool,
+    writes: bool,
+}
+
+impl Touch {
+    fn of(m: &crate::ast::Module, f: &crate::ast::Function, inst: &Inst) -> Option<Touch> {
+        let (space, addr, writes) = match inst {
+            Inst::Ld { space, addr, .. } => (*space, addr, false),
+            Inst::St { space, addr, .. } | Inst::Atom { space, addr, .. } => (*space, addr, true),
+            _ => return None,
+        };
+        let (global, shared) = match crate::interp::access_space(m, f, space, addr) {
+            Some(Space::Param | Space::Const) => return None,
+            Some(Space::Global) => (true, false),
+            Some(Space::Shared) => (false, true),
+            _ => (true, true),
+        };
+        Some(Touch {
+            global,
+            shared,
+            writes,
+        })
+    }
+
+    fn may_conflict(self, other: Touch) -> bool {
+        (self.writes || other.writes)
+            && ((self.global && other.global) || (self.shared && other.shared))
+    }
+}
+
+/// Which sync points a group stops at, by resume number - 1: every barrier, and the
+/// shuffles it cannot run through.
+///
+/// The schedule runs every warp to a shuffle before any goes on from it; a group function
+/// that ran a warp through it, then the next warp, would make one warp's accesses after the
+/// shuffle come before the next warp's accesses before it. That is the same result unless
+/// two such accesses may touch the same memory with one of them writing. So a shuffle is a
+/// stop when an access after it (up to the next sync point) may conflict with one since the
+/// last stop, or when it is inside a loop (a loop needs a stop in it); otherwise the group
+/// runs through it. The test goes along the body in order, which every path within a
+/// segment follows (its branches go forward).
+pub(super) fn stops(
+    m: &crate::ast::Module,
+    f: &crate::ast::Function,
+    points: &[usize],
+) -> Vec<bool> {
+    let body = f.body.as_deref().unwrap_or(&[]);
+    let in_loop = |i: usize| {
+        body.iter().enumerate().any(|(j, ins)| {
+            j > i
+                && matches!(ins.inst, Inst::Bra { target, .. }
+                    if f.labels[target.0 as usize] <= i)
+        })
+    };
+    let mut since_stop: Vec<Touch> = Vec::new();
+    let mut stops = Vec::with_capacity(points.len());
+    for (k, &p) in points.iter().enumerate() {
+        let from = if k == 0 { 0 } else { points[k - 1] + 1 };
+        since_stop.extend(
+            body[from..p]
+                .iter()
+                .filter_map(|i| Touch::of(m, f, &i.inst)),
+        );
+        let stop = match body[p].inst {
+            Inst::Sync {
+                op: SyncOp::Shfl(_),
+                ..
+            } => {
+                let till = points.get(k + 1).copied().unwrap_or(body.len());
+                let after = body[p + 1..till]
+                    .iter()
+                    .filter_map(|i| Touch::of(m, f, &i.inst));
+                in_loop(p)
+                    || after
+                        .into_iter()
+                        .any(|a| since_stop.iter().any(|b| a.may_conflict(*b)))
+            }
+            _ => true,
+        };
+        if stop {
+            since_stop.clear();
+        }
+        stops.push(stop);
+    }
+    stops
 }
 
 impl<const P: usize> Group<'_, '_, '_, P> {

@@ -736,6 +736,50 @@ fn a_shuffle_between_a_read_and_a_store_of_other_warps_words() {
     assert_eq!(lanes, 64, "the block ran in lanes");
 }
 
+/// A warp that ran through a shuffle to a later one, with the next warp handing the block
+/// over in that round: it would stand a round of the schedule ahead and store its results
+/// before the next warp read the words as they were. So a segment that ends at a shuffle
+/// runs through none, and every read sees the words as they were.
+#[test]
+fn no_warp_runs_ahead_through_shuffles_of_a_round_handed_over() {
+    let ptx = format!(
+        "{HEAD}.visible .entry ahead(.param .u64 out) {{
+  .reg .pred %p; .reg .b32 %t, %v, %d, %e, %r, %y, %z; .reg .b64 %rd<10>;
+  .shared .align 4 .b32 s[65];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mul.wide.u32 %rd1, %t, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  add.u32 %v, %t, 1;
+  mov.u32 %z, 0;
+  setp.lt.u32 %p, %t, 32;
+  @%p bra SKIP;
+  st.shared.u32 [%rd3+4], %v;
+  ld.shared.u32 %z, [%rd3];
+SKIP:
+  shfl.sync.bfly.b32 %d, %v, 1, 31, -1;
+  sub.u32 %r, 63, %t;
+  mul.wide.u32 %rd4, %r, 4;
+  add.s64 %rd5, %rd0, %rd4;
+  ld.global.u32 %y, [%rd5];
+  shfl.sync.bfly.b32 %e, %d, 2, 31, -1;
+  add.s64 %rd6, %rd0, %rd1;
+  st.global.u32 [%rd6], %e;
+  st.global.u32 [%rd6+256], %y;
+  st.global.u32 [%rd6+512], %z;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "ahead", 1, Dim3::x(64), 192);
+    for t in 0..64usize {
+        let z = if t > 32 { t as u32 } else { 0 };
+        let got = [out[t], out[64 + t], out[128 + t]];
+        assert_eq!(got, [(t as u32 ^ 3) + 1, 0, z], "thread {t}");
+    }
+    assert_eq!(lanes, 0, "the block went to the thread-by-thread rounds");
+}
+
 /// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by
 /// each warp's lane 0 at `%tid >> 5`) runs in lanes, each warp's sum as Rust adds it.
 #[test]

@@ -93,6 +93,11 @@ impl Touch {
 /// last stop, or when it is inside a loop (a loop needs a stop in it); otherwise the group
 /// runs through it. The test goes along the body in order, which every path within a
 /// segment follows (its branches go forward).
+///
+/// A segment that ends at a shuffle runs through none: if a later warp of the round hands
+/// the block over, a warp that ran through shuffles to that one would stand several of the
+/// schedule's rounds ahead of the warps behind it, and go on from there while they catch
+/// up (what comes after a barrier waits for them all).
 pub(super) fn stops(
     m: &crate::ast::Module,
     f: &crate::ast::Function,
@@ -135,6 +140,26 @@ pub(super) fn stops(
             since_stop.clear();
         }
         stops.push(stop);
+    }
+    // The shuffles run through before a stop at a shuffle become stops.
+    let mut through: Vec<usize> = Vec::new();
+    for (k, &p) in points.iter().enumerate() {
+        if !stops[k] {
+            through.push(k);
+            continue;
+        }
+        if matches!(
+            body[p].inst,
+            Inst::Sync {
+                op: SyncOp::Shfl(_),
+                ..
+            }
+        ) {
+            for &j in &through {
+                stops[j] = true;
+            }
+        }
+        through.clear();
     }
     stops
 }

@@ -780,6 +780,54 @@ SKIP:
     assert_eq!(lanes, 0, "the block went to the thread-by-thread rounds");
 }
 
+/// Only the first warp shuffles (a branch on the warp's number, uniform in each warp): the
+/// second runs on to the barrier in the round the first stops at the shuffle, so its stores
+/// come first and the first warp reads them. The group stops at a shuffle a branch may jump
+/// over.
+#[test]
+fn a_shuffle_only_some_warps_pass() {
+    let ptx = format!(
+        "{HEAD}.visible .entry some(.param .u64 out) {{
+  .reg .pred %p; .reg .b32 %t, %w, %v, %r, %y; .reg .b64 %rd<10>;
+  .shared .align 4 .b32 s[64];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mul.wide.u32 %rd1, %t, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  add.u32 %v, %t, 1;
+  shr.u32 %w, %t, 5;
+  setp.ne.u32 %p, %w, 0;
+  @%p bra ON;
+  shfl.sync.bfly.b32 %v, %v, 1, 31, -1;
+ON:
+  sub.u32 %r, 63, %t;
+  mul.wide.u32 %rd4, %r, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  st.shared.u32 [%rd5], %v;
+  ld.shared.u32 %y, [%rd3];
+  bar.sync 0;
+  mul.wide.u32 %rd6, %t, 8;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %v;
+  st.global.u32 [%rd7+4], %y;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "some", 1, Dim3::x(64), 128);
+    for t in 0..64u32 {
+        // The second warp stored s[63 - t] = t + 1 a round before the first read s[t].
+        let want = if t < 32 {
+            [(t ^ 1) + 1, 64 - t]
+        } else {
+            [t + 1, 0]
+        };
+        let at = 2 * t as usize;
+        assert_eq!(out[at..at + 2], want, "thread {t}");
+    }
+    assert_eq!(lanes, 64, "the block ran in lanes");
+}
+
 /// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by
 /// each warp's lane 0 at `%tid >> 5`) runs in lanes, each warp's sum as Rust adds it.
 #[test]

@@ -5,7 +5,8 @@
 //! reversed index's, a fixed one) that race with those stores or wait for a barrier,
 //! if/else and plain branches on per-thread predicates (bounds on the thread's index, its
 //! parity, its data) whose sides may leave, guarded exits, and loops of a uniform trip count
-//! around a barrier; and warp shuffles of every mode, their lane and clamp operands constants
+//! around a barrier; branches on the warp's number (uniform in each warp, different between
+//! warps) around items without barriers; and warp shuffles of every mode, their lane and clamp operands constants
 //! (immediates, or registers written once) or per-thread values, some with the predicate
 //! result read. [`super::coop_program`]'s kernels mostly fall outside what the lanes
 //! take; these stay inside, so `ptxjit diff` holds the group functions to the interpreter.
@@ -45,7 +46,7 @@ pub fn group_program(rng: &mut Rng, size: usize) -> Program {
     s += &format!("  .shared .align 4 .b32 sh[{words}];\n");
     s += "  .reg .b32 %a<8>, %tx, %row, %nx, %lin, %cb, %t, %ri, %ni, %lc, %w;\n  \
           .reg .b64 %in, %out, %pin, %pout, %oi, %oo, %sb, %sa, %r64, %ra, %n64, %na, %m64;\n  \
-          .reg .pred %q, %lp, %sp;\n  .reg .b32 %k<64>;\n";
+          .reg .pred %q, %lp, %sp, %wq;\n  .reg .b32 %k<64>, %wn;\n";
     // Every value that is a sequence of the thread's index stays one (a register keeps
     // one shape in the lanes): %lin = %tid.y × %ntid.x + %tid.x, the slots, the own word.
     s += "  ld.param.u64 %in, [inp];\n  ld.param.u64 %out, [out];\n  \
@@ -69,6 +70,7 @@ pub fn group_program(rng: &mut Rng, size: usize) -> Program {
         exits,
         depth: 0,
         constants: 0,
+        warp_branch: false,
     };
     for _ in 0..size {
         g.item(true);
@@ -109,6 +111,9 @@ struct Group<'r> {
     depth: u32,
     /// The `%k` registers used, each written once with a constant.
     constants: u32,
+    /// Inside a branch on the warp's number (no barrier there: the other warps would not
+    /// come).
+    warp_branch: bool,
 }
 
 impl Group<'_> {
@@ -133,18 +138,20 @@ impl Group<'_> {
     /// with its labels); `top`: not inside a branch or loop.
     fn item(&mut self, top: bool) {
         let apart = self.depth == 0;
+        let barriers = apart && !self.warp_branch;
         let text = match self.below(100) {
             0..=29 => self.arith(),
             30..=37 => self.own_store(),
             // The exchange: own word, barrier, another thread's word.
-            38..=47 if apart => self.own_store() + "  bar.sync 0;\n" + &self.read_other(),
+            38..=47 if barriers => self.own_store() + "  bar.sync 0;\n" + &self.read_other(),
             // Without a barrier between, a read may race with the stores before it.
             48..=51 => self.read_other(),
-            52..=61 if apart => "  bar.sync 0;\n".to_string(),
+            52..=61 if barriers => "  bar.sync 0;\n".to_string(),
             62..=77 => self.branch(),
             78..=83 if self.exits => self.exit(),
             84..=89 if top => self.barrier_loop(),
             90..=95 if apart => self.shuffle(),
+            96..=98 if barriers => self.warp_branch(),
             _ => self.arith(),
         };
         self.out.push(text);
@@ -308,6 +315,21 @@ impl Group<'_> {
         } else {
             text += &format!("  shfl.sync.{mode}.b32 {d}, {a}, {b}, {c}, {mask};\n");
         }
+        text
+    }
+
+    /// A branch on the warp's number (`%lin >> 5`) over a few items without barriers.
+    fn warp_branch(&mut self) -> String {
+        let over = self.label();
+        let cmp = *self.rng.pick(&["eq", "ne", "lt", "gt"]);
+        let k = self.below(u64::from(self.nt.div_ceil(32)));
+        let mut text = format!(
+            "  shr.u32 %wn, %lin, 5;\n  setp.{cmp}.u32 %wq, %wn, {k};\n  @%wq bra {over};\n"
+        );
+        self.warp_branch = true;
+        text += &self.items(3);
+        self.warp_branch = false;
+        text += &format!("{over}:\n");
         text
     }
 

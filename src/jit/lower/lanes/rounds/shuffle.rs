@@ -90,9 +90,12 @@ impl Touch {
 /// shuffle come before the next warp's accesses before it. That is the same result unless
 /// two such accesses may touch the same memory with one of them writing. So a shuffle is a
 /// stop when an access after it (up to the next sync point) may conflict with one since the
-/// last stop, or when it is inside a loop (a loop needs a stop in it); otherwise the group
-/// runs through it. The test goes along the body in order, which every path within a
-/// segment follows (its branches go forward).
+/// last stop, when it is inside a loop (a loop needs a stop in it), or when a branch may
+/// jump over it (warps whose uniform values differ, `%tid.y` or the warp's number, may pass
+/// different shuffles, and the order along the body would no longer say which accesses come
+/// after how many); otherwise the group runs through it. The test goes along the body in
+/// order, which every other path within a segment follows (its branches go forward, and a
+/// warp that leaves early does nothing after).
 ///
 /// A segment that ends at a shuffle runs through none: if a later warp of the round hands
 /// the block over, a warp that ran through shuffles to that one would stand several of the
@@ -104,11 +107,15 @@ pub(super) fn stops(
     points: &[usize],
 ) -> Vec<bool> {
     let body = f.body.as_deref().unwrap_or(&[]);
-    let in_loop = |i: usize| {
+    // A branch back over i (a loop), or forward over it to somewhere other than the end.
+    let passed_by = |i: usize| {
         body.iter().enumerate().any(|(j, ins)| {
-            j > i
-                && matches!(ins.inst, Inst::Bra { target, .. }
-                    if f.labels[target.0 as usize] <= i)
+            let Inst::Bra { target, .. } = ins.inst else {
+                return false;
+            };
+            let t = f.labels[target.0 as usize];
+            (j > i && t <= i)
+                || (j < i && t > i && !crate::jit::lower::lanes::gate::is_exit(body, t))
         })
     };
     let mut since_stop: Vec<Touch> = Vec::new();
@@ -129,7 +136,7 @@ pub(super) fn stops(
                 let after = body[p + 1..till]
                     .iter()
                     .filter_map(|i| Touch::of(m, f, &i.inst));
-                in_loop(p)
+                passed_by(p)
                     || after
                         .into_iter()
                         .any(|a| since_stop.iter().any(|b| a.may_conflict(*b)))

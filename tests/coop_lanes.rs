@@ -828,6 +828,100 @@ ON:
     assert_eq!(lanes, 64, "the block ran in lanes");
 }
 
+/// Votes, `activemask`, `redux` and `bar.warp.sync` in the group functions, after some
+/// threads exited, with the full membermask and a partial one: each as the manual defines
+/// it for the lanes still there (computed here), a lane's membermask limiting the lanes its
+/// result covers.
+#[test]
+fn votes_and_reductions_in_lanes() {
+    const HALF: u32 = 0x0f0f_f0f0;
+    let ptx = format!(
+        "{HEAD}.visible .entry votes(.param .u64 out) {{
+  .reg .pred %p, %q, %r; .reg .b32 %t, %e, %v, %d; .reg .b64 %rd<3>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mul.wide.u32 %rd1, %t, 64;
+  add.s64 %rd2, %rd0, %rd1;
+  and.b32 %e, %t, 15;
+  setp.eq.u32 %p, %e, 13;
+  @%p exit;
+  mul.lo.u32 %v, %t, 7919;
+  add.u32 %v, %v, 3;
+  and.b32 %e, %v, 4;
+  setp.ne.u32 %q, %e, 0;
+  vote.sync.ballot.b32 %d, %q, -1;
+  st.global.u32 [%rd2], %d;
+  vote.sync.all.pred %r, %q, -1;
+  selp.u32 %d, 1, 0, %r;
+  st.global.u32 [%rd2+4], %d;
+  vote.sync.any.pred %r, %q, {HALF};
+  selp.u32 %d, 1, 0, %r;
+  st.global.u32 [%rd2+8], %d;
+  vote.sync.uni.pred %r, %q, -1;
+  selp.u32 %d, 1, 0, %r;
+  st.global.u32 [%rd2+12], %d;
+  vote.sync.ballot.b32 %d, %q, {HALF};
+  st.global.u32 [%rd2+16], %d;
+  setp.ne.u32 %r, %t, 1000;
+  vote.sync.all.pred %r, %r, {HALF};
+  selp.u32 %d, 1, 0, %r;
+  st.global.u32 [%rd2+20], %d;
+  activemask.b32 %d;
+  st.global.u32 [%rd2+24], %d;
+  redux.sync.add.u32 %d, %v, -1;
+  st.global.u32 [%rd2+28], %d;
+  redux.sync.min.s32 %d, %v, -1;
+  st.global.u32 [%rd2+32], %d;
+  redux.sync.max.u32 %d, %v, {HALF};
+  st.global.u32 [%rd2+36], %d;
+  redux.sync.and.b32 %d, %v, -1;
+  st.global.u32 [%rd2+40], %d;
+  redux.sync.or.b32 %d, %v, {HALF};
+  st.global.u32 [%rd2+44], %d;
+  redux.sync.xor.b32 %d, %v, -1;
+  st.global.u32 [%rd2+48], %d;
+  bar.warp.sync -1;
+  redux.sync.max.s32 %d, %v, {HALF};
+  st.global.u32 [%rd2+52], %d;
+  redux.sync.min.u32 %d, %v, -1;
+  st.global.u32 [%rd2+56], %d;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "votes", 1, Dim3::x(64), 64 * 16);
+    let alive = |t: u32| t & 15 != 13;
+    let v = |t: u32| t.wrapping_mul(7919).wrapping_add(3);
+    for t in (0..64u32).filter(|&t| alive(t)) {
+        let warp = t / 32 * 32;
+        // The lanes still there in the mask, and those of them whose predicate holds.
+        let lanes = |mask: u32| (0..32).filter(move |&l| alive(warp + l) && mask >> l & 1 != 0);
+        let bits = |it: &mut dyn Iterator<Item = u32>| it.fold(0u32, |m, l| m | 1 << l);
+        let yes = |mask: u32| bits(&mut lanes(mask).filter(|&l| v(warp + l) & 4 != 0));
+        let all = |mask: u32| bits(&mut lanes(mask));
+        let vals = |mask: u32| lanes(mask).map(|l| v(warp + l));
+        let want = [
+            yes(!0),
+            (yes(!0) == all(!0)) as u32,
+            (yes(HALF) != 0) as u32,
+            (yes(!0) == 0 || yes(!0) == all(!0)) as u32,
+            yes(HALF),
+            1,
+            all(!0),
+            vals(!0).fold(0, u32::wrapping_add),
+            vals(!0).map(|x| x as i32).min().unwrap() as u32,
+            vals(HALF).max().unwrap_or(0),
+            vals(!0).fold(!0, |a, x| a & x),
+            vals(HALF).fold(0, |a, x| a | x),
+            vals(!0).fold(0, |a, x| a ^ x),
+            vals(HALF).map(|x| x as i32).max().unwrap_or(0) as u32,
+            vals(!0).min().unwrap(),
+        ];
+        let at = 16 * t as usize;
+        assert_eq!(out[at..at + 15], want, "thread {t}");
+    }
+    assert_eq!(lanes, 64, "the block ran in lanes");
+}
+
 /// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by
 /// each warp's lane 0 at `%tid >> 5`) runs in lanes, each warp's sum as Rust adds it.
 #[test]

@@ -1,15 +1,17 @@
 //! Random cooperative kernels of the kind the unchecked JIT runs a warp (or a row of 16) at
-//! a time in SIMD lanes (`jit/lower/lanes/rounds.rs`): plain barriers only, 32-bit
+//! a time in SIMD lanes (`jit/lower/lanes/rounds.rs`): plain barriers, 32-bit
 //! per-thread registers, addresses that are `%tid` sequences. The body mixes arithmetic,
 //! stores of a thread's own `.shared` word, loads of other threads' words (a neighbour's, the
 //! reversed index's, a fixed one) that race with those stores or wait for a barrier,
 //! if/else and plain branches on per-thread predicates (bounds on the thread's index, its
 //! parity, its data) whose sides may leave, guarded exits, and loops of a uniform trip count
 //! around a barrier; branches on the warp's number (uniform in each warp, different between
-//! warps) around items without barriers; and warp shuffles of every mode, their lane and clamp operands constants
-//! (immediates, or registers written once) or per-thread values, some with the predicate
-//! result read. [`super::coop_program`]'s kernels mostly fall outside what the lanes
-//! take; these stay inside, so `ptxjit diff` holds the group functions to the interpreter.
+//! warps) around items without barriers; and warp collectives: shuffles of every mode (their
+//! lane and clamp operands constants, immediates or registers written once, or per-thread
+//! values, some with the predicate result read), votes, `redux`, `activemask` and
+//! `bar.warp.sync`, with the full membermask or another. [`super::coop_program`]'s kernels
+//! mostly fall outside what the lanes take; these stay inside, so `ptxjit diff` holds the
+//! group functions to the interpreter.
 //!
 //! `k(.param .u64 inp, .param .u64 out)` with [`Layout::Coop`]'s slots: each thread loads
 //! eight words from its input slot and stores them, and its own word of `sh`, to its output
@@ -150,7 +152,7 @@ impl Group<'_> {
             62..=77 => self.branch(),
             78..=83 if self.exits => self.exit(),
             84..=89 if top => self.barrier_loop(),
-            90..=95 if apart => self.shuffle(),
+            90..=95 if apart => self.collective(),
             96..=98 if barriers => self.warp_branch(),
             _ => self.arith(),
         };
@@ -269,6 +271,41 @@ impl Group<'_> {
     fn exit(&mut self) -> String {
         let how = *self.rng.pick(&["exit;", "ret;"]);
         self.pred() + &format!("  @%q {how}\n")
+    }
+
+    /// A warp collective: mostly a shuffle, else a vote, a `redux`, `activemask` or
+    /// `bar.warp.sync`.
+    fn collective(&mut self) -> String {
+        let mask = if self.chance(70) {
+            "-1".to_string()
+        } else {
+            (self.below(1 << 32) | 1).to_string()
+        };
+        let (d, a, b) = (self.a(), self.a(), self.a());
+        match self.below(20) {
+            0..=11 => self.shuffle(),
+            12..=14 => {
+                let mode = *self.rng.pick(&["all", "any", "uni", "ballot"]);
+                let mut text = format!("  setp.lt.u32 %sp, {a}, {b};\n");
+                if mode == "ballot" {
+                    text += &format!("  vote.sync.ballot.b32 {d}, %sp, {mask};\n");
+                } else {
+                    text += &format!(
+                        "  vote.sync.{mode}.pred %sp, %sp, {mask};\n  selp.b32 {d}, {a}, {b}, %sp;\n"
+                    );
+                }
+                text
+            }
+            15..=17 => {
+                let op = *self.rng.pick(&[
+                    "add.u32", "add.s32", "min.u32", "min.s32", "max.u32", "max.s32", "and.b32",
+                    "or.b32", "xor.b32",
+                ]);
+                format!("  redux.sync.{op} {d}, {a}, {mask};\n")
+            }
+            18 => format!("  activemask.b32 {d};\n"),
+            _ => format!("  bar.warp.sync {mask};\n"),
+        }
     }
 
     /// A warp shuffle of a register (its lane and clamp operands constants or, now and

@@ -8,7 +8,7 @@
 //! thread standing where its group stands.
 
 use super::lower::{
-    GROUP_ENDED, GROUP_FAULT, GROUP_HANDOVER, GROUP_MIXED, GROUP_ONLY_SHUFFLES, GroupPlan, Home,
+    GROUP_ENDED, GROUP_FAULT, GROUP_HANDOVER, GROUP_MIXED, GROUP_ONLY_COLLECTIVES, GroupPlan, Home,
     sync::StepLayout,
 };
 use super::runtime::ThreadCtx;
@@ -75,14 +75,14 @@ impl Groups<'_> {
                 &mut at,
             )
         };
-        let only_shuffles = at & GROUP_ONLY_SHUFFLES != 0;
-        let at = (at & !GROUP_ONLY_SHUFFLES) as usize;
+        let only_collectives = at & GROUP_ONLY_COLLECTIVES != 0;
+        let at = (at & !GROUP_ONLY_COLLECTIVES) as usize;
         match r {
             GROUP_ENDED => {
                 ctx.lane_threads += n as u64;
                 Ok(())
             }
-            GROUP_HANDOVER => self.hand_over(ctx, states, at, only_shuffles),
+            GROUP_HANDOVER => self.hand_over(ctx, states, at, only_collectives),
             GROUP_MIXED => self.hand_over(ctx, states, groups, false),
             GROUP_FAULT => {
                 let f = ctx
@@ -98,19 +98,19 @@ impl Groups<'_> {
 
     /// Hands the block to the round function and the schedule, each thread's state made
     /// from its group's. The groups before `ran` ran in the round the call returned in (and
-    /// `only_shuffles`: it ran only the groups at shuffles); a group stands
+    /// `only_collectives`: it ran only the groups at warp collectives); a group stands
     /// - at its start: ready;
     /// - at a barrier: waiting there if it stopped there in this round or the round left it
     ///   waiting, else ready to go on (the barrier completed when the last round ended);
-    /// - at a shuffle: waiting there with its sources if it stopped there in this round,
-    ///   else ready to go on with the results (the schedule resolved the shuffle when the
+    /// - at a warp collective: waiting there with its sources if it stopped there in this round,
+    ///   else ready to go on with the results (the schedule resolved the collective when the
     ///   last round ended).
     fn hand_over(
         &self,
         ctx: &mut ThreadCtx,
         states: &mut Vec<u128>,
         ran: usize,
-        only_shuffles: bool,
+        only_collectives: bool,
     ) -> Result<(), Fault> {
         let size = self.plan.size as usize;
         let n = self.block.count() as usize;
@@ -144,7 +144,7 @@ impl Groups<'_> {
                 }
                 continue;
             }
-            let standing = self.standing(gs, number, &alive, g < ran, only_shuffles);
+            let standing = self.standing(gs, number, &alive, g < ran, only_collectives);
             for lane in 0..lanes {
                 let t = g * lanes + lane;
                 if !alive[lane] {
@@ -177,7 +177,7 @@ impl Groups<'_> {
         number: usize,
         alive: &[bool],
         ran: bool,
-        only_shuffles: bool,
+        only_collectives: bool,
     ) -> Vec<Slot> {
         let ready = Slot {
             status: READY,
@@ -196,7 +196,7 @@ impl Groups<'_> {
             ..Slot::default()
         };
         if let Some(id) = schedule::plain_barrier(inst) {
-            let slot = if ran || only_shuffles {
+            let slot = if ran || only_collectives {
                 waiting([id as u64, 0, 0, 0])
             } else {
                 ready
@@ -204,9 +204,9 @@ impl Groups<'_> {
             return vec![slot; alive.len()];
         }
         let Inst::Sync { op, srcs, .. } = inst else {
-            unreachable!("group functions stop at barriers and shuffles");
+            unreachable!("group functions stop at barriers and warp collectives");
         };
-        // A shuffle: each lane's sources.
+        // A warp collective: each lane's sources.
         let mut args = [[0u64; 4]; 32];
         for (lane, a) in args.iter_mut().enumerate().take(alive.len()) {
             for (k, (src, ty)) in srcs.iter().zip(op.src_types()).enumerate() {
@@ -217,7 +217,7 @@ impl Groups<'_> {
                         v & ty.mask()
                     }
                     Operand::Imm(Imm::Int(v)) => *v as u64 & ty.mask(),
-                    other => unreachable!("group functions take no shuffle operand {other:?}"),
+                    other => unreachable!("group functions take no collective operand {other:?}"),
                 };
             }
         }

@@ -24,7 +24,7 @@ mod video;
 
 use convert::{float_cc, int_cc};
 pub use lanes::rounds::{
-    GROUP_ENDED, GROUP_FAULT, GROUP_HANDOVER, GROUP_MIXED, GROUP_ONLY_SHUFFLES, GroupPlan, Home,
+    GROUP_ENDED, GROUP_FAULT, GROUP_HANDOVER, GROUP_MIXED, GROUP_ONLY_COLLECTIVES, GroupPlan, Home,
     group_signature, lower_group,
 };
 pub use lanes::{LANES, Refused};

@@ -43,7 +43,7 @@
 //! round function and the schedule, from where every thread stands (`Jit`'s `run_groups`),
 //! so the result is always the schedule's.
 
-mod shuffle;
+mod collective;
 
 use super::{LaneVal, Lanes, Refused, Res, Shape, V, Vecs, refuse};
 use crate::ast::{AddrBase, Guard, Imm, Inst, Instruction, Operand, RegId, Space, SyncOp, Type};
@@ -65,16 +65,16 @@ use std::mem::offset_of;
 pub const GROUP_ENDED: u32 = 0;
 /// Group `*at` wrote nothing and stands where it stood; the groups before it stopped in
 /// this round, the groups after it have not run in it: run the block thread by thread.
-/// Bit 31 of `*at` says whether the round ran only the groups at shuffles (see
-/// [`GROUP_ONLY_SHUFFLES`]).
+/// Bit 31 of `*at` says whether the round ran only the groups at warp collectives (see
+/// [`GROUP_ONLY_COLLECTIVES`]).
 pub const GROUP_HANDOVER: u32 = 1;
 /// A fault in group `*at` (the context holds it; the group's first thread is named).
 pub const GROUP_FAULT: u32 = 2;
 /// Every group that has not ended stopped in this round, at barriers of different ids.
 pub const GROUP_MIXED: u32 = 3;
-/// In `*at` after a hand-over: the round ran only the groups that stood at a shuffle; the
+/// In `*at` after a hand-over: the round ran only the groups that stood at a warp collective; the
 /// others wait at barriers.
-pub const GROUP_ONLY_SHUFFLES: u32 = 1 << 31;
+pub const GROUP_ONLY_COLLECTIVES: u32 = 1 << 31;
 
 /// The signature of a group function: `(ctx, states, groups, firsts, at) -> result`. It runs
 /// the block's `groups` groups (their state areas one after another from `states`, their
@@ -244,28 +244,34 @@ fn qualifies(
     if layout.frame_size > 0 || layout.call_buf > 0 {
         return refuse("it has .local variables or calls");
     }
-    let mut shuffles = false;
+    let mut collectives = false;
     for ins in f.body.iter().flatten() {
         match &ins.inst {
             Inst::Sync { .. } if ins.guard.is_some() => return refuse("a guarded sync point"),
             Inst::Sync {
-                op: SyncOp::Shfl(_),
+                op:
+                    SyncOp::Shfl(_)
+                    | SyncOp::Vote(_)
+                    | SyncOp::Activemask
+                    | SyncOp::Redux(..)
+                    | SyncOp::WarpSync
+                    | SyncOp::Elect,
                 srcs,
                 ..
             } => {
                 if lanes != 32 {
-                    return refuse("a shuffle in groups of other than a warp");
+                    return refuse("a warp collective in groups of other than a warp");
                 }
                 if !srcs
                     .iter()
                     .all(|s| matches!(s, Operand::Reg(_) | Operand::Imm(Imm::Int(_))))
                 {
-                    return refuse("a shuffle operand other than a register or an integer");
+                    return refuse("a collective's operand other than a register or an integer");
                 }
-                shuffles = true;
+                collectives = true;
             }
             Inst::Sync { .. } if schedule::plain_barrier(&ins.inst).is_none() => {
-                return refuse("a sync point other than a plain bar.sync or a shfl.sync");
+                return refuse("a sync point other than a plain bar.sync or a warp collective");
             }
             Inst::IntBin { carry, .. } | Inst::Mad { carry, .. }
                 if carry.carry_in || carry.carry_out =>
@@ -276,26 +282,20 @@ fn qualifies(
             _ => {}
         }
     }
-    if shuffles && sync_points(f).len() > 63 {
-        return refuse("more than 63 sync points with shuffles among them");
+    if collectives && sync_points(f).len() > 63 {
+        return refuse("more than 63 sync points with warp collectives among them");
     }
     Ok(())
 }
 
 /// For each sync point, the registers a group keeps in its state there: those live after
-/// it and, at a shuffle, its sources (the group computes the shuffle when it goes on, and
-/// a hand-over publishes them).
+/// it and, at a warp collective, its sources (the group computes the collective when it
+/// goes on, and a hand-over publishes them).
 fn kept_across(f: &crate::ast::Function) -> HashMap<usize, RegSet> {
     let body = f.body.as_deref().unwrap_or(&[]);
     let mut across = crate::jit::lower::sync::live_across_points(f);
     for (&i, set) in across.iter_mut() {
-        if matches!(
-            body[i].inst,
-            Inst::Sync {
-                op: SyncOp::Shfl(_),
-                ..
-            }
-        ) {
+        if matches!(body[i].inst, Inst::Sync { op, .. } if !op.is_barrier()) {
             for r in body[i].inst.reads() {
                 liveness::add(set, r);
             }
@@ -405,15 +405,15 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// stops have nothing to gate or write.
     wrote: Option<Variable>,
     round: Round,
-    /// The barriers' ids, by resume number - 1 (None: a shuffle).
+    /// The barriers' ids, by resume number - 1 (None: a warp collective).
     ids: Vec<Option<u32>>,
     /// Whether the group stops at each sync point, by resume number - 1 (see
-    /// [`shuffle::stops`]): it runs through the other shuffles.
+    /// [`collective::stops`]): it runs through the other collectives.
     stops_at: Vec<bool>,
-    /// The shuffles it runs through, by instruction.
+    /// The collectives it runs through, by instruction.
     through: BTreeSet<usize>,
     /// Registers that hold one constant wherever they are read (see
-    /// [`shuffle::constant_regs`]).
+    /// [`collective::constant_regs`]).
     constants: HashMap<RegId, i128>,
 }
 
@@ -427,9 +427,9 @@ struct Round {
     id: Variable,
     mixed: Variable,
     stopped: Variable,
-    /// How many groups stopped at a shuffle in this round (I32), and whether this round runs
+    /// How many groups stopped at a warp collective in this round (I32), and whether this round runs
     /// only the groups that stand at one (I8: the others wait at barriers).
-    shuffled: Variable,
+    collected: Variable,
     only: Variable,
     /// Where a group's run ends: on to the next group.
     next: Block,
@@ -447,9 +447,9 @@ impl Round {
         self.run_from_first(b, head, false);
     }
 
-    /// A round of the groups that stand at a shuffle (the schedule resolved it when the
+    /// A round of the groups that stand at a warp collective (the schedule resolved it when the
     /// last round ended), the others waiting on at their barriers.
-    fn shuffles(&self, b: &mut FunctionBuilder, head: Block) {
+    fn collectives(&self, b: &mut FunctionBuilder, head: Block) {
         self.run_from_first(b, head, true);
     }
 
@@ -457,17 +457,17 @@ impl Round {
         let z64 = b.ins().iconst(types::I64, 0);
         b.def_var(self.group, z64);
         let z32 = b.ins().iconst(types::I32, 0);
-        b.def_var(self.shuffled, z32);
+        b.def_var(self.collected, z32);
         let only = b.ins().iconst(types::I8, only as i64);
         b.def_var(self.only, only);
         b.ins().jump(head, &[]);
     }
 
-    /// The group running stopped at a shuffle.
-    fn stopped_at_shuffle(&self, b: &mut FunctionBuilder) {
-        let n = b.use_var(self.shuffled);
+    /// The group running stopped at a warp collective.
+    fn stopped_at_collective(&self, b: &mut FunctionBuilder) {
+        let n = b.use_var(self.collected);
         let n = b.ins().iadd_imm_s(n, 1);
-        b.def_var(self.shuffled, n);
+        b.def_var(self.collected, n);
         b.ins().jump(self.next, &[]);
     }
 
@@ -559,7 +559,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             id: l.b.declare_var(types::I32),
             mixed: l.b.declare_var(types::I8),
             stopped: l.b.declare_var(types::I32),
-            shuffled: l.b.declare_var(types::I32),
+            collected: l.b.declare_var(types::I32),
             only: l.b.declare_var(types::I8),
             next: l.b.create_block(),
         };
@@ -582,13 +582,13 @@ impl<'a, 'f> Lower<'a, 'f> {
         let dispatch = l.b.create_block();
         let points = plan.points.clone();
         let body = l.f.body.as_deref().expect("kernels have bodies");
-        // The barriers' ids by resume number - 1 (None: a shuffle).
+        // The barriers' ids by resume number - 1 (None: a warp collective).
         let ids: Vec<Option<u32>> = (points.iter())
             .map(|&p| schedule::plain_barrier(&body[p].inst))
             .collect();
-        let shuffles = ids.iter().any(|id| id.is_none());
-        if shuffles {
-            // In a round of the groups at shuffles, the others wait on.
+        let collectives = ids.iter().any(|id| id.is_none());
+        if collectives {
+            // In a round of the groups at warp collectives, the others wait on.
             let waits = l.b.create_block();
             l.b.ins().brif(ended, round.next, &[], waits, &[]);
             l.b.switch_to_block(waits);
@@ -623,13 +623,13 @@ impl<'a, 'f> Lower<'a, 'f> {
         l.b.switch_to_block(end);
         let (again, all_ended, mixed) =
             (l.b.create_block(), l.b.create_block(), l.b.create_block());
-        if shuffles {
-            // Groups stopped at shuffles: those go on, the others wait on.
+        if collectives {
+            // Groups stopped at warp collectives: those go on, the others wait on.
             let (more, barriers) = (l.b.create_block(), l.b.create_block());
-            let n = l.b.use_var(round.shuffled);
+            let n = l.b.use_var(round.collected);
             l.b.ins().brif(n, more, &[], barriers, &[]);
             l.b.switch_to_block(more);
-            round.shuffles(&mut l.b, round_head);
+            round.collectives(&mut l.b, round_head);
             l.b.switch_to_block(barriers);
         }
         let stopped = l.b.use_var(round.stopped);
@@ -653,8 +653,8 @@ impl<'a, 'f> Lower<'a, 'f> {
         lanes.raised = start.to_vec();
         lanes.unknown = vec![false; nregs];
         let open = regions(&mut lanes)?;
-        let constants = shuffle::constant_regs(lanes.l.f, &live_in(lanes.l.f, live_out, 0));
-        let stops_at = shuffle::stops(sh.ptx, lanes.l.f, &points);
+        let constants = collective::constant_regs(lanes.l.f, &live_in(lanes.l.f, live_out, 0));
+        let stops_at = collective::stops(sh.ptx, lanes.l.f, &points);
         let mut g = Group {
             lanes,
             live_out,
@@ -695,7 +695,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let never = g.b().create_block();
         for k in 0..=points.len() {
             if k > 0 && !g.stops_at[k - 1] {
-                // No group stands at a shuffle it runs through.
+                // No group stands at a collective it runs through.
                 starts.push(never);
                 continue;
             }
@@ -733,7 +733,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             let at = b.use_var(round.group);
             let mut at = b.ins().ireduce(types::I32, at);
             if code == GROUP_HANDOVER {
-                // Whether the round ran only the groups at shuffles.
+                // Whether the round ran only the groups at warp collectives.
                 let only = b.use_var(round.only);
                 let only = b.ins().uextend(types::I32, only);
                 let only = b.ins().ishl_imm_u(only, 31);
@@ -822,7 +822,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.lanes.l.f.body.as_deref().expect("kernels have bodies")
     }
 
-    /// Whether the group runs through sync point `i` (a shuffle; see [`shuffle::stops`]).
+    /// Whether the group runs through sync point `i` (a warp collective; see [`collective::stops`]).
     fn through(&self, i: usize) -> bool {
         self.through.contains(&i)
     }
@@ -961,9 +961,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.wrote = Some(self.seg_var(types::I8));
         self.seg_written = vec![0; self.lanes.l.f.regs.len().div_ceil(64).max(1)];
         self.seg_used = self.seg_written.clone();
-        // A segment from a shuffle computes it first.
-        let shuffle = (k > 0 && self.ids[k - 1].is_none()).then(|| self.points[k - 1]);
-        for i in (0..n).filter(|&i| reach[i] || Some(i) == shuffle) {
+        // A segment from a warp collective computes it first.
+        let collective = (k > 0 && self.ids[k - 1].is_none()).then(|| self.points[k - 1]);
+        for i in (0..n).filter(|&i| reach[i] || Some(i) == collective) {
             let ins = &body[i];
             for r in ins.inst.written() {
                 liveness::add(&mut self.seg_written, r);
@@ -978,14 +978,14 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         // of its accesses start at 0 in `init`, filled once they are known).
         self.b().switch_to_block(start_block);
         self.start(k);
-        if let Some(i) = shuffle {
+        if let Some(i) = collective {
             self.fresh_block();
             let reloaded = (body[i].inst.reads().into_iter())
                 .filter(|r| liveness::has(&self.seg_reloaded, *r))
                 .collect();
             self.load_regs(reloaded);
             self.lanes.l.at = i;
-            self.shuffle(i)
+            self.collective(i)
                 .map_err(|Refused(why)| Refused(format!("{}: {why}", self.lanes.text(i))))?;
         }
         let init = self.b().create_block();
@@ -1351,7 +1351,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let f = self.lanes.l.f;
         match &ins.inst {
             Inst::Sync { .. } if self.through(i) => {
-                self.shuffle(i)?;
+                self.collective(i)?;
                 Ok(true)
             }
             Inst::Sync { .. } => {
@@ -2228,7 +2228,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 let one_id = self.ids.iter().flatten().all(|&i| i == id);
                 round.stopped_at(self.b(), id, one_id);
             }
-            None => round.stopped_at_shuffle(self.b()),
+            None => round.stopped_at_collective(self.b()),
         }
     }
 }

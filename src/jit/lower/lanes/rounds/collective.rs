@@ -1,23 +1,34 @@
-//! `shfl.sync` in a group function, whose group is a whole warp standing at the shuffle (a
-//! shuffle inside a per-thread branch is refused): lane k gets what
-//! [`crate::block::warp::shfl`] gives it from the lanes' sources, a lane that exited giving
-//! 0 (the schedule's rule for a lane outside the group). The membermask does not change the
-//! result then (it only says which lanes the hardware waits for, and all are there).
+//! Warp collectives in a group function, whose group is a whole warp standing at the
+//! collective (one inside a per-thread branch is refused), each lane's result what
+//! [`crate::block::warp::resolve`] gives it for the group of the lanes that have not exited.
+//! The membermask only says which lanes the hardware waits for, and all are there; it
+//! limits the lanes that `vote`, `redux` and `elect` cover, and is uniform here (a per-thread
+//! one is refused).
 //!
-//! Where the lane operand `b` and the clamp `c` are constants (`__shfl_down_sync(m, v, 16)`
-//! compiles to constants in registers written once), the lane each lane reads is known
-//! while lowering, and each result vector is a byte shuffle of the few source vectors it
-//! draws on (for `down`/`up` by less than four, `palignr`; by multiples of four, none).
-//! Otherwise the sources go through the scratch area and each lane loads the word it reads.
+//! - `shfl.sync`: a lane that reads an exited lane gets 0 (the schedule's rule for a lane
+//!   outside the group). Where the lane operand `b` and the clamp `c` are constants
+//!   (`__shfl_down_sync(m, v, 16)` compiles to constants in registers written once), the
+//!   lane each lane reads is known while lowering, and each result vector is a byte shuffle
+//!   of the few source vectors it draws on (for `down`/`up` by less than four, `palignr`; by
+//!   multiples of four, none). Otherwise the sources go through the scratch area and each
+//!   lane loads the word it reads.
+//! - `vote.sync`, `activemask`, `elect.sync`: from the group's lanes and the predicate's as
+//!   32-bit masks (the vectors narrowed to bytes and their sign bits taken), uniform results
+//!   (`elect`'s predicate compares each lane with the leader).
+//! - `redux.sync`: the covered lanes' values (the others the operation's identity) combined
+//!   across the vectors, then within one.
+//! - `bar.warp.sync`: nothing to compute; the group stops at it or runs through it like any
+//!   collective ([`stops`]).
 
-use super::{Group, Res, V, Vecs};
-use crate::ast::{Imm, Inst, Operand, RegId, ShflMode, Space, SyncOp, Type};
+use super::{Group, Res, V, Vecs, refuse};
+use crate::ast::{Imm, Inst, Operand, ReduxOp, RegId, ShflMode, Space, SyncOp, Type, VoteMode};
 use crate::block::warp;
 use crate::jit::lower::lanes::LaneVal;
 use crate::jit::lower::liveness::{self, RegSet};
 use crate::jit::lower::trusted;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, ConstantData, Endianness, InstBuilder, MemFlagsData, types};
+use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
 
 /// The registers that hold one integer constant wherever they are read: written once, by
@@ -83,22 +94,22 @@ impl Touch {
 }
 
 /// Which sync points a group stops at, by resume number - 1: every barrier, and the
-/// shuffles it cannot run through.
+/// collectives it cannot run through.
 ///
-/// The schedule runs every warp to a shuffle before any goes on from it; a group function
+/// The schedule runs every warp to a collective before any goes on from it; a group function
 /// that ran a warp through it, then the next warp, would make one warp's accesses after the
-/// shuffle come before the next warp's accesses before it. That is the same result unless
-/// two such accesses may touch the same memory with one of them writing. So a shuffle is a
-/// stop when an access after it (up to the next sync point) may conflict with one since the
+/// collective come before the next warp's accesses before it. That is the same result unless
+/// two such accesses may touch the same memory with one of them writing. So a collective is
+/// a stop when an access after it (up to the next sync point) may conflict with one since the
 /// last stop, when it is inside a loop (a loop needs a stop in it), or when a branch may
 /// jump over it (warps whose uniform values differ, `%tid.y` or the warp's number, may pass
-/// different shuffles, and the order along the body would no longer say which accesses come
+/// different collectives, and the order along the body would no longer say which accesses come
 /// after how many); otherwise the group runs through it. The test goes along the body in
 /// order, which every other path within a segment follows (its branches go forward, and a
 /// warp that leaves early does nothing after).
 ///
-/// A segment that ends at a shuffle runs through none: if a later warp of the round hands
-/// the block over, a warp that ran through shuffles to that one would stand several of the
+/// A segment that ends at a collective runs through none: if a later warp of the round hands
+/// the block over, a warp that ran through collectives to that one would stand several of the
 /// schedule's rounds ahead of the warps behind it, and go on from there while they catch
 /// up (what comes after a barrier waits for them all).
 pub(super) fn stops(
@@ -128,10 +139,7 @@ pub(super) fn stops(
                 .filter_map(|i| Touch::of(m, f, &i.inst)),
         );
         let stop = match body[p].inst {
-            Inst::Sync {
-                op: SyncOp::Shfl(_),
-                ..
-            } => {
+            Inst::Sync { op, .. } if !op.is_barrier() => {
                 let till = points.get(k + 1).copied().unwrap_or(body.len());
                 let after = body[p + 1..till]
                     .iter()
@@ -148,20 +156,14 @@ pub(super) fn stops(
         }
         stops.push(stop);
     }
-    // The shuffles run through before a stop at a shuffle become stops.
+    // The collectives run through before a stop at a collective become stops.
     let mut through: Vec<usize> = Vec::new();
     for (k, &p) in points.iter().enumerate() {
         if !stops[k] {
             through.push(k);
             continue;
         }
-        if matches!(
-            body[p].inst,
-            Inst::Sync {
-                op: SyncOp::Shfl(_),
-                ..
-            }
-        ) {
+        if matches!(body[p].inst, Inst::Sync { op, .. } if !op.is_barrier()) {
             for &j in &through {
                 stops[j] = true;
             }
@@ -172,27 +174,182 @@ pub(super) fn stops(
 }
 
 impl<const P: usize> Group<'_, '_, '_, P> {
-    /// Lowers the shuffle at instruction `i` for the running lanes: every lane that has not
-    /// exited.
-    pub(super) fn shuffle(&mut self, i: usize) -> Res<()> {
+    /// Lowers the collective at instruction `i` for the running lanes: every lane that has
+    /// not exited.
+    pub(super) fn collective(&mut self, i: usize) -> Res<()> {
         let ins = &self.body()[i];
-        let Inst::Sync {
-            op: SyncOp::Shfl(mode),
-            d,
-            p,
-            srcs,
-        } = &ins.inst
-        else {
-            unreachable!("a shuffle");
+        let Inst::Sync { op, d, p, srcs } = &ins.inst else {
+            unreachable!("a collective");
         };
+        let uniform = |v| LaneVal::<P>::Uniform(v);
+        match *op {
+            SyncOp::Shfl(mode) => self.shuffle(mode, d, p, srcs),
+            SyncOp::Activemask => {
+                let group = self.group_bits();
+                self.lanes.write(d, Type::B32, uniform(group), None)
+            }
+            SyncOp::Vote(mode) => {
+                let (yes, m) = self.covered(&srcs[1], Some(&srcs[0]))?;
+                let yes = self.b().ins().band(yes, m);
+                let r = match mode {
+                    VoteMode::Ballot => yes,
+                    VoteMode::All => self.b().ins().icmp(IntCC::Equal, yes, m),
+                    VoteMode::Any => self.b().ins().icmp_imm_u(IntCC::NotEqual, yes, 0),
+                    VoteMode::Uni => {
+                        let none = self.b().ins().icmp_imm_u(IntCC::Equal, yes, 0);
+                        let all = self.b().ins().icmp(IntCC::Equal, yes, m);
+                        self.b().ins().bor(none, all)
+                    }
+                };
+                self.lanes.write(d, op.d_type(), uniform(r), None)
+            }
+            SyncOp::Redux(r, ty) => {
+                let (_, m) = self.covered(&srcs[1], None)?;
+                let v = self.redux(r, ty, &srcs[0], m)?;
+                self.lanes.write(d, ty, uniform(v), None)
+            }
+            SyncOp::Elect => {
+                let (_, m) = self.covered(&srcs[0], None)?;
+                let leader = self.b().ins().ctz(m);
+                let zero = self.b().ins().iconst(types::I32, 0);
+                let first = self.b().ins().select(m, leader, zero);
+                self.lanes.write(d, Type::B32, uniform(first), None)?;
+                if matches!(p, Operand::Reg(_)) {
+                    let leader = self.b().ins().splat(V, leader);
+                    let is: Vecs<P> = std::array::from_fn(|q| {
+                        let lane = self
+                            .lanes
+                            .vconst(std::array::from_fn(|k| (4 * q + k) as i32));
+                        self.b().ins().icmp(IntCC::Equal, lane, leader)
+                    });
+                    self.lanes
+                        .write(p, Type::Pred, LaneVal::Varying(is), None)?;
+                }
+                Ok(())
+            }
+            SyncOp::WarpSync => Ok(()),
+            SyncOp::Match { .. } | SyncOp::Bar { .. } => {
+                unreachable!("group functions take no {op:?} collective")
+            }
+        }
+    }
+
+    /// The group's lanes (those that have not exited) as a 32-bit mask, lane 0 the lowest
+    /// bit.
+    fn group_bits(&mut self) -> ir::Value {
+        let alive = self.mask(self.alive);
+        self.bits(alive)
+    }
+
+    /// A lane mask (all ones or zero in each lane) as a 32-bit mask: the vectors narrowed
+    /// to bytes, their sign bits taken.
+    fn bits(&mut self, m: Vecs<P>) -> ir::Value {
+        let b = &mut self.lanes.l.b;
+        let halves: Vec<ir::Value> = (m.chunks(2)).map(|h| b.ins().snarrow(h[0], h[1])).collect();
+        let mut bits = b.ins().iconst(types::I32, 0);
+        for (k, q) in halves.chunks(2).enumerate() {
+            let bytes = b.ins().snarrow(q[0], q[1]);
+            let high = b.ins().vhigh_bits(types::I32, bytes);
+            let high = b.ins().ishl_imm_u(high, 16 * k as i64);
+            bits = b.ins().bor(bits, high);
+        }
+        bits
+    }
+
+    /// The lanes a `vote`, `redux` or `elect` covers (the group's lanes in the membermask
+    /// `mask`) and, with a predicate `pred`, the group's lanes where it is true (else all of
+    /// them): 32-bit masks.
+    fn covered(&mut self, mask: &Operand, pred: Option<&Operand>) -> Res<(ir::Value, ir::Value)> {
+        let group = self.group_bits();
+        let LaneVal::Uniform(mask) = self.lanes.read(mask, Type::B32)? else {
+            return refuse("a per-thread membermask");
+        };
+        let m = self.b().ins().band(group, mask);
+        let yes = match pred {
+            None => group,
+            Some(pred) => match self.lanes.read(pred, Type::Pred)? {
+                LaneVal::Uniform(p) => {
+                    let zero = self.b().ins().iconst(types::I32, 0);
+                    self.b().ins().select(p, group, zero)
+                }
+                v => {
+                    let lanes = self.lanes.lanes_of(v, Type::Pred)?;
+                    let set = self.bits(lanes);
+                    self.b().ins().band(set, group)
+                }
+            },
+        };
+        Ok((yes, m))
+    }
+
+    /// `redux.sync` of `a` over the lanes of `m` (a 32-bit mask).
+    fn redux(&mut self, op: ReduxOp, ty: Type, a: &Operand, m: ir::Value) -> Res<ir::Value> {
+        let a = self.lanes.read(a, Type::B32)?;
+        let a = self.lanes.lanes_of(a, Type::B32)?;
+        let signed = ty.is_signed();
+        let identity = match op {
+            ReduxOp::Add | ReduxOp::Or | ReduxOp::Xor => 0,
+            ReduxOp::And => -1,
+            ReduxOp::Min if signed => i32::MAX as i64,
+            ReduxOp::Min => -1,
+            ReduxOp::Max if signed => i32::MIN as i64,
+            ReduxOp::Max => 0,
+        };
+        let identity = self.lanes.splat(identity);
+        let zero = self.lanes.splat(0);
+        let mv = self.b().ins().splat(V, m);
+        let parts: Vec<ir::Value> = (0..P)
+            .map(|q| {
+                let lane = self.lanes.vconst(std::array::from_fn(|k| 1 << (4 * q + k)));
+                let b = &mut self.lanes.l.b;
+                let bit = b.ins().band(mv, lane);
+                let out = b.ins().icmp(IntCC::Equal, bit, zero);
+                b.ins().bitselect(out, identity, a[q])
+            })
+            .collect();
+        let combine = |b: &mut FunctionBuilder, x, y| match op {
+            ReduxOp::Add => b.ins().iadd(x, y),
+            ReduxOp::And => b.ins().band(x, y),
+            ReduxOp::Or => b.ins().bor(x, y),
+            ReduxOp::Xor => b.ins().bxor(x, y),
+            ReduxOp::Min if signed => b.ins().smin(x, y),
+            ReduxOp::Min => b.ins().umin(x, y),
+            ReduxOp::Max if signed => b.ins().smax(x, y),
+            ReduxOp::Max => b.ins().umax(x, y),
+        };
+        let mut v = parts[0];
+        for x in &parts[1..] {
+            v = combine(&mut self.lanes.l.b, v, *x);
+        }
+        // Within the vector: lanes 0 and 1 with 2 and 3, then lane 0 with lane 1.
+        for words in [2, 1] {
+            let turned = (0..16).map(|x| (x + 4 * words) % 16).collect();
+            let other = self.shuffle_bytes(v, v, turned);
+            v = combine(&mut self.lanes.l.b, v, other);
+        }
+        let b = &mut self.lanes.l.b;
+        let r = b.ins().extractlane(v, 0);
+        Ok(match op {
+            // Of no lanes, min and max give 0.
+            ReduxOp::Min | ReduxOp::Max => {
+                let zero = b.ins().iconst(types::I32, 0);
+                b.ins().select(m, r, zero)
+            }
+            _ => r,
+        })
+    }
+
+    /// Lowers `shfl.sync` (mode `mode`, results `d` and `p`, sources `srcs`).
+    fn shuffle(&mut self, mode: ShflMode, d: &Operand, p: &Operand, srcs: &[Operand]) -> Res<()> {
         let a = self.lanes.read(&srcs[0], Type::B32)?;
+
         let a = self.lanes.lanes_of(a, Type::B32)?;
         let alive = self.mask(self.alive);
         let a = self.and(a, alive);
         let want_p = matches!(p, Operand::Reg(_));
         let (dv, pv) = match (self.constant(&srcs[1]), self.constant(&srcs[2])) {
-            (Some(b), Some(c)) => self.known_shuffle(*mode, b, c, a, want_p),
-            _ => self.lane_shuffle(*mode, &srcs[1], &srcs[2], a)?,
+            (Some(b), Some(c)) => self.known_shuffle(mode, b, c, a, want_p),
+            _ => self.lane_shuffle(mode, &srcs[1], &srcs[2], a)?,
         };
         self.lanes.write(d, Type::B32, LaneVal::Varying(dv), None)?;
         if let Some(pv) = pv {

@@ -922,6 +922,44 @@ fn votes_and_reductions_in_lanes() {
     assert_eq!(lanes, 64, "the block ran in lanes");
 }
 
+/// `elect.sync` (sm_90) in the group functions after the lowest lanes exited: the leader
+/// is the lowest lane still there in the membermask, and only it gets the predicate.
+#[test]
+fn elect_in_lanes() {
+    let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry elect(.param .u64 out) {
+  .reg .pred %p, %q; .reg .b32 %t, %d, %e; .reg .b64 %rd<3>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mul.wide.u32 %rd1, %t, 16;
+  add.s64 %rd2, %rd0, %rd1;
+  and.b32 %e, %t, 31;
+  setp.lt.u32 %p, %e, 3;
+  @%p exit;
+  elect.sync %d|%q, -1;
+  selp.u32 %e, 1, 0, %q;
+  st.global.u32 [%rd2], %d;
+  st.global.u32 [%rd2+4], %e;
+  elect.sync %d|%q, 0xfffff000;
+  selp.u32 %e, 1, 0, %q;
+  st.global.u32 [%rd2+8], %d;
+  st.global.u32 [%rd2+12], %e;
+  ret;
+}";
+    let (out, lanes) = run(ptx, "elect", 1, Dim3::x(64), 64 * 4);
+    for t in 0..64u32 {
+        let lane = t % 32;
+        let want = if lane < 3 {
+            [0; 4]
+        } else {
+            [3, (lane == 3) as u32, 12, (lane == 12) as u32]
+        };
+        let at = 4 * t as usize;
+        assert_eq!(out[at..at + 4], want, "thread {t}");
+    }
+    assert_eq!(lanes, 64, "the block ran in lanes");
+}
+
 /// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by
 /// each warp's lane 0 at `%tid >> 5`) runs in lanes, each warp's sum as Rust adds it.
 #[test]

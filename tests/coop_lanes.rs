@@ -960,6 +960,78 @@ fn elect_in_lanes() {
     assert_eq!(lanes, 64, "the block ran in lanes");
 }
 
+/// Shifts by amounts in registers in the group functions, uniform (past the width too) and
+/// per-thread, and collectives whose membermask each thread computes: the same in every lane
+/// (`(lane & 32) - 1`, all ones), or not (the block is handed over). Values worked out
+/// here.
+#[test]
+fn shifts_by_registers_and_computed_membermasks() {
+    let ptx = format!(
+        "{HEAD}.visible .entry shifts(.param .u64 out) {{
+  .reg .pred %q; .reg .b32 %t, %v, %k, %l, %m, %d; .reg .b64 %rd<3>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %k, K;
+  mov.u32 %t, %tid.x;
+  mul.wide.u32 %rd1, %t, 32;
+  add.s64 %rd2, %rd0, %rd1;
+  mul.lo.u32 %v, %t, -1640531535;
+  and.b32 %l, %t, 31;
+  shl.b32 %d, %v, %k;
+  st.global.u32 [%rd2], %d;
+  shr.s32 %d, %v, %k;
+  st.global.u32 [%rd2+4], %d;
+  shr.u32 %d, %v, %l;
+  st.global.u32 [%rd2+8], %d;
+  add.u32 %m, %l, 20;
+  shl.b32 %d, %v, %m;
+  st.global.u32 [%rd2+12], %d;
+  shr.s32 %d, %v, %m;
+  st.global.u32 [%rd2+16], %d;
+  and.b32 %m, %l, 32;
+  sub.u32 %m, %m, 1;
+  setp.lt.u32 %q, %l, 10;
+  vote.sync.ballot.b32 %d, %q, %m;
+  st.global.u32 [%rd2+20], %d;
+  shl.b32 %m, 1, %l;
+  or.b32 %m, %m, 1;
+  redux.sync.add.u32 %d, %l, %m;
+  st.global.u32 [%rd2+24], %d;
+  ret;
+}}"
+    );
+    for k in [3u32, 31, 32, 40] {
+        let ptx = ptx.replace("%k, K;", &format!("%k, {k};"));
+        let (out, lanes) = run(&ptx, "shifts", 1, Dim3::x(64), 64 * 8);
+        for t in 0..64u32 {
+            let v = t.wrapping_mul(2_654_435_761);
+            let l = t % 32;
+            let shl = |n: u32| if n >= 32 { 0 } else { v << n };
+            let shr_u = |n: u32| if n >= 32 { 0 } else { v >> n };
+            let shr_s = |n: u32| ((v as i32) >> n.min(31)) as u32;
+            // The second membermask differs between lanes: the schedule's result, each lane
+            // adding the lane numbers of lanes 0 and its own.
+            let want = [
+                shl(k),
+                shr_s(k),
+                shr_u(l),
+                shl(l + 20),
+                shr_s(l + 20),
+                0x3ff,
+                l,
+            ];
+            let at = 8 * t as usize;
+            assert_eq!(out[at..at + 7], want, "k = {k}, thread {t}");
+        }
+        assert_eq!(lanes, 0, "the differing membermasks hand the block over");
+    }
+    let same = ptx
+        .replace("%k, K;", "%k, 5;")
+        .replace("  shl.b32 %m, 1, %l;\n  or.b32 %m, %m, 1;\n", "");
+    let (out, lanes) = run(&same, "shifts", 1, Dim3::x(64), 64 * 8);
+    assert_eq!(out[6], (0..32).sum::<u32>(), "redux over the warp");
+    assert_eq!(lanes, 64, "with one membermask the block runs in lanes");
+}
+
 /// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by
 /// each warp's lane 0 at `%tid >> 5`) runs in lanes, each warp's sum as Rust adds it.
 #[test]

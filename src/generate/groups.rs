@@ -186,8 +186,16 @@ impl Group<'_> {
             "max.s32",
         ]);
         if self.chance(15) {
-            let k = self.below(32);
             let sh = *self.rng.pick(&["shl.b32", "shr.u32", "shr.s32"]);
+            // By a constant, a thread's data (past the width, mostly), or its lane.
+            let k = match self.below(4) {
+                0 => self.a(),
+                1 => {
+                    let r = self.a();
+                    return format!("  and.b32 %w, %lin, 31;\n  {sh} {d}, {r}, %w;\n");
+                }
+                _ => self.below(32).to_string(),
+            };
             return format!("  {sh} {d}, {a}, {k};\n");
         }
         format!("  {op} {d}, {a}, {b};\n")
@@ -276,36 +284,43 @@ impl Group<'_> {
     /// A warp collective: mostly a shuffle, else a vote, a `redux`, `activemask` or
     /// `bar.warp.sync`.
     fn collective(&mut self) -> String {
-        let mask = if self.chance(70) {
-            "-1".to_string()
-        } else {
-            (self.below(1 << 32) | 1).to_string()
-        };
         let (d, a, b) = (self.a(), self.a(), self.a());
-        match self.below(20) {
-            0..=11 => self.shuffle(),
-            12..=14 => {
-                let mode = *self.rng.pick(&["all", "any", "uni", "ballot"]);
-                let mut text = format!("  setp.lt.u32 %sp, {a}, {b};\n");
-                if mode == "ballot" {
-                    text += &format!("  vote.sync.ballot.b32 {d}, %sp, {mask};\n");
-                } else {
-                    text += &format!(
-                        "  vote.sync.{mode}.pred %sp, %sp, {mask};\n  selp.b32 {d}, {a}, {b}, %sp;\n"
-                    );
+        // The full membermask, another constant, or one each thread computes: all ones,
+        // or its data (mostly differing between lanes).
+        let (mask, setup) = match self.below(10) {
+            0..=5 => ("-1".to_string(), String::new()),
+            6 | 7 => ((self.below(1 << 32) | 1).to_string(), String::new()),
+            8 => (
+                "%w".to_string(),
+                "  and.b32 %w, %lin, 0;\n  sub.u32 %w, %w, 1;\n".to_string(),
+            ),
+            _ => (self.a(), String::new()),
+        };
+        setup
+            + &match self.below(20) {
+                0..=11 => self.shuffle(),
+                12..=14 => {
+                    let mode = *self.rng.pick(&["all", "any", "uni", "ballot"]);
+                    let mut text = format!("  setp.lt.u32 %sp, {a}, {b};\n");
+                    if mode == "ballot" {
+                        text += &format!("  vote.sync.ballot.b32 {d}, %sp, {mask};\n");
+                    } else {
+                        text += &format!(
+                            "  vote.sync.{mode}.pred %sp, %sp, {mask};\n  selp.b32 {d}, {a}, {b}, %sp;\n"
+                        );
+                    }
+                    text
                 }
-                text
+                15..=17 => {
+                    let op = *self.rng.pick(&[
+                        "add.u32", "add.s32", "min.u32", "min.s32", "max.u32", "max.s32",
+                        "and.b32", "or.b32", "xor.b32",
+                    ]);
+                    format!("  redux.sync.{op} {d}, {a}, {mask};\n")
+                }
+                18 => format!("  activemask.b32 {d};\n"),
+                _ => format!("  bar.warp.sync {mask};\n"),
             }
-            15..=17 => {
-                let op = *self.rng.pick(&[
-                    "add.u32", "add.s32", "min.u32", "min.s32", "max.u32", "max.s32", "and.b32",
-                    "or.b32", "xor.b32",
-                ]);
-                format!("  redux.sync.{op} {d}, {a}, {mask};\n")
-            }
-            18 => format!("  activemask.b32 {d};\n"),
-            _ => format!("  bar.warp.sync {mask};\n"),
-        }
     }
 
     /// A warp shuffle of a register (its lane and clamp operands constants or, now and

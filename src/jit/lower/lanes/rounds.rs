@@ -5,12 +5,22 @@
 //! kernel gets two group functions, of 32 lanes (`P` = 8 vectors of four) and of 16 (`P` =
 //! 4), for rows of 16 threads (16×16 tiles); the launch takes the wider one that divides
 //! `%ntid.x`. Barrier-only kernels need no warps: a group is only a run of consecutive
-//! threads that the schedule would run one after another.
+//! threads that the schedule would run one after another. Kernels with warp collectives get
+//! only the function of 32 lanes, whose groups are warps.
 //!
 //! A kernel qualifies when its only sync points are unguarded plain barriers (`bar.sync` with
-//! an immediate id, no thread count, no reduction), it has no calls, `.local` variables or
-//! carries, and every per-thread value the lanes meet has a form they have. The launch uses
-//! it, unchecked, for blocks whose `%ntid.x` is a multiple of 32 (or of 16).
+//! an immediate id, no thread count, no reduction) and warp collectives (`shfl.sync`,
+//! `vote.sync`, `activemask`, `redux.sync`, `elect.sync`, `bar.warp.sync`; not `match.sync`)
+//! outside per-thread branches, it has no calls, `.local` variables or carries, and every
+//! per-thread value the lanes meet has a form they have. The launch uses it, unchecked, for
+//! blocks whose `%ntid.x` is a multiple of 32 (or of 16).
+//!
+//! **Warp collectives.** A group stops at a collective as at a barrier, except that it
+//! goes on in the next round whatever the other groups do (a round after groups stopped at
+//! collectives runs only those; the others wait on at their barriers), computing the
+//! collective from its lanes' sources when it goes on (`collective.rs`). Where no access
+//! after the collective may conflict with one before it since the group's last stop, the
+//! group runs through it instead ([`collective::stops`] says where).
 //!
 //! **One shape per register.** Each register is uniform, a sequence or varying in the whole
 //! kernel (see [`super::Shape`]), found by lowering again until no write asks for a wider
@@ -794,7 +804,10 @@ fn regions<const P: usize>(lanes: &mut Lanes<'_, '_, '_, P>) -> Res<Vec<BTreeSet
                 }
             }
             Inst::Sync { .. } if !open.is_empty() => {
-                return refuse(format!("{}: a barrier inside a per-thread branch", text()));
+                return refuse(format!(
+                    "{}: a barrier or warp collective inside a per-thread branch",
+                    text()
+                ));
             }
             _ => {}
         }

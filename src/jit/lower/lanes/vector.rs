@@ -267,10 +267,13 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     fn int_bin(&mut self, op: IntBinOp, ty: Type, a: &Operand, b: &Operand) -> Res<LaneVal<P>> {
         let x = self.read(a, ty)?;
         if matches!(op, IntBinOp::Shl | IntBinOp::Shr) {
-            let Operand::Imm(k) = b else {
-                return refuse("a shift by a register");
+            return match b {
+                Operand::Imm(k) => self.shift(op, ty, x, k.bits_for(Type::U32)),
+                _ => {
+                    let k = self.read(b, Type::U32)?;
+                    self.shift_by(op, ty, x, k)
+                }
             };
-            return self.shift(op, ty, x, k.bits_for(Type::U32));
         }
         let y = self.read(b, ty)?;
         if matches!(op, IntBinOp::Add | IntBinOp::Sub) {
@@ -344,6 +347,59 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             _ => [self.splat(0); P],
         };
         Ok(LaneVal::Varying(r))
+    }
+
+    /// `shl`/`shr` of 32-bit values by amounts in a register, clamped as PTX clamps them
+    /// (9.7.8.8–9): by a uniform amount in vectors, by per-thread amounts lane by lane.
+    fn shift_by(
+        &mut self,
+        op: IntBinOp,
+        ty: Type,
+        x: LaneVal<P>,
+        k: LaneVal<P>,
+    ) -> Res<LaneVal<P>> {
+        if ty.bits() != 32 {
+            return refuse(format!("per-thread .{} shifts", ty.ptx()));
+        }
+        let x = self.lanes_of(x, ty)?;
+        let signed = ty.is_signed();
+        // One shift, of a vector or a word by a word: an arithmetic shift right by 31 at
+        // most, the others 0 from 32 on.
+        let shift = |b: &mut FunctionBuilder<'f>, v: Value, k: Value| {
+            if op == IntBinOp::Shr && signed {
+                let k31 = b.ins().iconst(types::I32, 31);
+                let k31 = b.ins().umin(k, k31);
+                return b.ins().sshr(v, k31);
+            }
+            let r = match op {
+                IntBinOp::Shl => b.ins().ishl(v, k),
+                _ => b.ins().ushr(v, k),
+            };
+            let zero = b.ins().iconst(types::I32, 0);
+            let zero = if b.func.dfg.value_type(v).is_vector() {
+                b.ins().splat(V, zero)
+            } else {
+                zero
+            };
+            let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, k, 32);
+            b.ins().select(wide, zero, r)
+        };
+        let v = match k {
+            LaneVal::Uniform(k) => self.map(x, |b, v| shift(b, v, k)),
+            _ => {
+                let k = self.lanes_of(k, Type::U32)?;
+                self.map2(x, k, |b, v, k| {
+                    let mut out = v;
+                    for lane in 0..4u8 {
+                        let (w, n) = (b.ins().extractlane(v, lane), b.ins().extractlane(k, lane));
+                        let r = shift(b, w, n);
+                        out = b.ins().insertlane(out, r, lane);
+                    }
+                    out
+                })
+            }
+        };
+        Ok(LaneVal::Varying(v))
     }
 
     fn add_sub(&mut self, op: IntBinOp, ty: Type, x: LaneVal<P>, y: LaneVal<P>) -> Res<LaneVal<P>> {

@@ -2,8 +2,9 @@
 //! collective (one inside a per-thread branch is refused), each lane's result what
 //! [`crate::block::warp::resolve`] gives it for the group of the lanes that have not exited.
 //! The membermask only says which lanes the hardware waits for, and all are there; it
-//! limits the lanes that `vote`, `redux` and `elect` cover, and is uniform here (a per-thread
-//! one is refused).
+//! limits the lanes that `vote`, `redux` and `elect` cover. A per-thread membermask must
+//! hold the same value in every lane (else the group hands over), as CUDA's masks computed
+//! in each thread do.
 //!
 //! - `shfl.sync`: a lane that reads an exited lane gets 0 (the schedule's rule for a lane
 //!   outside the group). Where the lane operand `b` and the clamp `c` are constants
@@ -20,7 +21,7 @@
 //! - `bar.warp.sync`: nothing to compute; the group stops at it or runs through it like any
 //!   collective ([`stops`]).
 
-use super::{Group, Res, V, Vecs, refuse};
+use super::{Group, Res, V, Vecs};
 use crate::ast::{Imm, Inst, Operand, ReduxOp, RegId, ShflMode, Space, SyncOp, Type, VoteMode};
 use crate::block::warp;
 use crate::jit::lower::lanes::LaneVal;
@@ -261,8 +262,12 @@ impl<const P: usize> Group<'_, '_, '_, P> {
     /// them): 32-bit masks.
     fn covered(&mut self, mask: &Operand, pred: Option<&Operand>) -> Res<(ir::Value, ir::Value)> {
         let group = self.group_bits();
-        let LaneVal::Uniform(mask) = self.lanes.read(mask, Type::B32)? else {
-            return refuse("a per-thread membermask");
+        let mask = match self.lanes.read(mask, Type::B32)? {
+            LaneVal::Uniform(mask) => mask,
+            v => {
+                let v = self.lanes.lanes_of(v, Type::B32)?;
+                self.same_in_every_lane(v)
+            }
         };
         let m = self.b().ins().band(group, mask);
         let yes = match pred {
@@ -280,6 +285,40 @@ impl<const P: usize> Group<'_, '_, '_, P> {
             },
         };
         Ok((yes, m))
+    }
+
+    /// The value every running lane holds in `v`; if they differ, the group hands over (a
+    /// membermask computed in each thread is mostly the same in all of them, as CUDA
+    /// requires of the lanes a collective waits for).
+    fn same_in_every_lane(&mut self, v: Vecs<P>) -> ir::Value {
+        let alive = self.mask(self.alive);
+        let ones = self.lanes.splat(-1);
+        let b = &mut self.lanes.l.b;
+        let low: Vec<ir::Value> = (0..P)
+            .map(|q| b.ins().bitselect(alive[q], v[q], ones))
+            .collect();
+        let high: Vec<ir::Value> = (0..P).map(|q| b.ins().band(alive[q], v[q])).collect();
+        let mut and = low[0];
+        let mut or = high[0];
+        for q in 1..P {
+            and = b.ins().band(and, low[q]);
+            or = b.ins().bor(or, high[q]);
+        }
+        for words in [2, 1] {
+            let turned: Vec<u8> = (0..16).map(|x| (x + 4 * words) % 16).collect();
+            let a2 = self.shuffle_bytes(and, and, turned.clone());
+            let o2 = self.shuffle_bytes(or, or, turned);
+            let b = &mut self.lanes.l.b;
+            and = b.ins().band(and, a2);
+            or = b.ins().bor(or, o2);
+        }
+        let b = &mut self.lanes.l.b;
+        let (and, or) = (b.ins().extractlane(and, 0), b.ins().extractlane(or, 0));
+        let differ = b.ins().icmp(IntCC::NotEqual, and, or);
+        let (on, h) = (b.create_block(), self.handover);
+        b.ins().brif(differ, h, &[], on, &[]);
+        b.switch_to_block(on);
+        and
     }
 
     /// `redux.sync` of `a` over the lanes of `m` (a 32-bit mask).

@@ -33,12 +33,25 @@ pub(super) struct Groups<'a> {
     pub layout: StepLayout,
     pub block: Dim3,
     pub ctaid: [u32; 3],
+    /// Each group's first thread's `%tid` ([`Self::firsts`]).
+    pub firsts: &'a [[u32; 4]],
 }
 
 impl Groups<'_> {
     /// Whether a block of this shape runs in groups of `plan`: whole groups in every row.
     pub fn fits(plan: &GroupPlan, block: Dim3) -> bool {
         block.x.is_multiple_of(plan.lanes)
+    }
+
+    /// Each group's first thread's `%tid` as `[x, y, z, 0]`, for blocks of shape `block`.
+    pub fn firsts(plan: &GroupPlan, block: Dim3) -> Vec<[u32; 4]> {
+        let lanes = plan.lanes as u64;
+        (0..block.count() / lanes)
+            .map(|g| {
+                let [x, y, z] = block.point(g * lanes);
+                [x, y, z, 0]
+            })
+            .collect()
     }
 
     /// Runs the block to its end; `states` is the worker's state storage.
@@ -52,13 +65,7 @@ impl Groups<'_> {
         for g in 0..groups {
             bytes[g * size..g * size + 4].fill(0);
         }
-        // Each group's first thread, worked out once for the block.
-        let firsts: Vec<[u32; 4]> = (0..groups)
-            .map(|g| {
-                let [x, y, z] = self.block.point((g * lanes) as u64);
-                [x, y, z, 0]
-            })
-            .collect();
+        let firsts = self.firsts;
         let mut at = 0u32;
         // SAFETY: `group` is this kernel's finalized group function, compiled with the
         // signature `GroupFunc`; `states` holds `groups` areas of `plan.size` bytes (16-byte

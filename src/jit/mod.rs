@@ -681,6 +681,8 @@ impl Jit {
         let group = self.groups[id.0 as usize]
             .iter()
             .find(|(_, plan)| groups::Groups::fits(plan, block));
+        let firsts = group.map_or_else(Vec::new, |(_, plan)| groups::Groups::firsts(plan, block));
+        let firsts = &firsts;
         let window = Window::of(&self.shared_layout, shared_bytes);
         let window = &window;
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
@@ -721,6 +723,7 @@ impl Jit {
                         layout,
                         block,
                         ctaid: grid.point(b),
+                        firsts,
                     }
                     .run(ctx, states)
                 }

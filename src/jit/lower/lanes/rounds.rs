@@ -1103,8 +1103,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let zero64 = self.b().ins().iconst(types::I64, 0);
         let cf = self.lanes.l.cf;
         self.b().def_var(cf, zero64);
+        // Where no lane can have exited yet, every lane is there.
+        let all_there = k == 0 || !self.may_have_exited(self.points[k - 1]);
         for p in 0..P {
-            let a = if k == 0 {
+            let a = if all_there {
                 ones
             } else {
                 let off = (GroupPlan::ALIVE + 16 * p as u32) as i32;
@@ -1130,6 +1132,25 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let no = self.b().ins().iconst(types::I8, 0);
         self.b().def_var(wrap, no);
         self.lanes.wrap_unchecked = false;
+    }
+
+    /// Whether a lane may have exited before instruction `p`: an exit (or a branch to the
+    /// end) before it, or after it but with a branch back from there to before it.
+    fn may_have_exited(&self, p: usize) -> bool {
+        let body = self.body();
+        let f = self.lanes.l.f;
+        let exits = |i: usize| match body[i].inst {
+            Inst::Ret | Inst::Exit => true,
+            Inst::Bra { target, .. } => super::gate::is_exit(body, f.labels[target.0 as usize]),
+            _ => false,
+        };
+        let Some(first) = (0..body.len()).find(|&i| exits(i)) else {
+            return false;
+        };
+        first < p
+            || (first..body.len()).any(|j| {
+                matches!(body[j].inst, Inst::Bra { target, .. } if f.labels[target.0 as usize] <= p)
+            })
     }
 
     /// Lowers the block starting at instruction `l`.

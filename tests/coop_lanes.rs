@@ -315,6 +315,19 @@ L4:
   @%p7 bra L5;
   or.b32 %r9, %r9, 16;
 L5:
+  setp.ne.u32 %p0, %r0, 70;
+  @%p0 bra L6;
+  or.b32 %r9, %r9, 32;
+L6:
+  mul.lo.u32 %r7, %r0, 3;
+  setp.eq.u32 %p1, %r7, 33;
+  @!%p1 bra L7;
+  or.b32 %r9, %r9, 64;
+L7:
+  setp.eq.u32 %p2, %r7, 34;
+  @%p2 bra L8;
+  or.b32 %r9, %r9, 128;
+L8:
   bar.sync 0;
   mad.lo.u32 %r6, %r4, 128, %r0;
   mul.wide.u32 %rd1, %r6, 4;
@@ -333,6 +346,9 @@ L5:
                 | bit(!(16..66).contains(&t), 2)
                 | bit(!(t > 100 || b == 1), 3)
                 | bit(!(b == 1 && t <= 50), 4)
+                | bit(t == 70, 5)
+                | bit(3 * t == 33, 6)
+                | bit(true, 7)
         })
         .collect();
     assert_eq!(out, want);

@@ -234,7 +234,7 @@ impl Group<'_> {
     fn pred(&mut self) -> String {
         match self.below(3) {
             0 => {
-                let cmp = *self.rng.pick(&["lt", "ge", "gt"]);
+                let cmp = *self.rng.pick(&["lt", "ge", "gt", "eq", "ne"]);
                 let k = self.below(self.nt as u64 + 2);
                 format!("  setp.{cmp}.u32 %q, %lin, {k};\n")
             }

@@ -74,6 +74,57 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     /// lane's answer, and whether the lanes may differ (the last lane's answer differs, or
     /// the sequence wraps in the comparison's signedness).
     pub(super) fn seq_answer(&mut self, c: SeqCmp, negated: bool) -> (Value, Value) {
+        let (first, unsure) = if matches!(c.cc, IntCC::Equal | IntCC::NotEqual) {
+            self.seq_equal(c)
+        } else {
+            self.seq_order(c)
+        };
+        let mut unsure = unsure;
+        // The comparison's negation (setp's q) is made once, with the guard's where it can.
+        let (mut answer, mut flip) = (first, c.negated);
+        if let Some((op, u)) = c.with {
+            if flip {
+                answer = self.b().ins().bxor_imm_s(answer, 1);
+                flip = false;
+            }
+            // Or-ed with a true or and-ed with a false uniform predicate, every lane agrees.
+            if op == IntBinOp::Or {
+                answer = self.b().ins().bor(answer, u);
+                unsure = self.b().ins().band_not(unsure, u);
+            } else {
+                answer = self.b().ins().band(answer, u);
+                unsure = self.b().ins().band(unsure, u);
+            }
+        }
+        if flip ^ negated {
+            answer = self.b().ins().bxor_imm_s(answer, 1);
+        }
+        (answer, unsure)
+    }
+
+    /// `eq`/`ne` of a sequence with a uniform value: no lane equals it where it lies past
+    /// the lanes' span from the first lane (modulo 2^32, so wrapping changes nothing), and
+    /// then every lane gives the same answer. The answer then, and whether a lane may equal
+    /// it.
+    fn seq_equal(&mut self, c: SeqCmp) -> (Value, Value) {
+        let d = if c.stride > 0 {
+            self.b().ins().isub(c.other, c.base)
+        } else {
+            self.b().ins().isub(c.base, c.other)
+        };
+        let span = Self::LANES as i64 * c.stride.unsigned_abs() as i64;
+        let hit = self.b().ins().icmp_imm_u(IntCC::UnsignedLessThan, d, span);
+        let answer = self
+            .b()
+            .ins()
+            .iconst(types::I8, (c.cc == IntCC::NotEqual) as i64);
+        (answer, hit)
+    }
+
+    /// An ordering comparison of a sequence with a uniform value: the first lane's answer,
+    /// and whether the lanes may differ (the last lane's answer differs, or the sequence
+    /// wraps in the comparison's signedness).
+    fn seq_order(&mut self, c: SeqCmp) -> (Value, Value) {
         let span = (Self::LANES as i64 - 1) * c.stride;
         let signed = matches!(
             c.cc,
@@ -113,27 +164,8 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         let first = test(self, c.base);
         let last = test(self, last);
         let differ = self.b().ins().bxor(first, last);
-        let mut unsure = self.b().ins().bor(differ, wraps);
-        // The comparison's negation (setp's q) is made once, with the guard's where it can.
-        let (mut answer, mut flip) = (first, c.negated);
-        if let Some((op, u)) = c.with {
-            if flip {
-                answer = self.b().ins().bxor_imm_s(answer, 1);
-                flip = false;
-            }
-            // Or-ed with a true or and-ed with a false uniform predicate, every lane agrees.
-            if op == IntBinOp::Or {
-                answer = self.b().ins().bor(answer, u);
-                unsure = self.b().ins().band_not(unsure, u);
-            } else {
-                answer = self.b().ins().band(answer, u);
-                unsure = self.b().ins().band(unsure, u);
-            }
-        }
-        if flip ^ negated {
-            answer = self.b().ins().bxor_imm_s(answer, 1);
-        }
-        (answer, unsure)
+        let unsure = self.b().ins().bor(differ, wraps);
+        (first, unsure)
     }
 
     /// A [`SeqCmp`]'s lanes (negated or not) as a mask, made again from the sequence.

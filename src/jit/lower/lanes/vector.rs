@@ -163,9 +163,14 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 // q first: `setp %p|%p` leaves p in the register (docs/semantics.md).
                 self.write(q, Type::Pred, LaneVal::Varying(qv), mask)?;
                 self.write(p, Type::Pred, LaneVal::Varying(pv), mask)?;
-                let ordering = !matches!(cmp, CmpOp::Eq | CmpOp::Ne);
+                // An ordering comparison, or eq/ne where the lanes span less than 2^32.
+                let decidable = |stride: i64| {
+                    !matches!(cmp, CmpOp::Eq | CmpOp::Ne)
+                        || (Self::LANES as u64) * stride.unsigned_abs() < 1 << 32
+                };
                 if let (Some((base, stride, other, swapped)), true, None, None) =
-                    (seq, ordering && ty.is_int(), c, mask)
+                    (seq, ty.is_int(), c, mask)
+                    && decidable(stride)
                 {
                     let cc = int_cc(*cmp, ty.is_signed());
                     for (d, negated) in [(q, true), (p, false)] {

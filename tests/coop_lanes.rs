@@ -1048,6 +1048,100 @@ fn shifts_by_registers_and_computed_membermasks() {
     assert_eq!(lanes, 64, "with one membermask the block runs in lanes");
 }
 
+/// Uniform branches over barriers around collectives (found in review): the accesses a
+/// collective's paths meet, not those that lie between it and its neighbours in the body,
+/// decide whether a warp runs through it. Each warp stores its words, passes a
+/// `bar.warp.sync` (a barrier before or after it jumped over), and reads a word another
+/// lane or warp stored, which the schedule has stored first; in the third kernel a vote
+/// whose membermask differs between lanes hands the block over before that.
+#[test]
+fn collectives_beside_barriers_a_branch_jumps_over() {
+    let head = |body: &str, words: u32| {
+        format!(
+            "{HEAD}.visible .entry k(.param .u64 out) {{
+  .reg .u32 %r<20>; .reg .u64 %rd<8>; .reg .pred %p<5>;
+  .shared .align 4 .b32 buf[{words}];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r9, 1;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  mov.u64 %rd4, buf;
+  add.u64 %rd5, %rd4, %rd2;
+  add.u32 %r5, %r1, 100;
+{body}  add.u64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r8;
+  ret;
+}}"
+        )
+    };
+    let skip = "  setp.ne.u32 %p1, %r9, 0;\n  @%p1 bra SKIP;\n  bar.sync 0;\nSKIP:\n";
+    let store = "  st.shared.u32 [%rd5], %r5;\n";
+    let sync = "  bar.warp.sync -1;\n";
+    let next = "  ld.shared.u32 %r8, [%rd5+4];\n";
+    let neighbour = |t: u32| if t < 31 { t + 101 } else { 0 };
+    for body in [
+        format!("{store}{skip}{sync}{next}"),
+        format!("{store}{sync}{skip}{next}"),
+    ] {
+        let (out, lanes) = run(&head(&body, 33), "k", 1, Dim3::x(32), 32);
+        assert_eq!(out, (0..32).map(neighbour).collect::<Vec<_>>(), "{body}");
+        assert_eq!(lanes, 32, "{body}");
+    }
+    let vote = "  setp.lt.u32 %p2, %r1, 48;\n  selp.b32 %r2, -1, 0xffff0000, %p2;\n  \
+                vote.sync.ballot.b32 %r3, %p2, %r2;\n";
+    let other_warp = "  shr.u32 %r6, %r1, 5;\n  mul.lo.u32 %r7, %r6, 256;\n  \
+                      cvt.u64.u32 %rd6, %r7;\n  sub.u64 %rd7, %rd5, %rd6;\n  \
+                      ld.shared.u32 %r8, [%rd7+128];\n";
+    let body = format!("{vote}{skip}{store}{sync}{other_warp}");
+    let (out, lanes) = run(&head(&body, 64), "k", 1, Dim3::x(64), 64);
+    let want: Vec<u32> = (0..64).map(|t| (t + 32) % 64 + 100).collect();
+    assert_eq!(out, want);
+    assert_eq!(lanes, 0, "the vote's membermasks hand the block over");
+}
+
+/// A thread's lane (`%tid.x & 31`) as a sequence: addresses in a warp's own 32 words run in
+/// lanes. With an offset the lanes straddle a multiple of 32 (`(%tid.x + 5) & 31` wraps to
+/// 0 within a warp) and the block is handed over; either way the values worked out here.
+#[test]
+fn a_threads_lane_is_a_sequence() {
+    for offset in [0u32, 5] {
+        let ptx = format!(
+            "{HEAD}.visible .entry lane(.param .u64 out) {{
+  .reg .b32 %t, %u, %l, %w; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[32];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  add.u32 %u, %t, {offset};
+  and.b32 %l, %u, 31;
+  mul.wide.u32 %rd1, %l, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  shr.u32 %w, %t, 5;
+  setp.eq.u32 %p, %w, 1;
+  @%p st.shared.u32 [%rd3], %t;
+  bar.sync 0;
+  ld.shared.u32 %w, [%rd3];
+  mul.wide.u32 %rd4, %t, 4;
+  add.s64 %rd5, %rd0, %rd4;
+  st.global.u32 [%rd5], %w;
+  ret;
+}}"
+        )
+        .replace(".reg .b32 %t,", ".reg .pred %p; .reg .b32 %t,");
+        let (out, lanes) = run(&ptx, "lane", 1, Dim3::x(64), 64);
+        // Warp 1's thread t stored itself in word (t + offset) & 31.
+        let want: Vec<u32> = (0..64)
+            .map(|t: u32| {
+                let l = (t + offset) & 31;
+                (32..64).find(|u| (u + offset) & 31 == l).unwrap()
+            })
+            .collect();
+        assert_eq!(out, want, "offset {offset}");
+        let expected_lanes = if offset == 0 { 64 } else { 0 };
+        assert_eq!(lanes, expected_lanes, "offset {offset}");
+    }
+}
+
 /// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by
 /// each warp's lane 0 at `%tid >> 5`) runs in lanes, each warp's sum as Rust adds it.
 #[test]

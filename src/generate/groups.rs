@@ -6,7 +6,7 @@
 //! if/else and plain branches on per-thread predicates (bounds on the thread's index, its
 //! parity, its data) whose sides may leave, guarded exits, and loops of a uniform trip count
 //! around a barrier; branches on the warp's number (uniform in each warp, different between
-//! warps) around items without barriers; and warp collectives: shuffles of every mode (their
+//! warps) around items without barriers, and on the block's number over a barrier; and warp collectives: shuffles of every mode (their
 //! lane and clamp operands constants, immediates or registers written once, or per-thread
 //! values, some with the predicate result read), votes, `redux`, `activemask` and
 //! `bar.warp.sync`, with the full membermask or another. [`super::coop_program`]'s kernels
@@ -154,6 +154,15 @@ impl Group<'_> {
             84..=89 if top => self.barrier_loop(),
             90..=95 if apart => self.collective(),
             96..=98 if barriers => self.warp_branch(),
+            99 if barriers => {
+                // A barrier that the blocks of one parity of `%ctaid.x` jump over.
+                let over = self.label();
+                format!(
+                    "  mov.u32 %wn, %ctaid.x;\n  and.b32 %wn, %wn, 1;\n  setp.ne.u32 %wq, %wn, 0;\n  \
+                     @%wq bra {over};\n  \
+                     bar.sync 0;\n{over}:\n"
+                )
+            }
             _ => self.arith(),
         };
         self.out.push(text);

@@ -280,6 +280,27 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 }
             };
         }
+        if op == IntBinOp::And
+            && ty.bits() == 32
+            && let (LaneVal::Affine(base, s), Operand::Imm(m)) = (x, b)
+            && let m = m.bits_for(Type::U32)
+            && m != u32::MAX as u64
+            && (m + 1).is_power_of_two()
+            && s > 0
+            && (Self::LANES as i64 - 1) * s <= m as i64
+        {
+            // A sequence's low bits (`%tid.x & 31`, the lane): a sequence again unless the
+            // lanes straddle a multiple of m + 1, which sends the group back as a wrapped
+            // sequence does.
+            let low = self.b().ins().band_imm_u(base, m as i64);
+            let last = self.b().ins().iadd_imm_s(low, (Self::LANES as i64 - 1) * s);
+            let straddles = self
+                .b()
+                .ins()
+                .icmp_imm_u(IntCC::UnsignedGreaterThan, last, m as i64);
+            self.note_wrap(straddles);
+            return Ok(LaneVal::Affine(low, s));
+        }
         let y = self.read(b, ty)?;
         if matches!(op, IntBinOp::Add | IntBinOp::Sub) {
             return self.add_sub(op, ty, x, y);

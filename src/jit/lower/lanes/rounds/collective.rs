@@ -101,77 +101,88 @@ impl Touch {
 /// that ran a warp through it, then the next warp, would make one warp's accesses after the
 /// collective come before the next warp's accesses before it. That is the same result unless
 /// two such accesses may touch the same memory with one of them writing. So a collective is
-/// a stop when an access after it (up to the next sync point) may conflict with one since the
-/// last stop, when it is inside a loop (a loop needs a stop in it), or when a branch may
-/// jump over it (warps whose uniform values differ, `%tid.y` or the warp's number, may pass
-/// different collectives, and the order along the body would no longer say which accesses come
-/// after how many); otherwise the group runs through it. The test goes along the body in
-/// order, which every other path within a segment follows (its branches go forward, and a
-/// warp that leaves early does nothing after).
+/// a stop when an access that may run after it (on a path to the next stop) may conflict with
+/// one that may run before it (on a path from the last stop), when it is in a loop (a loop
+/// needs a stop in it), or when a branch may jump over it (warps whose uniform values
+/// differ, `%tid.y` or the warp's number, may pass different collectives, and so stand at
+/// different rounds of the schedule). A warp that leaves early does nothing after.
 ///
-/// A segment that ends at a collective runs through none: if a later warp of the round hands
-/// the block over, a warp that ran through collectives to that one would stand several of the
-/// schedule's rounds ahead of the warps behind it, and go on from there while they catch
-/// up (what comes after a barrier waits for them all).
+/// A collective from which a path reaches a stop at a collective is a stop too: if a later
+/// warp of the round hands the block over, a warp that ran through collectives to that one
+/// would stand several of the schedule's rounds ahead of the warps behind it, and go on from
+/// there while they catch up (what comes after a barrier waits for them all). The rules are
+/// applied until no more collectives become stops (a new stop only cuts paths short).
 pub(super) fn stops(
     m: &crate::ast::Module,
     f: &crate::ast::Function,
     points: &[usize],
 ) -> Vec<bool> {
     let body = f.body.as_deref().unwrap_or(&[]);
-    // A branch back over i (a loop), or forward over it to somewhere other than the end.
-    let passed_by = |i: usize| {
+    let n = body.len();
+    let succ: Vec<Vec<usize>> = (0..n).map(|i| liveness::successors(f, i)).collect();
+    let mut pred = vec![Vec::new(); n];
+    for (i, next) in succ.iter().enumerate() {
+        for &j in next.iter().filter(|&&j| j < n) {
+            pred[j].push(i);
+        }
+    }
+    let collective = |p: usize| matches!(body[p].inst, Inst::Sync { op, .. } if !op.is_barrier());
+    // A branch back over p (a loop), or forward over it to somewhere other than the end.
+    let passed_by = |p: usize| {
         body.iter().enumerate().any(|(j, ins)| {
             let Inst::Bra { target, .. } = ins.inst else {
                 return false;
             };
             let t = f.labels[target.0 as usize];
-            (j > i && t <= i)
-                || (j < i && t > i && !crate::jit::lower::lanes::gate::is_exit(body, t))
+            (j > p && t <= p)
+                || (j < p && t > p && !crate::jit::lower::lanes::gate::is_exit(body, t))
         })
     };
-    let mut since_stop: Vec<Touch> = Vec::new();
-    let mut stops = Vec::with_capacity(points.len());
-    for (k, &p) in points.iter().enumerate() {
-        let from = if k == 0 { 0 } else { points[k - 1] + 1 };
-        since_stop.extend(
-            body[from..p]
-                .iter()
-                .filter_map(|i| Touch::of(m, f, &i.inst)),
-        );
-        let stop = match body[p].inst {
-            Inst::Sync { op, .. } if !op.is_barrier() => {
-                let till = points.get(k + 1).copied().unwrap_or(body.len());
-                let after = body[p + 1..till]
-                    .iter()
-                    .filter_map(|i| Touch::of(m, f, &i.inst));
-                passed_by(p)
-                    || after
-                        .into_iter()
-                        .any(|a| since_stop.iter().any(|b| a.may_conflict(*b)))
+    let mut stop: Vec<bool> = points
+        .iter()
+        .map(|&p| !collective(p) || passed_by(p))
+        .collect();
+    loop {
+        let stop_at = |i: usize| points.iter().position(|&p| p == i).is_some_and(|k| stop[k]);
+        // From collective p along `edges` to the stops: the accesses met, whether it came
+        // back to p, and whether a stop it reached is a collective.
+        let walk = |p: usize, edges: &[Vec<usize>]| {
+            let (mut touches, mut again, mut at_collective) = (Vec::new(), false, false);
+            let mut seen = vec![false; n];
+            let mut todo: Vec<usize> = edges[p].iter().copied().filter(|&j| j < n).collect();
+            while let Some(i) = todo.pop() {
+                if std::mem::replace(&mut seen[i], true) {
+                    continue;
+                }
+                if i == p {
+                    again = true;
+                } else if stop_at(i) {
+                    at_collective |= collective(i);
+                } else {
+                    touches.extend(Touch::of(m, f, &body[i].inst));
+                    todo.extend(edges[i].iter().copied().filter(|&j| j < n));
+                }
             }
-            _ => true,
+            (touches, again, at_collective)
         };
-        if stop {
-            since_stop.clear();
+        let more: Vec<usize> = (0..points.len())
+            .filter(|&k| !stop[k])
+            .filter(|&k| {
+                let (after, again, to_collective) = walk(points[k], &succ);
+                let (before, _, _) = walk(points[k], &pred);
+                let conflict = after
+                    .iter()
+                    .any(|a| before.iter().any(|b| a.may_conflict(*b)));
+                again || to_collective || conflict
+            })
+            .collect();
+        if more.is_empty() {
+            return stop;
         }
-        stops.push(stop);
+        for k in more {
+            stop[k] = true;
+        }
     }
-    // The collectives run through before a stop at a collective become stops.
-    let mut through: Vec<usize> = Vec::new();
-    for (k, &p) in points.iter().enumerate() {
-        if !stops[k] {
-            through.push(k);
-            continue;
-        }
-        if matches!(body[p].inst, Inst::Sync { op, .. } if !op.is_barrier()) {
-            for &j in &through {
-                stops[j] = true;
-            }
-        }
-        through.clear();
-    }
-    stops
 }
 
 impl<const P: usize> Group<'_, '_, '_, P> {

@@ -10,6 +10,14 @@ use common::jit_with;
 use ptxjit::{Arg, Dim3, Engine, Interpreter, JitOptions, LaunchConfig, Module, Value};
 
 const HEAD: &str = ".version 7.8\n.target sm_80\n.address_size 64\n";
+/// The start of most kernels here: `%rd0` the output, `%t` the thread, `%rd3` the address of
+/// its word of the shared array `s` (`%rd1` its offset, `%rd2` the array).
+const OWN_WORD: &str = "  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mul.wide.u32 %rd1, %t, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+";
 
 fn unchecked(ptx: &str) -> ptxjit::Jit {
     jit_with(
@@ -636,12 +644,7 @@ fn a_hand_over_after_a_shuffle_keeps_its_results() {
         "{HEAD}.visible .entry after(.param .u64 out) {{
   .reg .b32 %t, %v, %d, %y; .reg .b64 %rd<8>;
   .shared .align 4 .b32 s[65];
-  ld.param.u64 %rd0, [out];
-  mov.u32 %t, %tid.x;
-  mul.wide.u32 %rd1, %t, 4;
-  mov.u64 %rd2, s;
-  add.s64 %rd3, %rd2, %rd1;
-  add.u32 %v, %t, 1000;
+{OWN_WORD}  add.u32 %v, %t, 1000;
   st.shared.u32 [%rd3+4], %v;
   shfl.sync.down.b32 %d, %v, 1, 31, -1;
   st.shared.u32 [%rd3+4], %d;
@@ -675,12 +678,7 @@ fn a_hand_over_beside_a_warp_at_a_shuffle() {
         "{HEAD}.visible .entry beside(.param .u64 out) {{
   .reg .pred %p; .reg .b32 %t, %v, %d, %e, %y; .reg .b64 %rd<8>;
   .shared .align 4 .b32 s[65];
-  ld.param.u64 %rd0, [out];
-  mov.u32 %t, %tid.x;
-  mul.wide.u32 %rd1, %t, 4;
-  mov.u64 %rd2, s;
-  add.s64 %rd3, %rd2, %rd1;
-  add.u32 %v, %t, 1000;
+{OWN_WORD}  add.u32 %v, %t, 1000;
   mov.u32 %y, 7;
   ld.global.u32 %e, [%rd0];
   setp.lt.u32 %p, %t, 32;
@@ -721,12 +719,7 @@ fn a_shuffle_between_a_read_and_a_store_of_other_warps_words() {
         "{HEAD}.visible .entry swap(.param .u64 out) {{
   .reg .b32 %t, %v, %r, %d, %y; .reg .b64 %rd<8>;
   .shared .align 4 .b32 s[64];
-  ld.param.u64 %rd0, [out];
-  mov.u32 %t, %tid.x;
-  mul.wide.u32 %rd1, %t, 4;
-  mov.u64 %rd2, s;
-  add.s64 %rd3, %rd2, %rd1;
-  add.u32 %v, %t, 1;
+{OWN_WORD}  add.u32 %v, %t, 1;
   st.shared.u32 [%rd3], %v;
   bar.sync 0;
   sub.u32 %r, 63, %t;
@@ -762,12 +755,7 @@ fn no_warp_runs_ahead_through_shuffles_of_a_round_handed_over() {
         "{HEAD}.visible .entry ahead(.param .u64 out) {{
   .reg .pred %p; .reg .b32 %t, %v, %d, %e, %r, %y, %z; .reg .b64 %rd<10>;
   .shared .align 4 .b32 s[65];
-  ld.param.u64 %rd0, [out];
-  mov.u32 %t, %tid.x;
-  mul.wide.u32 %rd1, %t, 4;
-  mov.u64 %rd2, s;
-  add.s64 %rd3, %rd2, %rd1;
-  add.u32 %v, %t, 1;
+{OWN_WORD}  add.u32 %v, %t, 1;
   mov.u32 %z, 0;
   setp.lt.u32 %p, %t, 32;
   @%p bra SKIP;
@@ -806,12 +794,7 @@ fn a_shuffle_only_some_warps_pass() {
         "{HEAD}.visible .entry some(.param .u64 out) {{
   .reg .pred %p; .reg .b32 %t, %w, %v, %r, %y; .reg .b64 %rd<10>;
   .shared .align 4 .b32 s[64];
-  ld.param.u64 %rd0, [out];
-  mov.u32 %t, %tid.x;
-  mul.wide.u32 %rd1, %t, 4;
-  mov.u64 %rd2, s;
-  add.s64 %rd3, %rd2, %rd1;
-  add.u32 %v, %t, 1;
+{OWN_WORD}  add.u32 %v, %t, 1;
   shr.u32 %w, %t, 5;
   setp.ne.u32 %p, %w, 0;
   @%p bra ON;

@@ -1125,6 +1125,36 @@ fn a_threads_lane_is_a_sequence() {
     }
 }
 
+/// The first warp jumps over a store and a vote that the second makes (a branch on the
+/// warp's number), then both shuffle and read a word of the second warp's: the schedule runs
+/// the second warp's store (before its vote) in the round in which the first stops at the
+/// shuffle, so the first reads it. A warp touching memory after a collective stops there.
+#[test]
+fn a_warp_reads_what_another_stored_on_another_path() {
+    let ptx = format!(
+        "{HEAD}.visible .entry paths(.param .u64 out) {{
+  .reg .pred %p, %q; .reg .b32 %t, %w, %v, %d, %y; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[96];
+{OWN_WORD}  shr.u32 %w, %t, 5;
+  setp.eq.u32 %p, %w, 0;
+  @%p bra J;
+  add.u32 %v, %t, 1000;
+  st.shared.u32 [%rd3], %v;
+  vote.sync.all.pred %q, %p, -1;
+J:
+  shfl.sync.bfly.b32 %d, %t, 1, 31, -1;
+  ld.shared.u32 %y, [%rd3+128];
+  add.s64 %rd4, %rd0, %rd1;
+  st.global.u32 [%rd4], %y;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "paths", 1, Dim3::x(64), 64);
+    let want: Vec<u32> = (0..64).map(|t| if t < 32 { t + 1032 } else { 0 }).collect();
+    assert_eq!(out, want);
+    assert_eq!(lanes, 64, "the block ran in lanes");
+}
+
 /// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by
 /// each warp's lane 0 at `%tid >> 5`) runs in lanes, each warp's sum as Rust adds it.
 #[test]

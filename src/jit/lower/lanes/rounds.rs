@@ -18,9 +18,9 @@
 //! **Warp collectives.** A group stops at a collective as at a barrier, except that it
 //! goes on in the next round whatever the other groups do (a round after groups stopped at
 //! collectives runs only those; the others wait on at their barriers), computing the
-//! collective from its lanes' sources when it goes on (`collective.rs`). Where no access
-//! after the collective may conflict with one before it since the group's last stop, the
-//! group runs through it instead ([`collective::stops`] says where).
+//! collective from its lanes' sources when it goes on (`collective.rs`). Where the group
+//! touches no memory after the collective until its next stop, it runs through it instead
+//! ([`collective::stops`] says where).
 //!
 //! **One shape per register.** Each register is uniform, a sequence or varying in the whole
 //! kernel (see [`super::Shape`]), found by lowering again until no write asks for a wider

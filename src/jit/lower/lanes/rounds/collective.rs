@@ -59,53 +59,31 @@ pub(super) fn constant_regs(f: &crate::ast::Function, entry_live: &RegSet) -> Ha
         .collect()
 }
 
-/// The memory an access may touch, for [`stops`]: global, shared or either (generic), and
-/// whether it writes.
-#[derive(Clone, Copy)]
-struct Touch {
-    global: bool,
-    shared: bool,
-    writes: bool,
-}
-
-impl Touch {
-    fn of(m: &crate::ast::Module, f: &crate::ast::Function, inst: &Inst) -> Option<Touch> {
-        let (space, addr, writes) = match inst {
-            Inst::Ld { space, addr, .. } => (*space, addr, false),
-            Inst::St { space, addr, .. } | Inst::Atom { space, addr, .. } => (*space, addr, true),
-            _ => return None,
-        };
-        let (global, shared) = match crate::interp::access_space(m, f, space, addr) {
-            Some(Space::Param | Space::Const) => return None,
-            Some(Space::Global) => (true, false),
-            Some(Space::Shared) => (false, true),
-            _ => (true, true),
-        };
-        Some(Touch {
-            global,
-            shared,
-            writes,
-        })
-    }
-
-    fn may_conflict(self, other: Touch) -> bool {
-        (self.writes || other.writes)
-            && ((self.global && other.global) || (self.shared && other.shared))
-    }
+/// Whether instruction `inst` touches memory another warp may read or write: any access
+/// but a load of `.param` or `.const`.
+fn shared_access(m: &crate::ast::Module, f: &crate::ast::Function, inst: &Inst) -> bool {
+    let (space, addr) = match inst {
+        Inst::Ld { space, addr, .. } => (*space, addr),
+        Inst::St { space, addr, .. } | Inst::Atom { space, addr, .. } => (*space, addr),
+        _ => return false,
+    };
+    !matches!(
+        crate::interp::access_space(m, f, space, addr),
+        Some(Space::Param | Space::Const)
+    )
 }
 
 /// Which sync points a group stops at, by resume number - 1: every barrier, and the
 /// collectives it cannot run through.
 ///
 /// The schedule runs every warp to a collective before any goes on from it; a group function
-/// that ran a warp through it, then the next warp, would make one warp's accesses after the
-/// collective come before the next warp's accesses before it. That is the same result unless
-/// two such accesses may touch the same memory with one of them writing. So a collective is
-/// a stop when an access that may run after it (on a path to the next stop) may conflict with
-/// one that may run before it (on a path from the last stop), when it is in a loop (a loop
-/// needs a stop in it), or when a branch may jump over it (warps whose uniform values
-/// differ, `%tid.y` or the warp's number, may pass different collectives, and so stand at
-/// different rounds of the schedule). A warp that leaves early does nothing after.
+/// that ran a warp through it, then the next warp, would put what the first does after the
+/// collective before what the next does before it (or on another path to its own stop). That
+/// cannot show where the warp touches no memory after the collective until its next stop: it
+/// only computes in its registers. So a warp runs through a collective only then, and only
+/// where no branch may jump over the collective (warps whose uniform values differ, `%tid.y`
+/// or the warp's number, may pass different collectives, and so stand at different rounds of
+/// the schedule) and the collective is not in a loop (a loop needs a stop in it).
 ///
 /// A collective from which a path reaches a stop at a collective is a stop too: if a later
 /// warp of the round hands the block over, a warp that ran through collectives to that one
@@ -119,13 +97,6 @@ pub(super) fn stops(
 ) -> Vec<bool> {
     let body = f.body.as_deref().unwrap_or(&[]);
     let n = body.len();
-    let succ: Vec<Vec<usize>> = (0..n).map(|i| liveness::successors(f, i)).collect();
-    let mut pred = vec![Vec::new(); n];
-    for (i, next) in succ.iter().enumerate() {
-        for &j in next.iter().filter(|&&j| j < n) {
-            pred[j].push(i);
-        }
-    }
     let collective = |p: usize| matches!(body[p].inst, Inst::Sync { op, .. } if !op.is_barrier());
     // A branch back over p (a loop), or forward over it to somewhere other than the end.
     let passed_by = |p: usize| {
@@ -144,37 +115,30 @@ pub(super) fn stops(
         .collect();
     loop {
         let stop_at = |i: usize| points.iter().position(|&p| p == i).is_some_and(|k| stop[k]);
-        // From collective p along `edges` to the stops: the accesses met, whether it came
-        // back to p, and whether a stop it reached is a collective.
-        let walk = |p: usize, edges: &[Vec<usize>]| {
-            let (mut touches, mut again, mut at_collective) = (Vec::new(), false, false);
+        // From collective p on to the stops: whether it touches memory, comes back to p or
+        // reaches a stop at a collective.
+        let must_stop = |p: usize| {
             let mut seen = vec![false; n];
-            let mut todo: Vec<usize> = edges[p].iter().copied().filter(|&j| j < n).collect();
+            let mut todo = liveness::successors(f, p);
             while let Some(i) = todo.pop() {
-                if std::mem::replace(&mut seen[i], true) {
+                if i >= n || std::mem::replace(&mut seen[i], true) {
                     continue;
                 }
-                if i == p {
-                    again = true;
-                } else if stop_at(i) {
-                    at_collective |= collective(i);
-                } else {
-                    touches.extend(Touch::of(m, f, &body[i].inst));
-                    todo.extend(edges[i].iter().copied().filter(|&j| j < n));
+                if i == p || shared_access(m, f, &body[i].inst) {
+                    return true;
                 }
+                if stop_at(i) {
+                    if collective(i) {
+                        return true;
+                    }
+                    continue;
+                }
+                todo.extend(liveness::successors(f, i));
             }
-            (touches, again, at_collective)
+            false
         };
         let more: Vec<usize> = (0..points.len())
-            .filter(|&k| !stop[k])
-            .filter(|&k| {
-                let (after, again, to_collective) = walk(points[k], &succ);
-                let (before, _, _) = walk(points[k], &pred);
-                let conflict = after
-                    .iter()
-                    .any(|a| before.iter().any(|b| a.may_conflict(*b)));
-                again || to_collective || conflict
-            })
+            .filter(|&k| !stop[k] && must_stop(points[k]))
             .collect();
         if more.is_empty() {
             return stop;

@@ -998,6 +998,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 .collect();
             self.load_regs(reloaded);
             self.lanes.l.at = i;
+            let unknown = &self.lanes.unknown;
+            self.lanes.tainted = (body[i].inst.reads().into_iter()).any(|r| unknown[r.0 as usize]);
             self.collective(i)
                 .map_err(|Refused(why)| Refused(format!("{}: {why}", self.lanes.text(i))))?;
         }

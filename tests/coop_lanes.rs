@@ -1155,6 +1155,44 @@ J:
     assert_eq!(lanes, 64, "the block ran in lanes");
 }
 
+/// `%laneid` in lanes: a sequence in a group that is a warp (here the address of a warp's
+/// word and a bound), and where a row's length is no multiple of 32 a group that straddles
+/// two warps goes back to the threads one at a time; the values are the linear index
+/// modulo 32 either way.
+#[test]
+fn laneid_in_lanes() {
+    let ptx = format!(
+        "{HEAD}.visible .entry lanes(.param .u64 out) {{
+  .reg .pred %p; .reg .b32 %t, %y, %n, %l, %v; .reg .b64 %rd<8>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mov.u32 %y, %tid.y;
+  mov.u32 %n, %ntid.x;
+  mad.lo.u32 %t, %y, %n, %t;
+  mov.u32 %l, %laneid;
+  mul.lo.u32 %v, %l, 3;
+  setp.lt.u32 %p, %l, 7;
+  @%p add.u32 %v, %v, 1000;
+  mul.wide.u32 %rd1, %t, 4;
+  add.s64 %rd2, %rd0, %rd1;
+  st.global.u32 [%rd2], %v;
+  ret;
+}}"
+    );
+    for block in [Dim3::x(64), Dim3::new(48, 2, 1)] {
+        let n = block.count() as usize;
+        let (out, lanes) = run(&ptx, "lanes", 1, block, n);
+        let want: Vec<u32> = (0..n as u32)
+            .map(|t| 3 * (t % 32) + if t % 32 < 7 { 1000 } else { 0 })
+            .collect();
+        assert_eq!(out, want, "{block:?}");
+        // Rows of 48: the first row's first 32 run in lanes, the second row's would
+        // straddle warps 1 and 2.
+        let expected = if block.x == 64 { 64 } else { 32 };
+        assert_eq!(lanes, expected, "{block:?}");
+    }
+}
+
 /// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by
 /// each warp's lane 0 at `%tid >> 5`) runs in lanes, each warp's sum as Rust adds it.
 #[test]

@@ -201,7 +201,12 @@ impl Group<'_> {
                 0 => self.a(),
                 1 => {
                     let r = self.a();
-                    return format!("  and.b32 %w, %lin, 31;\n  {sh} {d}, {r}, %w;\n");
+                    let lane = if self.chance(50) {
+                        "mov.u32 %w, %laneid;"
+                    } else {
+                        "and.b32 %w, %lin, 31;"
+                    };
+                    return format!("  {lane}\n  {sh} {d}, {r}, %w;\n");
                 }
                 _ => self.below(32).to_string(),
             };

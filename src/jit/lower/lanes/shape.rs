@@ -123,7 +123,8 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             }
             Operand::Special(s) => match s.kind {
                 SpecialRegKind::Tid if s.dim == 0 => Shape::Affine(1),
-                SpecialRegKind::Laneid | SpecialRegKind::Warpid => Shape::Varying,
+                SpecialRegKind::Laneid => Shape::Affine(1),
+                SpecialRegKind::Warpid => Shape::Varying,
                 _ => Shape::Uniform,
             },
             Operand::Imm(_)
@@ -231,6 +232,15 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 let tid = self.l.dims.as_ref().expect("a kernel").tid[0];
                 let x = self.l.b.use_var(tid);
                 self.affine_conv(x, 1, Type::U32, ty, false)
+            }
+            Operand::Special(s) if s.kind == SpecialRegKind::Laneid => {
+                // The first lane's number and the lanes counting on from it, unless the group
+                // straddles two warps (a row whose length is no multiple of 32): then it goes
+                // back, as for a wrapped sequence.
+                let first = self.l.special(*s);
+                let straddles = self.b().ins().icmp_imm_u(IntCC::NotEqual, first, 0);
+                self.note_wrap(straddles);
+                self.affine_conv(first, 1, Type::U32, ty, false)
             }
             _ if self.operand_shape(op) == Shape::Uniform => {
                 Ok(LaneVal::Uniform(self.l.get(op, ty)))

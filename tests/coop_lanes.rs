@@ -1193,6 +1193,80 @@ fn laneid_in_lanes() {
     }
 }
 
+/// `%lanemask_*`, `popc`, `clz` and `brev` in lanes: a thread's rank among the lanes of its
+/// warp whose predicate holds (`popc(ballot & lanemask_lt)`, as stream compaction computes
+/// it), in the group functions; and the masks and counts in the plain lanes function, whose
+/// groups in rows of 48 straddle warps (those go back). Values worked out here.
+#[test]
+fn lane_masks_and_bit_counts_in_lanes() {
+    let kernel = |ballot: &str| {
+        format!(
+            "{HEAD}.visible .entry masks(.param .u64 out) {{
+  .reg .pred %p; .reg .b32 %t, %y, %n, %v, %b, %m, %r; .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mov.u32 %y, %tid.y;
+  mov.u32 %n, %ntid.x;
+  mad.lo.u32 %t, %y, %n, %t;
+  mul.lo.u32 %v, %t, -1640531535;
+  setp.lt.u32 %p, %v, 0x80000000;
+{ballot}  mov.u32 %m, %lanemask_lt;
+  and.b32 %r, %b, %m;
+  popc.b32 %r, %r;
+  mul.wide.u32 %rd1, %t, 32;
+  add.s64 %rd2, %rd0, %rd1;
+  st.global.u32 [%rd2], %r;
+  clz.b32 %r, %v;
+  st.global.u32 [%rd2+4], %r;
+  brev.b32 %r, %v;
+  st.global.u32 [%rd2+8], %r;
+  mov.u32 %r, %lanemask_eq;
+  st.global.u32 [%rd2+12], %r;
+  mov.u32 %r, %lanemask_le;
+  st.global.u32 [%rd2+16], %r;
+  mov.u32 %r, %lanemask_ge;
+  st.global.u32 [%rd2+20], %r;
+  mov.u32 %r, %lanemask_gt;
+  st.global.u32 [%rd2+24], %r;
+  ret;
+}}"
+        )
+    };
+    let v = |t: u32| t.wrapping_mul(2_654_435_761);
+    let check = |ptx: &str, block: Dim3, ballot: bool| {
+        let n = block.count() as u32;
+        let (out, lanes) = run(ptx, "masks", 1, block, 8 * n as usize);
+        for t in 0..n {
+            let (l, warp) = (t % 32, t / 32 * 32);
+            let below = (1u64 << l) as u32 - 1;
+            let upto = ((2u64 << l) - 1) as u32;
+            // With the ballot, the lanes below this one whose value is small; without it
+            // %b is 0 (never written).
+            let rank = (0..l).filter(|&k| ballot && v(warp + k) < 1 << 31).count() as u32;
+            let want = [
+                rank,
+                v(t).leading_zeros(),
+                v(t).reverse_bits(),
+                1 << l,
+                upto,
+                !below,
+                !upto,
+            ];
+            let at = 8 * t as usize;
+            assert_eq!(out[at..at + 7], want, "{block:?}, thread {t}");
+        }
+        lanes
+    };
+    let vote = "  vote.sync.ballot.b32 %b, %p, -1;\n";
+    assert_eq!(
+        check(&kernel(vote), Dim3::x(64), true),
+        64,
+        "the group function"
+    );
+    let plain = kernel("  mov.u32 %b, 0;\n");
+    assert_eq!(check(&plain, Dim3::new(48, 2, 1), false), 32, "rows of 48");
+}
+
 /// NVRTC's warp-shuffle reduction (the corpus' `warp_sum`: five `shfl.down`s, a store by
 /// each warp's lane 0 at `%tid >> 5`) runs in lanes, each warp's sum as Rust adds it.
 #[test]

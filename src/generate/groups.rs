@@ -6,7 +6,8 @@
 //! if/else and plain branches on per-thread predicates (bounds on the thread's index, its
 //! parity, its data) whose sides may leave, guarded exits, and loops of a uniform trip count
 //! around a barrier; branches on the warp's number (uniform in each warp, different between
-//! warps) around items without barriers, and on the block's number over a barrier; and warp collectives: shuffles of every mode (their
+//! warps) around items without barriers, and on the block's number over a barrier; bit
+//! counts and reversals, lane masks; and warp collectives: shuffles of every mode (their
 //! lane and clamp operands constants, immediates or registers written once, or per-thread
 //! values, some with the predicate result read), votes, `redux`, `activemask` and
 //! `bar.warp.sync`, with the full membermask or another. [`super::coop_program`]'s kernels
@@ -194,6 +195,19 @@ impl Group<'_> {
             "min.u32",
             "max.s32",
         ]);
+        if self.chance(8) {
+            // A count or reversal of bits, or a lane mask.
+            return match self.below(3) {
+                0 => {
+                    let op = *self.rng.pick(&["popc.b32", "clz.b32", "brev.b32"]);
+                    format!("  {op} {d}, {a};\n")
+                }
+                _ => {
+                    let m = *self.rng.pick(&["eq", "le", "lt", "ge", "gt"]);
+                    format!("  mov.u32 %w, %lanemask_{m};\n  and.b32 {d}, {a}, %w;\n")
+                }
+            };
+        }
         if self.chance(15) {
             let sh = *self.rng.pick(&["shl.b32", "shr.u32", "shr.s32"]);
             // By a constant, a thread's data (past the width, mostly), or its lane.

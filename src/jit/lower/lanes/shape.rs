@@ -7,8 +7,8 @@ use super::gate::is_exit;
 use super::memory::gated_space;
 use super::{LaneVal, Lanes, Res, Shape, V, Vecs, refuse};
 use crate::ast::{
-    AddrBase, Guard, Inst, Instruction, MemOrder, Operand, RegId, Space, SpecialRegKind, Type,
-    VideoForm, VideoSrc, VideoTail, VideoValue,
+    AddrBase, Guard, Inst, Instruction, MemOrder, Operand, RegId, Space, SpecialReg,
+    SpecialRegKind, Type, VideoForm, VideoSrc, VideoTail, VideoValue,
 };
 use crate::jit::lower::int_type;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -124,7 +124,12 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             Operand::Special(s) => match s.kind {
                 SpecialRegKind::Tid if s.dim == 0 => Shape::Affine(1),
                 SpecialRegKind::Laneid => Shape::Affine(1),
-                SpecialRegKind::Warpid => Shape::Varying,
+                SpecialRegKind::Warpid
+                | SpecialRegKind::LanemaskEq
+                | SpecialRegKind::LanemaskLe
+                | SpecialRegKind::LanemaskLt
+                | SpecialRegKind::LanemaskGe
+                | SpecialRegKind::LanemaskGt => Shape::Varying,
                 _ => Shape::Uniform,
             },
             Operand::Imm(_)
@@ -241,6 +246,40 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 let straddles = self.b().ins().icmp_imm_u(IntCC::NotEqual, first, 0);
                 self.note_wrap(straddles);
                 self.affine_conv(first, 1, Type::U32, ty, false)
+            }
+            Operand::Special(s)
+                if matches!(
+                    s.kind,
+                    SpecialRegKind::LanemaskEq
+                        | SpecialRegKind::LanemaskLe
+                        | SpecialRegKind::LanemaskLt
+                        | SpecialRegKind::LanemaskGe
+                        | SpecialRegKind::LanemaskGt
+                ) && ty.bits() == 32 =>
+            {
+                // Constants of each lane k where the group is a warp (lane k's number is k);
+                // a group that straddles two warps goes back, as for `%laneid`.
+                let lane = SpecialReg {
+                    kind: SpecialRegKind::Laneid,
+                    dim: 0,
+                };
+                let first = self.l.special(lane);
+                let straddles = self.b().ins().icmp_imm_u(IntCC::NotEqual, first, 0);
+                self.note_wrap(straddles);
+                let mask = |k: u64| -> i32 {
+                    let (below, upto) = ((1u64 << k) - 1, (2u64 << k) - 1);
+                    (match s.kind {
+                        SpecialRegKind::LanemaskEq => 1 << k,
+                        SpecialRegKind::LanemaskLe => upto,
+                        SpecialRegKind::LanemaskLt => below,
+                        SpecialRegKind::LanemaskGe => !below,
+                        _ => !upto,
+                    }) as u32 as i32
+                };
+                let parts: Vecs<P> = std::array::from_fn(|q| {
+                    self.vconst(std::array::from_fn(|k| mask((4 * q + k) as u64)))
+                });
+                Ok(LaneVal::Varying(parts))
             }
             _ if self.operand_shape(op) == Shape::Uniform => {
                 Ok(LaneVal::Uniform(self.l.get(op, ty)))

@@ -71,6 +71,30 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 };
                 self.write(d, *ty, LaneVal::Varying(v), mask)
             }
+            Inst::IntUn {
+                op: op @ (IntUnOp::Popc | IntUnOp::Clz | IntUnOp::Brev),
+                ty,
+                d,
+                a,
+            } if ty.bits() == 32 => {
+                // Lane by lane (SSE has no per-lane count or reversal of 32-bit words).
+                let x = self.read(a, *ty)?;
+                let x = self.lanes_of(x, *ty)?;
+                let v = self.map(x, |b, v| {
+                    let mut out = v;
+                    for lane in 0..4u8 {
+                        let w = b.ins().extractlane(v, lane);
+                        let r = match op {
+                            IntUnOp::Popc => b.ins().popcnt(w),
+                            IntUnOp::Clz => b.ins().clz(w),
+                            _ => b.ins().bitrev(w),
+                        };
+                        out = b.ins().insertlane(out, r, lane);
+                    }
+                    out
+                });
+                self.write(d, op.result_type(*ty), LaneVal::Varying(v), mask)
+            }
             Inst::Mul { mode, ty, d, a, b } => {
                 let v = self.mul(*mode, *ty, a, b)?;
                 self.write(d, mode.result_type(*ty), v, mask)

@@ -12,8 +12,8 @@
 //!   variable, the stride a constant (`%tid.x` has stride 1; `mad.lo.s32 %r, %ctaid.x, %ntid.x,
 //!   %tid.x` too; `mul.wide.u32 %rd, %r, 4` has stride 4). Addresses are affine. Where a
 //!   form holds only while the lanes do not straddle a boundary (`%laneid`, a sequence's low
-//!   bits by `and`, its high bits by `shr`, which are uniform), the group goes back if they
-//!   do, as for a sequence that wrapped;
+//!   bits by `and`, its high bits by `shr`, which are uniform, and `%lanemask_*`, constants
+//!   of each lane), the group goes back if they do, as for a sequence that wrapped;
 //! - *varying*: anything else, in eight `i32x4`s (floats as their bits, predicates as lane
 //!   masks).
 //!

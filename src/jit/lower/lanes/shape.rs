@@ -239,12 +239,8 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 self.affine_conv(x, 1, Type::U32, ty, false)
             }
             Operand::Special(s) if s.kind == SpecialRegKind::Laneid => {
-                // The first lane's number and the lanes counting on from it, unless the group
-                // straddles two warps (a row whose length is no multiple of 32): then it goes
-                // back, as for a wrapped sequence.
-                let first = self.l.special(*s);
-                let straddles = self.b().ins().icmp_imm_u(IntCC::NotEqual, first, 0);
-                self.note_wrap(straddles);
+                // The lanes count on from the first one's number.
+                let first = self.warp_lane_zero();
                 self.affine_conv(first, 1, Type::U32, ty, false)
             }
             Operand::Special(s)
@@ -257,15 +253,8 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                         | SpecialRegKind::LanemaskGt
                 ) && ty.bits() == 32 =>
             {
-                // Constants of each lane k where the group is a warp (lane k's number is k);
-                // a group that straddles two warps goes back, as for `%laneid`.
-                let lane = SpecialReg {
-                    kind: SpecialRegKind::Laneid,
-                    dim: 0,
-                };
-                let first = self.l.special(lane);
-                let straddles = self.b().ins().icmp_imm_u(IntCC::NotEqual, first, 0);
-                self.note_wrap(straddles);
+                // Constants of each lane k, whose number is k.
+                self.warp_lane_zero();
                 let mask = |k: u64| -> i32 {
                     let (below, upto) = ((1u64 << k) - 1, (2u64 << k) - 1);
                     (match s.kind {
@@ -494,6 +483,19 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         self.note_wrap(wrapped);
         self.widened.insert((base, signed, tb), wide);
         Ok(self.affine(wide, s, tb))
+    }
+
+    /// `%laneid` of the group's first lane, which must be 0: a group that straddles two warps
+    /// (in a row whose length is no multiple of 32) goes back, as for a wrapped sequence.
+    fn warp_lane_zero(&mut self) -> Value {
+        let lane = SpecialReg {
+            kind: SpecialRegKind::Laneid,
+            dim: 0,
+        };
+        let first = self.l.special(lane);
+        let straddles = self.b().ins().icmp_imm_u(IntCC::NotEqual, first, 0);
+        self.note_wrap(straddles);
+        first
     }
 
     /// Records that a sequence's lanes wrapped (or otherwise left the form the lowering

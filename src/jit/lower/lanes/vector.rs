@@ -80,18 +80,10 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 // Lane by lane (SSE has no per-lane count or reversal of 32-bit words).
                 let x = self.read(a, *ty)?;
                 let x = self.lanes_of(x, *ty)?;
-                let v = self.map(x, |b, v| {
-                    let mut out = v;
-                    for lane in 0..4u8 {
-                        let w = b.ins().extractlane(v, lane);
-                        let r = match op {
-                            IntUnOp::Popc => b.ins().popcnt(w),
-                            IntUnOp::Clz => b.ins().clz(w),
-                            _ => b.ins().bitrev(w),
-                        };
-                        out = b.ins().insertlane(out, r, lane);
-                    }
-                    out
+                let v = self.each_lane(x, x, |b, w, _| match op {
+                    IntUnOp::Popc => b.ins().popcnt(w),
+                    IntUnOp::Clz => b.ins().clz(w),
+                    _ => b.ins().bitrev(w),
                 });
                 self.write(d, op.result_type(*ty), LaneVal::Varying(v), mask)
             }
@@ -313,16 +305,8 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             && s > 0
             && (Self::LANES as i64 - 1) * s <= m as i64
         {
-            // A sequence's low bits (`%tid.x & 31`, the lane): a sequence again unless the
-            // lanes straddle a multiple of m + 1, which sends the group back as a wrapped
-            // sequence does.
-            let low = self.b().ins().band_imm_u(base, m as i64);
-            let last = self.b().ins().iadd_imm_s(low, (Self::LANES as i64 - 1) * s);
-            let straddles = self
-                .b()
-                .ins()
-                .icmp_imm_u(IntCC::UnsignedGreaterThan, last, m as i64);
-            self.note_wrap(straddles);
+            // A sequence's low bits (`%tid.x & 31`, the lane): a sequence again.
+            let low = self.low_bits(base, s, m as i64);
             return Ok(LaneVal::Affine(low, s));
         }
         let y = self.read(b, ty)?;
@@ -367,15 +351,8 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             && (Self::LANES as i64 - 1) * s < 1 << k
         {
             // A sequence spanning less than 2^k (`%tid.x >> 5`, the warp's number): the same
-            // in every lane unless the lanes straddle a multiple of 2^k, which sends the group
-            // back as a wrapped sequence does.
-            let low = self.b().ins().band_imm_u(base, (1 << k) - 1);
-            let last = self.b().ins().iadd_imm_s(low, (Self::LANES as i64 - 1) * s);
-            let straddles =
-                self.b()
-                    .ins()
-                    .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, last, 1 << k);
-            self.note_wrap(straddles);
+            // in every lane.
+            self.low_bits(base, s, (1 << k) - 1);
             let v = if ty.is_signed() {
                 self.b().ins().sshr_imm_s(base, k as i64)
             } else {
@@ -438,18 +415,43 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             LaneVal::Uniform(k) => self.map(x, |b, v| shift(b, v, k)),
             _ => {
                 let k = self.lanes_of(k, Type::U32)?;
-                self.map2(x, k, |b, v, k| {
-                    let mut out = v;
-                    for lane in 0..4u8 {
-                        let (w, n) = (b.ins().extractlane(v, lane), b.ins().extractlane(k, lane));
-                        let r = shift(b, w, n);
-                        out = b.ins().insertlane(out, r, lane);
-                    }
-                    out
-                })
+                self.each_lane(x, k, shift)
             }
         };
         Ok(LaneVal::Varying(v))
+    }
+
+    /// The bits under `mask` (2^k - 1) of a sequence's first lane `base` (stride `s`, with
+    /// 0 < 31 × s ≤ `mask`): those of every lane count on from them, unless the lanes straddle
+    /// a multiple of 2^k, which sends the group back as a wrapped sequence does.
+    fn low_bits(&mut self, base: Value, s: i64, mask: i64) -> Value {
+        let low = self.b().ins().band_imm_u(base, mask);
+        let last = self.b().ins().iadd_imm_s(low, (Self::LANES as i64 - 1) * s);
+        let straddles = self
+            .b()
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThan, last, mask);
+        self.note_wrap(straddles);
+        low
+    }
+
+    /// `f` on each lane's words of `x` and `y`, for what has no vector form on SSE
+    /// (per-lane shift amounts, bit counts).
+    fn each_lane(
+        &mut self,
+        x: Vecs<P>,
+        y: Vecs<P>,
+        f: impl Fn(&mut FunctionBuilder<'f>, Value, Value) -> Value,
+    ) -> Vecs<P> {
+        self.map2(x, y, |b, v, w| {
+            let mut out = v;
+            for lane in 0..4u8 {
+                let (a, c) = (b.ins().extractlane(v, lane), b.ins().extractlane(w, lane));
+                let r = f(b, a, c);
+                out = b.ins().insertlane(out, r, lane);
+            }
+            out
+        })
     }
 
     fn add_sub(&mut self, op: IntBinOp, ty: Type, x: LaneVal<P>, y: LaneVal<P>) -> Res<LaneVal<P>> {

@@ -273,27 +273,33 @@ impl<const P: usize> Group<'_, '_, '_, P> {
             .map(|q| b.ins().bitselect(alive[q], v[q], ones))
             .collect();
         let high: Vec<ir::Value> = (0..P).map(|q| b.ins().band(alive[q], v[q])).collect();
-        let mut and = low[0];
-        let mut or = high[0];
-        for q in 1..P {
-            and = b.ins().band(and, low[q]);
-            or = b.ins().bor(or, high[q]);
-        }
-        for words in [2, 1] {
-            let turned: Vec<u8> = (0..16).map(|x| (x + 4 * words) % 16).collect();
-            let a2 = self.shuffle_bytes(and, and, turned.clone());
-            let o2 = self.shuffle_bytes(or, or, turned);
-            let b = &mut self.lanes.l.b;
-            and = b.ins().band(and, a2);
-            or = b.ins().bor(or, o2);
-        }
+        let and = self.fold_lanes(&low, |b, x, y| b.ins().band(x, y));
+        let or = self.fold_lanes(&high, |b, x, y| b.ins().bor(x, y));
         let b = &mut self.lanes.l.b;
-        let (and, or) = (b.ins().extractlane(and, 0), b.ins().extractlane(or, 0));
         let differ = b.ins().icmp(IntCC::NotEqual, and, or);
         let (on, h) = (b.create_block(), self.handover);
         b.ins().brif(differ, h, &[], on, &[]);
         b.switch_to_block(on);
         and
+    }
+
+    /// Every lane of `parts` combined by `combine` (associative and commutative): the vectors
+    /// with each other, then lanes 0 and 1 with 2 and 3, then lane 0 with lane 1.
+    fn fold_lanes(
+        &mut self,
+        parts: &[ir::Value],
+        combine: impl Fn(&mut FunctionBuilder, ir::Value, ir::Value) -> ir::Value,
+    ) -> ir::Value {
+        let mut v = parts[0];
+        for x in &parts[1..] {
+            v = combine(&mut self.lanes.l.b, v, *x);
+        }
+        for words in [2, 1] {
+            let turned = (0..16).map(|x| (x + 4 * words) % 16).collect();
+            let other = self.shuffle_bytes(v, v, turned);
+            v = combine(&mut self.lanes.l.b, v, other);
+        }
+        self.lanes.l.b.ins().extractlane(v, 0)
     }
 
     /// `redux.sync` of `a` over the lanes of `m` (a 32-bit mask).
@@ -331,18 +337,8 @@ impl<const P: usize> Group<'_, '_, '_, P> {
             ReduxOp::Max if signed => b.ins().smax(x, y),
             ReduxOp::Max => b.ins().umax(x, y),
         };
-        let mut v = parts[0];
-        for x in &parts[1..] {
-            v = combine(&mut self.lanes.l.b, v, *x);
-        }
-        // Within the vector: lanes 0 and 1 with 2 and 3, then lane 0 with lane 1.
-        for words in [2, 1] {
-            let turned = (0..16).map(|x| (x + 4 * words) % 16).collect();
-            let other = self.shuffle_bytes(v, v, turned);
-            v = combine(&mut self.lanes.l.b, v, other);
-        }
+        let r = self.fold_lanes(&parts, combine);
         let b = &mut self.lanes.l.b;
-        let r = b.ins().extractlane(v, 0);
         Ok(match op {
             // Of no lanes, min and max give 0.
             ReduxOp::Min | ReduxOp::Max => {

@@ -408,14 +408,34 @@ impl Window {
         }
     }
 
-    /// A fresh, zeroed window for the block `ctx` runs: its variables become the bottom of
-    /// the context's own areas (frames come and go above them). The window must live as
-    /// long as the block runs.
-    fn open(&self, ctx: &mut ThreadCtx) -> Option<Vec<u128>> {
-        let window = self.size.map(aligned_bytes);
-        ctx.shared_base = window.as_ref().map_or(0, |w| w.as_ptr() as u64);
+    /// A zeroed window for the block `ctx` runs, in `storage` (a worker's, reused from
+    /// block to block so that a block costs a `memset`, not an allocation): its variables
+    /// become the bottom of the context's own areas (frames come and go above them).
+    /// `storage` must not be touched while the block runs.
+    fn open(&self, ctx: &mut ThreadCtx, storage: &mut Vec<u128>) {
+        ctx.shared_base = match self.size {
+            Some(size) => {
+                let words = size.div_ceil(16).max(1);
+                storage.clear();
+                storage.resize(words, 0);
+                storage.as_ptr() as u64
+            }
+            None => 0,
+        };
         ctx.dynamic_smem = self.dynamic;
         ctx.total_smem = self.total;
+        // The last block of this worker registered the same areas where the storage was
+        // reused: keep them (their names are `Arc`s, whose clone is an atomic add on a line
+        // every worker shares), dropping what lay above them.
+        let n = self.areas.len();
+        let same = ctx.own.len() >= n
+            && (ctx.own.iter().zip(&self.areas))
+                .all(|(o, a)| o.extent.base == ctx.shared_base + a.extent.base);
+        if same {
+            ctx.own.truncate(n);
+            return;
+        }
+        ctx.own.clear();
         for a in &self.areas {
             ctx.own.push(JitArea {
                 extent: Extent {
@@ -425,7 +445,6 @@ impl Window {
                 name: a.name.clone(),
             });
         }
-        window
     }
 }
 
@@ -688,91 +707,90 @@ impl Jit {
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling (as the interpreter).
         let skipped = &AtomicBool::new(false);
-        let run_block = |ctx: &mut ThreadCtx, states: &mut Vec<u128>, b: u64| {
-            if stop.load(Ordering::Relaxed) {
-                skipped.store(true, Ordering::Relaxed);
-                return None;
-            }
-            ctx.ctaid = grid.point(b);
-            ctx.ntid = [block.x, block.y, block.z];
-            ctx.nctaid = [grid.x, grid.y, grid.z];
-            ctx.params = params_base;
-            ctx.depth = 0;
-            ctx.own.clear();
-            // The shared-space slots may hold the last block's variables.
-            ctx.hits[runtime::HIT_AREAS..].fill([0; 2]);
-            let window = window.open(ctx);
-            let ended = match step {
-                Some(layout) if group.is_some() => {
-                    let (entry_g, plan) = group.expect("checked");
-                    // SAFETY: `entry` is this kernel's finalized round function and
-                    // `entry_g` its group function, compiled with the signatures
-                    // `RoundFunc` and `GroupFunc`.
-                    let (round, func) = unsafe {
-                        (
-                            std::mem::transmute::<usize, RoundFunc>(entry),
-                            std::mem::transmute::<usize, groups::GroupFunc>(*entry_g),
-                        )
-                    };
-                    groups::Groups {
-                        module,
-                        id,
-                        group: func,
-                        plan,
-                        round,
-                        layout,
-                        block,
-                        ctaid: grid.point(b),
-                        firsts,
+        let run_block =
+            |ctx: &mut ThreadCtx, states: &mut Vec<u128>, shared: &mut Vec<u128>, b: u64| {
+                if stop.load(Ordering::Relaxed) {
+                    skipped.store(true, Ordering::Relaxed);
+                    return None;
+                }
+                ctx.ctaid = grid.point(b);
+                ctx.ntid = [block.x, block.y, block.z];
+                ctx.nctaid = [grid.x, grid.y, grid.z];
+                ctx.params = params_base;
+                ctx.depth = 0;
+                // The shared-space slots may hold the last block's variables.
+                ctx.hits[runtime::HIT_AREAS..].fill([0; 2]);
+                window.open(ctx, shared);
+                let ended = match step {
+                    Some(layout) if group.is_some() => {
+                        let (entry_g, plan) = group.expect("checked");
+                        // SAFETY: `entry` is this kernel's finalized round function and
+                        // `entry_g` its group function, compiled with the signatures
+                        // `RoundFunc` and `GroupFunc`.
+                        let (round, func) = unsafe {
+                            (
+                                std::mem::transmute::<usize, RoundFunc>(entry),
+                                std::mem::transmute::<usize, groups::GroupFunc>(*entry_g),
+                            )
+                        };
+                        groups::Groups {
+                            module,
+                            id,
+                            group: func,
+                            plan,
+                            round,
+                            layout,
+                            block,
+                            ctaid: grid.point(b),
+                            firsts,
+                        }
+                        .run(ctx, states)
                     }
-                    .run(ctx, states)
-                }
-                Some(layout) => {
-                    // SAFETY: `entry` is this kernel's finalized round function
-                    // (cooperative kernels are compiled as one), whose signature
-                    // is `RoundFunc`.
-                    let round = unsafe { std::mem::transmute::<usize, RoundFunc>(entry) };
-                    let mut threads =
-                        StepThreads::new(module, &mut *ctx, round, layout, block, states);
-                    schedule::run_block(module.func(id), block, grid.point(b), &mut threads)
-                }
-                None => {
-                    // SAFETY: `entry` is this kernel's finalized block
-                    // function, compiled with the signature `BlockFunc`; the
-                    // context is this worker's own, and its pointers (areas,
-                    // module info, parameter block, shared window) outlive the
-                    // call.
-                    let status = unsafe {
-                        let f: BlockFunc = std::mem::transmute(entry);
-                        f(ctx)
-                    };
-                    if status == STATUS_FAULT {
-                        let f = ctx
-                            .fault
-                            .take()
-                            .expect("a faulting block records its fault");
-                        Err(locate(module, f, ctx.ctaid, ctx.tid))
-                    } else {
-                        Ok(())
+                    Some(layout) => {
+                        // SAFETY: `entry` is this kernel's finalized round function
+                        // (cooperative kernels are compiled as one), whose signature
+                        // is `RoundFunc`.
+                        let round = unsafe { std::mem::transmute::<usize, RoundFunc>(entry) };
+                        let mut threads =
+                            StepThreads::new(module, &mut *ctx, round, layout, block, states);
+                        schedule::run_block(module.func(id), block, grid.point(b), &mut threads)
                     }
+                    None => {
+                        // SAFETY: `entry` is this kernel's finalized block
+                        // function, compiled with the signature `BlockFunc`; the
+                        // context is this worker's own, and its pointers (areas,
+                        // module info, parameter block, shared window) outlive the
+                        // call.
+                        let status = unsafe {
+                            let f: BlockFunc = std::mem::transmute(entry);
+                            f(ctx)
+                        };
+                        if status == STATUS_FAULT {
+                            let f = ctx
+                                .fault
+                                .take()
+                                .expect("a faulting block records its fault");
+                            Err(locate(module, f, ctx.ctaid, ctx.tid))
+                        } else {
+                            Ok(())
+                        }
+                    }
+                };
+                if ctx.lane_threads > 0 {
+                    lanes_ref.fetch_add(ctx.lane_threads, Ordering::Relaxed);
+                    ctx.lane_threads = 0;
                 }
+                // Boxed: the pool folds one result a block, and a fault inline made each a
+                // copy of its whole size (10% of saxpy's time, depending on how rustc inlined
+                // the fold).
+                ended.err().map(|f| (b, Box::new(f)))
             };
-            drop(window);
-            if ctx.lane_threads > 0 {
-                lanes_ref.fetch_add(ctx.lane_threads, Ordering::Relaxed);
-                ctx.lane_threads = 0;
-            }
-            // Boxed: the pool folds one result a block, and a fault inline made each a
-            // copy of its whole size (10% of saxpy's time, depending on how rustc inlined
-            // the fold).
-            ended.err().map(|f| (b, Box::new(f)))
-        };
         let pool = |blocks: std::ops::Range<u64>| {
             blocks
                 .into_par_iter()
                 .map_init(
-                    || (ThreadCtx::new(shared_ref, info), Vec::new()),
-                    |(ctx, states), b| run_block(ctx, states, b),
+                    || (ThreadCtx::new(shared_ref, info), Vec::new(), Vec::new()),
+                    |(ctx, states, shared), b| run_block(ctx, states, shared, b),
                 )
                 .flatten()
                 .min_by_key(|(b, _)| *b)
@@ -783,13 +801,14 @@ impl Jit {
             // Blocks run on the calling thread while they are quick: a launch whose blocks
             // all end within `SEQUENTIAL_BUDGET` never wakes the pool (whose hand-off costs
             // more than small launches take); what is left of a longer one goes to the pool.
-            let (mut ctx, mut states) = (ThreadCtx::new(shared_ref, info), Vec::new());
-            let mut first_fault = run_block(&mut ctx, &mut states, 0);
+            let (mut ctx, mut states, mut shared) =
+                (ThreadCtx::new(shared_ref, info), Vec::new(), Vec::new());
+            let mut first_fault = run_block(&mut ctx, &mut states, &mut shared, 0);
             let mut next = 1;
             if next < grid.count() {
                 let start = Instant::now();
                 while next < grid.count() && start.elapsed() < SEQUENTIAL_BUDGET {
-                    let fault = run_block(&mut ctx, &mut states, next);
+                    let fault = run_block(&mut ctx, &mut states, &mut shared, next);
                     first_fault = first_fault.or(fault);
                     next += 1;
                 }
@@ -837,7 +856,8 @@ impl Engine for Jit {
         let window = &self.call_window;
         let fault = self.call_on_stack(move || {
             host::with_host_ctx(self, |ctx| {
-                let _window = window.open(ctx);
+                let mut storage = Vec::new();
+                window.open(ctx, &mut storage);
                 // SAFETY: `entry` is the finalized internal function of this `.func`,
                 // compiled with the signature `InternalFunc`; the two buffers lie in `buf`,
                 // which has the sizes its layout needs and outlives this closure (the caller

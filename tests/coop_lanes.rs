@@ -1304,3 +1304,142 @@ fn nvrtc_warp_sum_runs_in_lanes() {
     }
     assert_eq!(jit.lane_threads(), 1024, "every block ran in lanes");
 }
+
+/// Rounds where most warps have nothing to do (their quiet paths, `rounds/quiet.rs`): a tree
+/// reduction whose loop also updates a per-thread value (`%x`), a sequence (`%y`) and a
+/// counter in every warp, then a second loop whose bound leaves warps out from its first
+/// round, so that a warp goes quietly from the first loop's barrier to the second's. The
+/// threads from 200 on exit first (a warp with some lanes left, a warp with none).
+#[test]
+fn quiet_rounds_keep_what_they_compute() {
+    let ptx = format!(
+        "{HEAD}.visible .entry quiet(.param .u64 out) {{
+  .reg .pred %p<6>; .reg .b32 %r<8>; .reg .b32 %t; .reg .b32 %h; .reg .b32 %m;
+  .reg .b32 %x; .reg .b32 %y; .reg .b64 %rd<10>;
+  .shared .align 4 .b32 s[256];
+{OWN_WORD}  mov.u32 %r0, %ctaid.x;
+  setp.ge.u32 %p0, %t, 200;
+  @%p0 bra DONE;
+  mad.lo.u32 %r1, %r0, 1000, %t;
+  st.shared.u32 [%rd3], %r1;
+  mul.lo.u32 %x, %t, %t;
+  mov.u32 %y, %t;
+  mov.u32 %h, 128;
+  bar.sync 0;
+LOOPA:
+  setp.ge.u32 %p1, %t, %h;
+  @%p1 bra SKIPA;
+  add.u32 %r2, %t, %h;
+  mul.wide.u32 %rd4, %r2, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  ld.shared.u32 %r3, [%rd3];
+  ld.shared.u32 %r4, [%rd5];
+  add.u32 %r3, %r3, %r4;
+  st.shared.u32 [%rd3], %r3;
+SKIPA:
+  bar.sync 0;
+  mad.lo.u32 %x, %x, 5, %t;
+  add.u32 %y, %y, 3;
+  shr.u32 %h, %h, 1;
+  setp.ne.u32 %p2, %h, 0;
+  @%p2 bra LOOPA;
+  mov.u32 %m, 160;
+LOOPB:
+  setp.ge.u32 %p3, %t, %m;
+  @%p3 bra SKIPB;
+  ld.shared.u32 %r5, [%rd3];
+  add.u32 %r5, %r5, %m;
+  st.shared.u32 [%rd3], %r5;
+SKIPB:
+  bar.sync 0;
+  add.u32 %y, %y, %m;
+  sub.u32 %m, %m, 40;
+  setp.ne.u32 %p4, %m, 0;
+  @%p4 bra LOOPB;
+  mul.wide.u32 %rd6, %r0, 3072;
+  add.s64 %rd7, %rd0, %rd6;
+  add.s64 %rd8, %rd7, %rd1;
+  st.global.u32 [%rd8], %x;
+  st.global.u32 [%rd8+1024], %y;
+  ld.shared.u32 %r6, [%rd3];
+  st.global.u32 [%rd8+2048], %r6;
+DONE:
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "quiet", 2, Dim3::x(256), 2 * 768);
+    for block in 0..2u32 {
+        let mut s: Vec<u32> = (0..256)
+            .map(|t| if t < 200 { block * 1000 + t } else { 0 })
+            .collect();
+        let mut h = 128;
+        while h > 0 {
+            for t in 0..h {
+                s[t] = s[t].wrapping_add(s[t + h]);
+            }
+            h /= 2;
+        }
+        for m in [160u32, 120, 80, 40] {
+            for v in s.iter_mut().take(m as usize) {
+                *v += m;
+            }
+        }
+        for t in 0..256u32 {
+            let at = (768 * block + t) as usize;
+            let got = [out[at], out[at + 256], out[at + 512]];
+            if t >= 200 {
+                assert_eq!(got, [0; 3], "block {block}, thread {t} exited");
+                continue;
+            }
+            let x = (0..8).fold(t * t, |x: u32, _| x.wrapping_mul(5).wrapping_add(t));
+            let y = t + 3 * 8 + 160 + 120 + 80 + 40;
+            assert_eq!(got, [x, y, s[t as usize]], "block {block}, thread {t}");
+        }
+    }
+    assert_eq!(lanes, 2 * 256, "both blocks ran in lanes");
+}
+
+/// A quiet round over a sequence that wraps within a warp (`%t - 16`): the branch it
+/// decides skips every store, and the warp goes on as the schedule has it.
+#[test]
+fn a_quiet_round_over_a_wrapping_sequence() {
+    let ptx = format!(
+        "{HEAD}.visible .entry wrap(.param .u64 out) {{
+  .reg .pred %p<4>; .reg .b32 %r<4>; .reg .b32 %t; .reg .b32 %w; .reg .b32 %c;
+  .reg .b32 %x; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[64];
+{OWN_WORD}  add.u32 %w, %t, 0xfffffff0;
+  mul.lo.u32 %x, %t, %t;
+  mov.u32 %c, 0;
+  st.shared.u32 [%rd3], %t;
+  bar.sync 0;
+LOOP:
+  setp.ne.u32 %p1, %w, 0x80000000;
+  @%p1 bra SKIP;
+  ld.shared.u32 %r1, [%rd3];
+  add.u32 %r1, %r1, 1;
+  st.shared.u32 [%rd3], %r1;
+SKIP:
+  bar.sync 0;
+  mad.lo.u32 %x, %x, 3, %w;
+  add.u32 %c, %c, 1;
+  setp.lt.u32 %p2, %c, 3;
+  @%p2 bra LOOP;
+  add.s64 %rd4, %rd0, %rd1;
+  st.global.u32 [%rd4], %x;
+  ld.shared.u32 %r2, [%rd3];
+  st.global.u32 [%rd4+256], %r2;
+  ret;
+}}"
+    );
+    let (out, _) = run(&ptx, "wrap", 1, Dim3::x(64), 128);
+    for t in 0..64u32 {
+        let w = t.wrapping_sub(16);
+        let x = (0..3).fold(t * t, |x: u32, _| x.wrapping_mul(3).wrapping_add(w));
+        assert_eq!(
+            [out[t as usize], out[64 + t as usize]],
+            [x, t],
+            "thread {t}"
+        );
+    }
+}

@@ -54,6 +54,7 @@
 //! so the result is always the schedule's.
 
 mod collective;
+mod quiet;
 
 use super::{LaneVal, Lanes, Refused, Res, Shape, V, Vecs, refuse};
 use crate::ast::{AddrBase, Guard, Imm, Inst, Instruction, Operand, RegId, Space, SyncOp, Type};
@@ -710,8 +711,13 @@ impl<'a, 'f> Lower<'a, 'f> {
                 continue;
             }
             let blk = g.b().create_block();
-            starts.push(blk);
             g.segment(k, blk)?;
+            // A segment from a barrier tries its quiet path first.
+            let quiet = match k > 0 && g.ids[k - 1].is_some() {
+                true => g.quiet(k, blk)?,
+                false => None,
+            };
+            starts.push(quiet.unwrap_or(blk));
         }
         let raised = std::mem::take(&mut g.lanes.raised);
         // Each group on from where it stands.
@@ -2258,6 +2264,11 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b()
             .ins()
             .store(trusted(), n, gstate, GroupPlan::RESUME as i32);
+        self.count_stop(number);
+    }
+
+    /// The group stopped at sync point `number` (a resume number): on to the next group.
+    fn count_stop(&mut self, number: usize) {
         let round = self.round;
         match self.ids[number - 1] {
             Some(id) => {

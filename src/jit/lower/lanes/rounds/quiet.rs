@@ -1,0 +1,330 @@
+//! The quiet path of a segment: the group from a barrier to its next stop where all its
+//! lanes run together and it touches no memory, as scalars where the registers are
+//! uniform or sequences.
+//!
+//! A tree reduction's block makes ten rounds, and in most of them most groups have
+//! nothing to do: `if (t < half) s[t] += s[t + half]` is false in every lane of the warps
+//! at and above `half`, decided on the first and last lanes. The full segment still sets
+//! up its lane masks, joins them where the branch lands and saves them at the stop, which
+//! costs a group about as much as a round with work in it. The quiet path runs first: the
+//! segment's code lowered with every lane running, following uniform branches and the
+//! per-thread branches its first and last lanes decide for all lanes. It stops, as the
+//! full segment would, at the first barrier it reaches, saving the registers it wrote.
+//! At anything else (a load or store, an exit, a warp collective, a per-thread branch the
+//! lanes may split at, a guard that differs from lane to lane, a sequence that wrapped)
+//! it goes to the full segment's start instead. It has written nothing by then (the state
+//! is as the round found it), so the full segment runs the group from the barrier as if
+//! the quiet path had not been there.
+
+use super::{Group, Res, fixed_shape, home_at};
+use crate::ast::{AddrBase, Inst, RegId, Space};
+use crate::jit::lower::lanes::{Refused, Shape, V, gate};
+use crate::jit::lower::liveness::{self, RegSet};
+use crate::jit::lower::{GroupPlan, clif, trusted};
+use cranelift_codegen::ir::{Block, InstBuilder, types};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the quiet path does at an instruction.
+#[derive(Clone, Copy, PartialEq)]
+enum Step {
+    /// A barrier or collective the group stops at.
+    Stop,
+    /// Something only the full segment does.
+    Leave,
+    /// A branch: uniform, or per-thread and decided for all lanes or none.
+    Branch,
+    /// Computed as the full segment computes it.
+    Compute,
+}
+
+impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
+    /// Lowers the quiet path of segment `k` (from barrier k, not a collective), going to
+    /// `full` (the segment's start) where it cannot go on; its first block, or None if it
+    /// reaches no stop.
+    pub(super) fn quiet(&mut self, k: usize, full: Block) -> Res<Option<Block>> {
+        let body = self.body();
+        let n = body.len();
+        let start = self.points[k - 1] + 1;
+        // The instructions it may reach, and the blocks they make.
+        let mut reach = vec![false; n];
+        let mut leaders = BTreeSet::from([start]);
+        let mut stack = vec![start];
+        let mut stops = false;
+        while let Some(i) = stack.pop() {
+            if i >= n || reach[i] {
+                continue;
+            }
+            reach[i] = true;
+            let next = match self.step(i) {
+                Step::Stop => {
+                    stops = true;
+                    continue;
+                }
+                Step::Leave => continue,
+                Step::Compute => vec![i + 1],
+                Step::Branch => {
+                    let next = self.branch_targets(i);
+                    leaders.extend(next.iter().copied());
+                    next
+                }
+            };
+            stack.extend(next);
+        }
+        if !stops {
+            return Ok(None);
+        }
+        leaders.retain(|&l| l < n);
+        let blocks: BTreeMap<usize, Block> = leaders
+            .iter()
+            .map(|&l| (l, self.lanes.l.b.create_block()))
+            .collect();
+        let f = self.lanes.l.f;
+        let mut read: RegSet = vec![0; f.regs.len().div_ceil(64).max(1)];
+        let mut written = read.clone();
+        for i in (0..n).filter(|&i| reach[i] && self.step(i) != Step::Stop) {
+            let ins = &body[i];
+            for r in ins.inst.written() {
+                liveness::add(&mut written, r);
+            }
+            for r in ins.inst.reads().into_iter().chain(ins.guard.map(|g| g.reg)) {
+                liveness::add(&mut read, r);
+            }
+        }
+
+        let first = self.b().create_block();
+        self.b().switch_to_block(first);
+        self.quiet_start(k, &read, &written);
+        let entry = blocks[&start];
+        self.b().ins().jump(entry, &[]);
+        let mut stop_blocks: BTreeMap<usize, Block> = BTreeMap::new();
+        for &l in &leaders {
+            self.quiet_block(l, &blocks, &mut stop_blocks, full)?;
+        }
+        for (i, blk) in stop_blocks {
+            self.b().switch_to_block(blk);
+            self.quiet_stop(k, i, &written, full);
+        }
+        Ok(Some(first))
+    }
+
+    fn step(&self, i: usize) -> Step {
+        let body = self.body();
+        let ins = &body[i];
+        let f = self.lanes.l.f;
+        let per_thread_guard = ins
+            .guard
+            .is_some_and(|g| fixed_shape(&self.lanes, g.reg) != Shape::Uniform);
+        match &ins.inst {
+            Inst::Sync { .. } if self.through(i) => Step::Leave,
+            Inst::Sync { .. } => Step::Stop,
+            Inst::Ret | Inst::Exit => Step::Leave,
+            Inst::Bra { target, .. } if gate::is_exit(body, f.labels[target.0 as usize]) => {
+                Step::Leave
+            }
+            Inst::Bra { .. } => Step::Branch,
+            Inst::Ld { space, addr, .. }
+                if matches!(addr.base, AddrBase::Var(_))
+                    && !matches!(
+                        crate::interp::access_space(self.lanes.l.sh.ptx, f, *space, addr),
+                        Some(Space::Global | Space::Shared)
+                    )
+                    && !per_thread_guard =>
+            {
+                Step::Compute
+            }
+            Inst::Ld { .. } | Inst::St { .. } | Inst::Atom { .. } => Step::Leave,
+            Inst::Fence | Inst::Call { .. } => Step::Leave,
+            _ if per_thread_guard => Step::Leave,
+            _ => Step::Compute,
+        }
+    }
+
+    /// Where a branch may go on the quiet path (a per-thread one to either side).
+    fn branch_targets(&self, i: usize) -> Vec<usize> {
+        let ins = &self.body()[i];
+        let Inst::Bra { target, .. } = ins.inst else {
+            unreachable!("a branch");
+        };
+        let t = self.lanes.l.f.labels[target.0 as usize];
+        match ins.guard {
+            None => vec![t],
+            Some(_) => vec![t, i + 1],
+        }
+    }
+
+    /// The registers the quiet path reads or writes, from the state where barrier `k`
+    /// left them (zero for those it writes first).
+    fn quiet_start(&mut self, k: usize, read: &RegSet, written: &RegSet) {
+        let live = self.plan_live[k - 1].clone();
+        let gstate = self.gstate;
+        let f = self.lanes.l.f;
+        let zero = self.b().ins().iconst(types::I32, 0);
+        let zero_v = self.b().ins().splat(V, zero);
+        for (r, reg) in f.regs.iter().enumerate() {
+            let id = RegId(r as u32);
+            if !liveness::has(read, id) && !liveness::has(written, id) {
+                continue;
+            }
+            let saved = liveness::has(&live, id);
+            let home = home_at(self.homes[r]);
+            match fixed_shape(&self.lanes, id) {
+                Shape::Varying => {
+                    for (p, var) in self.lanes.vregs[r].into_iter().enumerate() {
+                        let off = (home + 16 * p as u32) as i32;
+                        let v = match saved {
+                            true => self.b().ins().load(V, trusted(), gstate, off),
+                            false => zero_v,
+                        };
+                        self.b().def_var(var, v);
+                    }
+                }
+                _ => {
+                    let v = match saved {
+                        true => {
+                            let ty = clif(reg.ty);
+                            self.lanes.l.load_value(ty, trusted(), gstate, home as i32)
+                        }
+                        false => self.lanes.l.zero(reg.ty),
+                    };
+                    let var = self.lanes.l.regs[r];
+                    self.b().def_var(var, v);
+                }
+            }
+        }
+        let wrap = self.lanes.wrap.expect("set");
+        let no = self.b().ins().iconst(types::I8, 0);
+        self.b().def_var(wrap, no);
+        self.lanes.wrap_unchecked = false;
+    }
+
+    /// Lowers the quiet path's block starting at instruction `l`.
+    fn quiet_block(
+        &mut self,
+        l: usize,
+        blocks: &BTreeMap<usize, Block>,
+        stops: &mut BTreeMap<usize, Block>,
+        full: Block,
+    ) -> Res<()> {
+        self.b().switch_to_block(blocks[&l]);
+        self.fresh_block();
+        let body = self.body();
+        let mut i = l;
+        loop {
+            if i >= body.len() {
+                // The end of the kernel: its lanes end there.
+                self.b().ins().jump(full, &[]);
+                return Ok(());
+            }
+            if i != l
+                && let Some(&b) = blocks.get(&i)
+            {
+                self.b().ins().jump(b, &[]);
+                return Ok(());
+            }
+            self.lanes.l.at = i;
+            self.lanes.l.site = crate::jit::runtime::Site {
+                func: self.lanes.l.fid,
+                inst: i as u32,
+            }
+            .pack();
+            let ins = &body[i];
+            let unknown = &self.lanes.unknown;
+            self.lanes.tainted = (ins.inst.reads().into_iter())
+                .chain(ins.guard.map(|g| g.reg))
+                .any(|r| unknown[r.0 as usize]);
+            match self.step(i) {
+                Step::Stop => {
+                    let stop = *stops
+                        .entry(i)
+                        .or_insert_with(|| self.lanes.l.b.create_block());
+                    self.b().ins().jump(stop, &[]);
+                    return Ok(());
+                }
+                Step::Leave => {
+                    self.b().ins().jump(full, &[]);
+                    return Ok(());
+                }
+                Step::Branch => {
+                    self.quiet_branch(i, blocks, full);
+                    return Ok(());
+                }
+                Step::Compute => self
+                    .lanes
+                    .pure(ins)
+                    .map_err(|Refused(why)| Refused(format!("{}: {why}", self.lanes.text(i))))?,
+            }
+            i += 1;
+        }
+    }
+
+    /// A branch on the quiet path: uniform, or per-thread where the sequence comparison
+    /// it tests sends every lane the same way (else the full segment takes the group).
+    fn quiet_branch(&mut self, i: usize, blocks: &BTreeMap<usize, Block>, full: Block) {
+        let ins = &self.body()[i];
+        let next = self.branch_targets(i);
+        let to = blocks[&next[0]];
+        let Some(g) = ins.guard else {
+            self.b().ins().jump(to, &[]);
+            return;
+        };
+        let on = blocks[&next[1]];
+        if self.real_branch(i).is_some() {
+            let p = self.lanes.l.b.use_var(self.lanes.l.regs[g.reg.0 as usize]);
+            match g.negated {
+                true => self.b().ins().brif(p, on, &[], to, &[]),
+                false => self.b().ins().brif(p, to, &[], on, &[]),
+            };
+            return;
+        }
+        let Some(&c) = self.lanes.seq_cmps.get(&g.reg) else {
+            self.b().ins().jump(full, &[]);
+            return;
+        };
+        let (answer, unsure) = self.lanes.seq_answer(c, g.negated);
+        let decided = self.b().create_block();
+        self.b().ins().brif(unsure, full, &[], decided, &[]);
+        self.b().switch_to_block(decided);
+        self.b().ins().brif(answer, to, &[], on, &[]);
+    }
+
+    /// The quiet path's stop at barrier `i`: the registers it wrote that live across the
+    /// barrier saved (the others are in the state as they were), and the stop counted.
+    fn quiet_stop(&mut self, k: usize, i: usize, written: &RegSet, full: Block) {
+        self.fresh_block();
+        let w = self.lanes.wrap.expect("set");
+        let wrapped = self.b().use_var(w);
+        let go = self.b().create_block();
+        self.b().ins().brif(wrapped, full, &[], go, &[]);
+        self.b().switch_to_block(go);
+        let number = self.points.iter().position(|&p| p == i).expect("a point") + 1;
+        let live = self.plan_live[number - 1].clone();
+        let gstate = self.gstate;
+        for r in 0..self.lanes.l.f.regs.len() {
+            let id = RegId(r as u32);
+            if !liveness::has(&live, id) || !liveness::has(written, id) {
+                continue;
+            }
+            let home = home_at(self.homes[r]);
+            match fixed_shape(&self.lanes, id) {
+                Shape::Varying => {
+                    for p in 0..P {
+                        let v = self.lanes.l.b.use_var(self.lanes.vregs[r][p]);
+                        let off = (home + 16 * p as u32) as i32;
+                        self.b().ins().store(trusted(), v, gstate, off);
+                    }
+                }
+                _ => {
+                    let v = self.lanes.l.b.use_var(self.lanes.l.regs[r]);
+                    self.b().ins().store(trusted(), v, gstate, home as i32);
+                }
+            }
+        }
+        if number != k {
+            let n = self.b().ins().iconst(types::I32, number as i64);
+            self.b()
+                .ins()
+                .store(trusted(), n, gstate, GroupPlan::RESUME as i32);
+        }
+        self.count_stop(number);
+    }
+}

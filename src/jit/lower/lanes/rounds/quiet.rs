@@ -93,12 +93,15 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
 
         let first = self.b().create_block();
         self.b().switch_to_block(first);
-        self.quiet_start(k, &read, &written);
+        self.quiet_start(k, &written);
         let entry = blocks[&start];
         self.b().ins().jump(entry, &[]);
+        // The registers it only reads are loaded by each block that reads them (a value
+        // loaded at the start would live, and be spilled, across the path).
+        let only_read: RegSet = (read.iter().zip(&written)).map(|(r, w)| r & !w).collect();
         let mut stop_blocks: BTreeMap<usize, Block> = BTreeMap::new();
         for &l in &leaders {
-            self.quiet_block(l, &blocks, &mut stop_blocks, full)?;
+            self.quiet_block(l, &blocks, &only_read, &mut stop_blocks, full)?;
         }
         for (i, blk) in stop_blocks {
             self.b().switch_to_block(blk);
@@ -152,9 +155,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         }
     }
 
-    /// The registers the quiet path reads or writes, from the state where barrier `k`
-    /// left them (zero for those it writes first).
-    fn quiet_start(&mut self, k: usize, read: &RegSet, written: &RegSet) {
+    /// The registers the quiet path writes, from the state where barrier `k` left them
+    /// (zero for those it writes first).
+    fn quiet_start(&mut self, k: usize, written: &RegSet) {
         let live = self.plan_live[k - 1].clone();
         let gstate = self.gstate;
         let f = self.lanes.l.f;
@@ -162,7 +165,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let zero_v = self.b().ins().splat(V, zero);
         for (r, reg) in f.regs.iter().enumerate() {
             let id = RegId(r as u32);
-            if !liveness::has(read, id) && !liveness::has(written, id) {
+            if !liveness::has(written, id) {
                 continue;
             }
             let saved = liveness::has(&live, id);
@@ -202,12 +205,29 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         &mut self,
         l: usize,
         blocks: &BTreeMap<usize, Block>,
+        only_read: &RegSet,
         stops: &mut BTreeMap<usize, Block>,
         full: Block,
     ) -> Res<()> {
         self.b().switch_to_block(blocks[&l]);
         self.fresh_block();
         let body = self.body();
+        let mut reads = BTreeSet::new();
+        for i in l..body.len() {
+            if i != l && blocks.contains_key(&i) {
+                break;
+            }
+            let ins = &body[i];
+            let step = self.step(i);
+            if step != Step::Stop {
+                let regs = ins.inst.reads().into_iter().chain(ins.guard.map(|g| g.reg));
+                reads.extend(regs.filter(|r| liveness::has(only_read, *r)));
+            }
+            if step != Step::Compute {
+                break;
+            }
+        }
+        self.load_regs(reads);
         let mut i = l;
         loop {
             if i >= body.len() {

@@ -1443,3 +1443,83 @@ SKIP:
         );
     }
 }
+
+/// The converged version of a segment (`rounds/converged.rs`) with a held store and a held
+/// atomic before a bounds test that splits the last warp in range (`%n` = 300): that warp
+/// goes to the full segment, which must store and count once; thread 77 exits first. Each
+/// thread then reads the word of thread 127 - t.
+#[test]
+fn a_warp_that_parts_after_its_held_accesses() {
+    let ptx = format!(
+        "{HEAD}.visible .entry parts(.param .u64 out, .param .u64 cnt, .param .u32 n) {{
+  .reg .pred %p<4>; .reg .b32 %r<8>; .reg .b32 %t; .reg .b32 %i; .reg .b32 %n;
+  .reg .b64 %rd<10>;
+  .shared .align 4 .b32 s[128];
+  ld.param.u64 %rd0, [out];
+  ld.param.u64 %rd9, [cnt];
+  ld.param.u32 %n, [n];
+  mov.u32 %t, %tid.x;
+  mov.u32 %r0, %ctaid.x;
+  mad.lo.u32 %i, %r0, 128, %t;
+  setp.eq.u32 %p0, %t, 77;
+  @%p0 exit;
+  mul.wide.u32 %rd1, %t, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  st.shared.u32 [%rd3], %i;
+  atom.global.add.u32 %r1, [%rd9], 1;
+  setp.ge.u32 %p1, %i, %n;
+  @%p1 bra SKIP;
+  mul.lo.u32 %r2, %i, 3;
+  st.shared.u32 [%rd3], %r2;
+SKIP:
+  bar.sync 0;
+  sub.u32 %r3, 127, %t;
+  mul.wide.u32 %rd4, %r3, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  ld.shared.u32 %r4, [%rd5];
+  mul.wide.u32 %rd6, %i, 4;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %r4;
+  ret;
+}}"
+    );
+    let jit = unchecked(&ptx);
+    let interp = Interpreter::new(Module::parse(&ptx).expect("test PTX parses"));
+    let n = 300u32;
+    let mut outs = Vec::new();
+    for e in [&jit as &dyn Engine, &interp] {
+        let (mut out, mut cnt) = (vec![0u8; 384 * 4], vec![0u8; 4]);
+        let config = LaunchConfig {
+            grid: Dim3::x(3),
+            block: Dim3::x(128),
+            shared_bytes: 0,
+        };
+        let args = &mut [
+            Arg::Buffer(&mut out),
+            Arg::Buffer(&mut cnt),
+            Arg::Scalar(Value::u32(n)),
+        ];
+        e.launch_with("parts", config, args).expect("parts runs");
+        let words: Vec<u32> = (out.chunks(4))
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        outs.push((words, u32::from_le_bytes(cnt.try_into().unwrap())));
+    }
+    assert_eq!(outs[0], outs[1], "the JIT against the interpreter");
+    let (out, cnt) = &outs[0];
+    assert_eq!(*cnt, 3 * 127, "one count for each thread that did not exit");
+    for i in 0..384u32 {
+        let (b, t) = (i / 128, i % 128);
+        let next = 127 - t;
+        let j = 128 * b + next;
+        let s_next = match (next, j < n) {
+            (77, _) => 0,
+            (_, true) => 3 * j,
+            (_, false) => j,
+        };
+        let want = if t == 77 { 0 } else { s_next };
+        assert_eq!(out[i as usize], want, "block {b}, thread {t}");
+    }
+    assert_eq!(jit.lane_threads(), 384, "every block ran in lanes");
+}

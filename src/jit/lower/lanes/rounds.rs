@@ -54,6 +54,7 @@
 //! so the result is always the schedule's.
 
 mod collective;
+mod converged;
 mod quiet;
 
 use super::{LaneVal, Lanes, Refused, Res, Shape, V, Vecs, refuse};
@@ -415,6 +416,9 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// Whether a store or atomic of the segment ran in any lane (I8): if none did, its
     /// stops have nothing to gate or write.
     wrote: Option<Variable>,
+    /// Lowering the segment's converged version (see [`Group::converge`]): where it goes
+    /// when its lanes would part (the full segment's start).
+    converged: Option<Block>,
     round: Round,
     /// The barriers' ids, by resume number - 1 (None: a warp collective).
     ids: Vec<Option<u32>>,
@@ -701,6 +705,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             seg_reloaded: RegSet::new(),
             seg_exits: Vec::new(),
             wrote: None,
+            converged: None,
         };
         let mut starts = Vec::new();
         let never = g.b().create_block();
@@ -712,12 +717,21 @@ impl<'a, 'f> Lower<'a, 'f> {
             }
             let blk = g.b().create_block();
             g.segment(k, blk)?;
-            // A segment from a barrier tries its quiet path first.
-            let quiet = match k > 0 && g.ids[k - 1].is_some() {
-                true => g.quiet(k, blk)?,
+            // A segment from the start or a barrier tries its quiet path, then its
+            // converged version, then the full segment.
+            let from_barrier = k == 0 || g.ids[k - 1].is_some();
+            let mut first = blk;
+            if from_barrier && g.may_part(k) {
+                first = g.b().create_block();
+                g.converged = Some(blk);
+                g.segment(k, first)?;
+                g.converged = None;
+            }
+            let quiet = match k > 0 && from_barrier {
+                true => g.quiet(k, first)?,
                 false => None,
             };
-            starts.push(quiet.unwrap_or(blk));
+            starts.push(quiet.unwrap_or(first));
         }
         let raised = std::mem::take(&mut g.lanes.raised);
         // Each group on from where it stands.
@@ -903,15 +917,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let n = body.len();
         let start = if k == 0 { 0 } else { self.points[k - 1] + 1 };
         // The instructions it reaches, and where its blocks start.
-        let mut reach = vec![false; n];
-        let mut stack = vec![start];
-        while let Some(i) = stack.pop() {
-            if i >= n || reach[i] {
-                continue;
-            }
-            reach[i] = true;
-            stack.extend(self.next(i));
-        }
+        let reach = self.reach(k);
         let mut leaders: BTreeSet<usize> = BTreeSet::new();
         leaders.insert(start);
         for i in (0..n).filter(|&i| reach[i]) {
@@ -1042,6 +1048,22 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         Ok(())
     }
 
+    /// The instructions segment `k` reaches.
+    fn reach(&self, k: usize) -> Vec<bool> {
+        let n = self.body().len();
+        let start = if k == 0 { 0 } else { self.points[k - 1] + 1 };
+        let mut reach = vec![false; n];
+        let mut stack = vec![start];
+        while let Some(i) = stack.pop() {
+            if i >= n || reach[i] {
+                continue;
+            }
+            reach[i] = true;
+            stack.extend(self.next(i));
+        }
+        reach
+    }
+
     /// A variable of the segment's accesses, 0 where the segment starts.
     fn seg_var(&mut self, ty: ir::Type) -> Variable {
         let v = self.b().declare_var(ty);
@@ -1168,6 +1190,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.fresh_block();
         // Lanes waiting for this instruction join.
         if let Some(vars) = self.pending.get(&l).copied()
+            && self.converged.is_none()
             && self.open.iter().any(|o| o.contains(&l))
         {
             let zero = self.lanes.splat(0);
@@ -1367,13 +1390,14 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// at a target may read a register it writes there, with the guard's.
     fn write_mask(&mut self, i: usize, ins: &Instruction) -> Res<Option<Vecs<P>>> {
         let f = self.lanes.l.f;
-        let waiting_read = self.open[i].iter().any(|&t| {
-            let live = live_in(f, self.live_out, t);
-            ins.inst
-                .written()
-                .into_iter()
-                .any(|r| liveness::has(&live, r))
-        });
+        let waiting_read = self.converged.is_none()
+            && self.open[i].iter().any(|&t| {
+                let live = live_in(f, self.live_out, t);
+                ins.inst
+                    .written()
+                    .into_iter()
+                    .any(|r| liveness::has(&live, r))
+            });
         let region = waiting_read.then(|| self.mask(self.cur));
         let guard = match ins.guard {
             Some(g) if fixed_shape(&self.lanes, g.reg) != Shape::Uniform || region.is_some() => {
@@ -1392,6 +1416,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let body = self.body();
         let f = self.lanes.l.f;
         match &ins.inst {
+            Inst::Sync { .. } if self.through(i) && self.converged.is_some() => {
+                self.leave_converged();
+                Ok(false)
+            }
             Inst::Sync { .. } if self.through(i) => {
                 self.collective(i)?;
                 Ok(true)
@@ -1427,6 +1455,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                         }
                     }
                     return Ok(false);
+                }
+                if self.converged.is_some() {
+                    return self.converged_branch(t, ins.guard);
                 }
                 // Per-thread: the lanes that take it wait at the target.
                 let vars = self.pending[&t];

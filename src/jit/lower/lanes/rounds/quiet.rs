@@ -213,11 +213,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.fresh_block();
         let body = self.body();
         let mut reads = BTreeSet::new();
-        for i in l..body.len() {
+        for (i, ins) in body.iter().enumerate().skip(l) {
             if i != l && blocks.contains_key(&i) {
                 break;
             }
-            let ins = &body[i];
             let step = self.step(i);
             if step != Step::Stop {
                 let regs = ins.inst.reads().into_iter().chain(ins.guard.map(|g| g.reg));

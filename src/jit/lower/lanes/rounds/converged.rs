@@ -1,0 +1,62 @@
+//! The converged version of a segment: the same code lowered for a group whose running
+//! lanes stay together, so that no lanes wait at a per-thread branch's target.
+//!
+//! The full segment runs a per-thread branch under lane masks: the lanes that take it wait
+//! at its target, where they join the others. A comparison of a `%tid` sequence with a
+//! uniform value is mostly decided for every lane on the first and last lanes (a bounds
+//! test, `t < half`), but the target still joins the lanes that may wait there, so the
+//! masks live as variables across the segment: merged at every such target, tested at
+//! every access, spilled. The converged version takes a decided branch as a jump and goes
+//! on with the lanes it has; where the lanes would part (a comparison not decided for all
+//! of them, a branch on any other per-thread predicate, a collective the group runs
+//! through) it goes to the full segment's start instead. Its loads have no effect and its
+//! stores and atomics are held back to its stop, so it has written nothing by then, and
+//! the full segment runs the group from where it stood.
+
+use super::{Group, Res};
+use crate::ast::Guard;
+use cranelift_codegen::ir::InstBuilder;
+
+impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
+    /// Whether segment `k` has a per-thread branch (so that its converged version differs
+    /// from it).
+    pub(super) fn may_part(&self, k: usize) -> bool {
+        let reach = self.reach(k);
+        let body = self.body();
+        let f = self.lanes.l.f;
+        (0..body.len()).filter(|&i| reach[i]).any(|i| {
+            matches!(body[i].inst, crate::ast::Inst::Bra { target, .. }
+                if !super::super::gate::is_exit(body, f.labels[target.0 as usize]))
+                && self.real_branch(i).is_none()
+        })
+    }
+
+    /// A per-thread branch to `t` in the converged version: a jump where every running
+    /// lane takes it, on where none does, else the full segment.
+    pub(super) fn converged_branch(&mut self, t: usize, guard: Option<Guard>) -> Res<bool> {
+        let to = self.target_block(t);
+        let Some(g) = guard else {
+            self.b().ins().jump(to, &[]);
+            return Ok(false);
+        };
+        let Some(&c) = self.lanes.seq_cmps.get(&g.reg) else {
+            self.leave_converged();
+            return Ok(false);
+        };
+        let (answer, unsure) = self.lanes.seq_answer(c, g.negated);
+        let full = self.converged.expect("lowering the converged version");
+        let (decided, on) = (self.b().create_block(), self.b().create_block());
+        self.b().ins().brif(unsure, full, &[], decided, &[]);
+        self.b().switch_to_block(decided);
+        self.b().ins().brif(answer, to, &[], on, &[]);
+        self.b().switch_to_block(on);
+        self.fresh_block_keeping_shapes();
+        Ok(true)
+    }
+
+    /// The lanes would part here: the full segment takes the group from its start.
+    pub(super) fn leave_converged(&mut self) {
+        let full = self.converged.expect("lowering the converged version");
+        self.b().ins().jump(full, &[]);
+    }
+}

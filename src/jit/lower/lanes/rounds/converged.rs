@@ -8,27 +8,33 @@
 //! masks live as variables across the segment: merged at every such target, tested at
 //! every access, spilled. The converged version takes a decided branch as a jump and goes
 //! on with the lanes it has; where the lanes would part (a comparison not decided for all
-//! of them, a branch on any other per-thread predicate, a collective the group runs
-//! through) it goes to the full segment's start instead. Its loads have no effect and its
+//! of them, a branch on any other per-thread predicate) it goes to the full segment's start
+//! instead. Its loads have no effect and its
 //! stores and atomics are held back to its stop, so it has written nothing by then, and
 //! the full segment runs the group from where it stood.
 
 use super::{Group, Res};
-use crate::ast::Guard;
+use crate::ast::{Guard, Inst};
 use cranelift_codegen::ir::InstBuilder;
 
 impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
-    /// Whether segment `k` has a per-thread branch (so that its converged version differs
-    /// from it).
+    /// Whether segment `k` gets a converged version: it has a per-thread branch (else the
+    /// version would be the segment itself) and a store or atomic, whose lane masks the
+    /// full segment carries to its stop. Without one the version saves little (a load's
+    /// mask test) and its code costs more: the group function grows, and its round's
+    /// variables are spilled the more (`warp_sum`, whose first segment has a bounds test
+    /// and a load, was 20% slower with one).
     pub(super) fn may_part(&self, k: usize) -> bool {
         let reach = self.reach(k);
         let body = self.body();
         let f = self.lanes.l.f;
-        (0..body.len()).filter(|&i| reach[i]).any(|i| {
-            matches!(body[i].inst, crate::ast::Inst::Bra { target, .. }
+        let mut reached = (0..body.len()).filter(|&i| reach[i]);
+        let parts = reached.clone().any(|i| {
+            matches!(body[i].inst, Inst::Bra { target, .. }
                 if !super::super::gate::is_exit(body, f.labels[target.0 as usize]))
                 && self.real_branch(i).is_none()
-        })
+        });
+        parts && reached.any(|i| matches!(body[i].inst, Inst::St { .. } | Inst::Atom { .. }))
     }
 
     /// A per-thread branch to `t` in the converged version: a jump where every running

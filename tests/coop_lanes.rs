@@ -1523,3 +1523,90 @@ SKIP:
     }
     assert_eq!(jit.lane_threads(), 384, "every block ran in lanes");
 }
+
+/// Shapes an independent review of the quiet paths found: a kernel whose last instruction
+/// is a uniform branch back to a barrier (the quiet path fell off the end: a compiler
+/// panic), a uniform-guarded `ld.param` and `div` of uniform values into a per-thread
+/// register inside a per-thread branch (the quiet path refused them, sending the kernel
+/// thread by thread), and a generic load of a `.global` variable after a store to it (read
+/// before the held store was written: an older bug of the group functions).
+#[test]
+fn quiet_paths_take_what_the_full_segment_takes() {
+    let end = format!(
+        "{HEAD}.visible .entry k(.param .u64 out) {{
+  .reg .pred %p<4>; .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r1, 0;
+LOOP:
+  bar.sync 0;
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p1, %r1, 3;
+  @%p1 bra LOOP;
+}}"
+    );
+    let (out, lanes) = run(&end, "k", 1, Dim3::x(64), 64);
+    assert_eq!((out, lanes), (vec![0; 64], 64));
+    for op in ["ld.param.u32 %v, [n]", "div.u32 %v, %r0, 3"] {
+        let ptx = format!(
+            "{HEAD}.visible .entry k(.param .u64 out, .param .u32 n) {{
+  .reg .pred %p<4>; .reg .b32 %r<8>; .reg .b32 %t; .reg .b32 %t2; .reg .b32 %v;
+  .reg .b64 %rd<8>; .reg .pred %pu;
+  ld.param.u64 %rd0, [out];
+  ld.param.u32 %r0, [n];
+  mov.u32 %t, %tid.x;
+  setp.ne.u32 %pu, %r0, 0;
+  mov.u32 %v, %t;
+  bar.sync 0;
+  mov.u32 %t2, %tid.x;
+  setp.lt.u32 %p1, %t2, 40;
+  @%p1 bra SKIP;
+  @%pu {op};
+SKIP:
+  bar.sync 0;
+  mul.wide.u32 %rd1, %t2, 4;
+  add.s64 %rd2, %rd0, %rd1;
+  st.global.u32 [%rd2], %v;
+  ret;
+}}"
+        );
+        let jit = unchecked(&ptx);
+        let mut out = vec![0u8; 64 * 4];
+        let args = &mut [Arg::Buffer(&mut out), Arg::Scalar(Value::u32(30))];
+        let config = LaunchConfig {
+            grid: Dim3::x(1),
+            block: Dim3::x(64),
+            shared_bytes: 0,
+        };
+        jit.launch_with("k", config, args).expect("runs");
+        let want = if op.starts_with("ld") { 30 } else { 10 };
+        for (t, w) in out.chunks(4).enumerate() {
+            let got = u32::from_le_bytes(w.try_into().unwrap());
+            assert_eq!(
+                got,
+                if t < 40 { t as u32 } else { want },
+                "{op}: thread {t}"
+            );
+        }
+        assert_eq!(jit.lane_threads(), 64, "{op}: in lanes");
+    }
+    let global = format!(
+        "{HEAD}.global .align 4 .u32 gv;
+.visible .entry k(.param .u64 out) {{
+  .reg .b32 %r<8>; .reg .b32 %t; .reg .b64 %rd<8>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mov.u64 %rd5, gv;
+  bar.sync 0;
+  st.global.u32 [%rd5], %t;
+  ld.u32 %r1, [gv];
+  mul.wide.u32 %rd1, %t, 4;
+  add.s64 %rd2, %rd0, %rd1;
+  st.global.u32 [%rd2], %r1;
+  bar.sync 0;
+  ret;
+}}"
+    );
+    // Thread after thread, each reads what it stored itself.
+    let (out, _) = run(&global, "k", 1, Dim3::x(64), 64);
+    assert_eq!(out, (0..64).collect::<Vec<u32>>());
+}

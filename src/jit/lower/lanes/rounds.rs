@@ -1390,14 +1390,13 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// at a target may read a register it writes there, with the guard's.
     fn write_mask(&mut self, i: usize, ins: &Instruction) -> Res<Option<Vecs<P>>> {
         let f = self.lanes.l.f;
-        let waiting_read = self.converged.is_none()
-            && self.open[i].iter().any(|&t| {
-                let live = live_in(f, self.live_out, t);
-                ins.inst
-                    .written()
-                    .into_iter()
-                    .any(|r| liveness::has(&live, r))
-            });
+        let waiting_read = self.open[i].iter().any(|&t| {
+            let live = live_in(f, self.live_out, t);
+            ins.inst
+                .written()
+                .into_iter()
+                .any(|r| liveness::has(&live, r))
+        });
         let region = waiting_read.then(|| self.mask(self.cur));
         let guard = match ins.guard {
             Some(g) if fixed_shape(&self.lanes, g.reg) != Shape::Uniform || region.is_some() => {
@@ -1479,7 +1478,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             | Inst::St { space, addr, .. }
             | Inst::Atom { space, addr, .. }
                 if matches!(
-                    crate::interp::access_space(self.lanes.l.sh.ptx, f, *space, addr),
+                    self.memory_space(*space, addr),
                     Some(Space::Global | Space::Shared)
                 ) =>
             {
@@ -1628,6 +1627,23 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.lanes.vector(&ins.inst, Some(mask))
     }
 
+    /// The state space an access touches: the one it names, or the variable's where it
+    /// names a `.shared` or `.global` variable through a generic address (`ld.u32 %r,
+    /// [gv]` reads global memory, and must be ordered against the held stores like any).
+    fn memory_space(&self, space: Option<Space>, addr: &crate::ast::Address) -> Option<Space> {
+        let (m, f) = (self.lanes.l.sh.ptx, self.lanes.l.f);
+        let named = crate::interp::access_space(m, f, space, addr);
+        let var = match addr.base {
+            AddrBase::Var(crate::ast::VarId::Module(i)) => Some(m.vars[i as usize].space),
+            AddrBase::Var(crate::ast::VarId::Function(i)) => Some(f.var(i).space),
+            _ => None,
+        };
+        match (named, var) {
+            (None, Some(Space::Global)) => Some(Space::Global),
+            _ => named,
+        }
+    }
+
     /// A host address: the address's base and offset, in the shared window's host memory
     /// for a shared access.
     fn host_address(&mut self, space: Space, addr: &crate::ast::Address) -> Res<LaneVal<P>> {
@@ -1671,7 +1687,6 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
 
     /// A global or shared access.
     fn access(&mut self, i: usize, ins: &Instruction) -> Res<()> {
-        let f = self.lanes.l.f;
         let (space, addr, size, vec) = match &ins.inst {
             Inst::Ld {
                 space,
@@ -1700,8 +1715,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         {
             return refuse("an ordered access");
         }
-        let space = crate::interp::access_space(self.lanes.l.sh.ptx, f, space, addr)
-            .expect("global or shared");
+        let space = self.memory_space(space, addr).expect("global or shared");
         let a = self.host_address(space, addr)?;
         let (lo, stride) = match a {
             LaneVal::Uniform(v) => (v, None),

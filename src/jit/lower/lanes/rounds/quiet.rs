@@ -64,7 +64,12 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 Step::Compute => vec![i + 1],
                 Step::Branch => {
                     let next = self.branch_targets(i);
-                    leaders.extend(next.iter().copied());
+                    match self.real_branch(i).is_some() {
+                        true => leaders.extend(next.iter().copied()),
+                        // A per-thread branch goes on in the block it is in, as the full
+                        // segment does (what the block knows of its values holds on).
+                        false => leaders.extend(next.first().copied()),
+                    }
                     next
                 }
             };
@@ -128,7 +133,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             Inst::Ld { space, addr, .. }
                 if matches!(addr.base, AddrBase::Var(_))
                     && !matches!(
-                        crate::interp::access_space(self.lanes.l.sh.ptx, f, *space, addr),
+                        self.memory_space(*space, addr),
                         Some(Space::Global | Space::Shared)
                     )
                     && !per_thread_guard =>
@@ -194,6 +199,16 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 }
             }
         }
+        // Every lane runs (the lanes that exited, if any, take writes no one reads: their
+        // registers are never read again).
+        let ones = self.b().ins().iconst(types::I32, -1);
+        let ones = self.b().ins().splat(V, ones);
+        for p in 0..P {
+            let (alive, cur) = (self.alive[p], self.cur[p]);
+            self.b().def_var(alive, ones);
+            self.b().def_var(cur, ones);
+        }
+        self.cur_defs += 1;
         let wrap = self.lanes.wrap.expect("set");
         let no = self.b().ins().iconst(types::I8, 0);
         self.b().def_var(wrap, no);
@@ -222,7 +237,12 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 let regs = ins.inst.reads().into_iter().chain(ins.guard.map(|g| g.reg));
                 reads.extend(regs.filter(|r| liveness::has(only_read, *r)));
             }
-            if step != Step::Compute {
+            let goes_on = match step {
+                Step::Compute => true,
+                Step::Branch => ins.guard.is_some() && self.real_branch(i).is_none(),
+                Step::Stop | Step::Leave => false,
+            };
+            if !goes_on {
                 break;
             }
         }
@@ -264,12 +284,12 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     return Ok(());
                 }
                 Step::Branch => {
-                    self.quiet_branch(i, blocks, full);
-                    return Ok(());
+                    if !self.quiet_branch(i, blocks, full) {
+                        return Ok(());
+                    }
                 }
                 Step::Compute => self
-                    .lanes
-                    .pure(ins)
+                    .pure(i, ins)
                     .map_err(|Refused(why)| Refused(format!("{}: {why}", self.lanes.text(i))))?,
             }
             i += 1;
@@ -277,33 +297,38 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     }
 
     /// A branch on the quiet path: uniform, or per-thread where the sequence comparison
-    /// it tests sends every lane the same way (else the full segment takes the group).
-    fn quiet_branch(&mut self, i: usize, blocks: &BTreeMap<usize, Block>, full: Block) {
+    /// it tests sends every lane the same way (else the full segment takes the group);
+    /// whether the block goes on after it (a per-thread branch no lane takes).
+    fn quiet_branch(&mut self, i: usize, blocks: &BTreeMap<usize, Block>, full: Block) -> bool {
         let ins = &self.body()[i];
         let next = self.branch_targets(i);
         let to = blocks[&next[0]];
         let Some(g) = ins.guard else {
             self.b().ins().jump(to, &[]);
-            return;
+            return false;
         };
-        let on = blocks[&next[1]];
         if self.real_branch(i).is_some() {
+            // Past the kernel's last instruction its lanes end: the full segment's work.
+            let on = blocks.get(&next[1]).copied().unwrap_or(full);
             let p = self.lanes.l.b.use_var(self.lanes.l.regs[g.reg.0 as usize]);
             match g.negated {
                 true => self.b().ins().brif(p, on, &[], to, &[]),
                 false => self.b().ins().brif(p, to, &[], on, &[]),
             };
-            return;
+            return false;
         }
         let Some(&c) = self.lanes.seq_cmps.get(&g.reg) else {
             self.b().ins().jump(full, &[]);
-            return;
+            return false;
         };
         let (answer, unsure) = self.lanes.seq_answer(c, g.negated);
-        let decided = self.b().create_block();
+        let (decided, on) = (self.b().create_block(), self.b().create_block());
         self.b().ins().brif(unsure, full, &[], decided, &[]);
         self.b().switch_to_block(decided);
         self.b().ins().brif(answer, to, &[], on, &[]);
+        self.b().switch_to_block(on);
+        self.fresh_block_keeping_shapes();
+        true
     }
 
     /// The quiet path's stop at barrier `i`: the registers it wrote that live across the

@@ -1206,17 +1206,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let n = body.len();
         let mut i = l;
         loop {
-            self.lanes.l.at = i;
-            self.lanes.l.site = crate::jit::runtime::Site {
-                func: self.lanes.l.fid,
-                inst: i as u32,
-            }
-            .pack();
             let ins = &body[i];
-            let unknown = &self.lanes.unknown;
-            self.lanes.tainted = (ins.inst.reads().into_iter())
-                .chain(ins.guard.map(|g| g.reg))
-                .any(|r| unknown[r.0 as usize]);
+            self.lowering(i);
             let goes_on = self
                 .inst(i, ins)
                 .map_err(|Refused(why)| Refused(format!("{}: {why}", self.lanes.text(i))))?;
@@ -1234,6 +1225,22 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 return Ok(());
             }
         }
+    }
+
+    /// Instruction `i` is lowered next: the site its faults name, and whether it reads a
+    /// register whose shape this lowering does not know yet.
+    fn lowering(&mut self, i: usize) {
+        self.lanes.l.at = i;
+        self.lanes.l.site = crate::jit::runtime::Site {
+            func: self.lanes.l.fid,
+            inst: i as u32,
+        }
+        .pack();
+        let ins = &self.body()[i];
+        let unknown = &self.lanes.unknown;
+        self.lanes.tainted = (ins.inst.reads().into_iter())
+            .chain(ins.guard.map(|g| g.reg))
+            .any(|r| unknown[r.0 as usize]);
     }
 
     /// Loads, from the state, the registers the block starting at instruction `l` reads

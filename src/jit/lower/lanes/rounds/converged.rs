@@ -15,7 +15,7 @@
 
 use super::{Group, Res};
 use crate::ast::{Guard, Inst};
-use cranelift_codegen::ir::InstBuilder;
+use cranelift_codegen::ir::{Block, InstBuilder};
 
 impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// Whether segment `k` gets a converged version: it has a per-thread branch (else the
@@ -41,23 +41,33 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// lane takes it, on where none does, else the full segment.
     pub(super) fn converged_branch(&mut self, t: usize, guard: Option<Guard>) -> Res<bool> {
         let to = self.target_block(t);
-        let Some(g) = guard else {
-            self.b().ins().jump(to, &[]);
-            return Ok(false);
-        };
+        let full = self.converged.expect("lowering the converged version");
+        match guard {
+            Some(g) => Ok(self.branch_together(g, to, full)),
+            None => {
+                self.b().ins().jump(to, &[]);
+                Ok(false)
+            }
+        }
+    }
+
+    /// A per-thread branch on `g` to `to` for a group whose running lanes stay together
+    /// (the quiet path, the converged version): where the sequence comparison it tests
+    /// sends every lane the same way, to `to` or on in a new block (true); else to
+    /// `parted`, where the lanes may part.
+    pub(super) fn branch_together(&mut self, g: Guard, to: Block, parted: Block) -> bool {
         let Some(&c) = self.lanes.seq_cmps.get(&g.reg) else {
-            self.leave_converged();
-            return Ok(false);
+            self.b().ins().jump(parted, &[]);
+            return false;
         };
         let (answer, unsure) = self.lanes.seq_answer(c, g.negated);
-        let full = self.converged.expect("lowering the converged version");
         let (decided, on) = (self.b().create_block(), self.b().create_block());
-        self.b().ins().brif(unsure, full, &[], decided, &[]);
+        self.b().ins().brif(unsure, parted, &[], decided, &[]);
         self.b().switch_to_block(decided);
         self.b().ins().brif(answer, to, &[], on, &[]);
         self.b().switch_to_block(on);
         self.fresh_block_keeping_shapes();
-        Ok(true)
+        true
     }
 
     /// The lanes would part here: the full segment takes the group from its start.

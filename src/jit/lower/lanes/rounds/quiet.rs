@@ -260,17 +260,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 self.b().ins().jump(b, &[]);
                 return Ok(());
             }
-            self.lanes.l.at = i;
-            self.lanes.l.site = crate::jit::runtime::Site {
-                func: self.lanes.l.fid,
-                inst: i as u32,
-            }
-            .pack();
             let ins = &body[i];
-            let unknown = &self.lanes.unknown;
-            self.lanes.tainted = (ins.inst.reads().into_iter())
-                .chain(ins.guard.map(|g| g.reg))
-                .any(|r| unknown[r.0 as usize]);
+            self.lowering(i);
             match self.step(i) {
                 Step::Stop => {
                     let stop = *stops
@@ -317,18 +308,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             };
             return false;
         }
-        let Some(&c) = self.lanes.seq_cmps.get(&g.reg) else {
-            self.b().ins().jump(full, &[]);
-            return false;
-        };
-        let (answer, unsure) = self.lanes.seq_answer(c, g.negated);
-        let (decided, on) = (self.b().create_block(), self.b().create_block());
-        self.b().ins().brif(unsure, full, &[], decided, &[]);
-        self.b().switch_to_block(decided);
-        self.b().ins().brif(answer, to, &[], on, &[]);
-        self.b().switch_to_block(on);
-        self.fresh_block_keeping_shapes();
-        true
+        self.branch_together(g, to, full)
     }
 
     /// The quiet path's stop at barrier `i`: the registers it wrote that live across the

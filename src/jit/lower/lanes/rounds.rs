@@ -36,6 +36,13 @@
 //! under a partial mask keep the other lanes' values where those lanes may read them later.
 //! An `exit` takes its lanes out of the group for good.
 //!
+//! **Cheaper paths first.** A segment from a barrier first runs its quiet path (`quiet.rs`:
+//! every lane running, no memory touched, as scalars where it can); then a segment from a
+//! barrier or the start with per-thread branches and stores runs its converged version
+//! (`converged.rs`: the lanes kept together, decided branches as jumps). Each goes on to the
+//! next where the lanes would part, having written nothing, and the full segment described
+//! here takes any group.
+//!
 //! **The block in one call.** The function loops over the block's groups in order, each from
 //! the barrier it stands at (its segment) to the next, round after round while all stop at
 //! barriers of one id, so a round costs no call. A segment loads only the state it writes

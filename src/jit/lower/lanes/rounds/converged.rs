@@ -9,9 +9,9 @@
 //! every access, spilled. The converged version takes a decided branch as a jump and goes
 //! on with the lanes it has; where the lanes would part (a comparison not decided for all
 //! of them, a branch on any other per-thread predicate) it goes to the full segment's start
-//! instead. Its loads have no effect and its
-//! stores and atomics are held back to its stop, so it has written nothing by then, and
-//! the full segment runs the group from where it stood.
+//! instead. Its loads have no effect and its stores and atomics are held back to its stop,
+//! so it has written nothing by then, and the full segment runs the group from where it
+//! stood.
 
 use super::{Group, Res};
 use crate::ast::{Guard, Inst};

@@ -115,6 +115,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         Ok(Some(first))
     }
 
+    /// What the quiet path does at instruction `i` (what the full segment's `inst` does
+    /// with it, for the instructions it may do too).
     fn step(&self, i: usize) -> Step {
         let body = self.body();
         let ins = &body[i];

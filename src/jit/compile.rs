@@ -98,7 +98,7 @@ impl ModuleVars {
         let mut memory: Vec<Box<[u128]>> = module
             .vars
             .iter()
-            .map(|v| vec![0u128; v.size.div_ceil(16).max(1)].into_boxed_slice())
+            .map(|v| super::aligned_bytes(v.size).into_boxed_slice())
             .collect();
         let bases: Vec<u64> = memory.iter().map(|m| m.as_ptr() as u64).collect();
         let mut areas = Vec::new();

@@ -12,7 +12,7 @@ use super::lower::{
     sync::StepLayout,
 };
 use super::runtime::ThreadCtx;
-use super::{RoundFunc, StepThreads, as_bytes, locate};
+use super::{RoundFunc, StepThreads, aligned_words, as_bytes, locate};
 use crate::ast::{FuncId, Imm, Inst, Module, Operand, Type};
 use crate::block::schedule::{self, ENDED, READY, Slot, WAITING};
 use crate::block::warp;
@@ -60,7 +60,7 @@ impl Groups<'_> {
         let lanes = self.plan.lanes as usize;
         let groups = n / lanes;
         let size = self.plan.size as usize;
-        states.resize((size * groups).div_ceil(16).max(1), 0);
+        states.resize(aligned_words(size * groups), 0);
         let bytes = as_bytes(states);
         for g in 0..groups {
             bytes[g * size..g * size + 4].fill(0);

@@ -415,9 +415,8 @@ impl Window {
     fn open(&self, ctx: &mut ThreadCtx, storage: &mut Vec<u128>) {
         ctx.shared_base = match self.size {
             Some(size) => {
-                let words = size.div_ceil(16).max(1);
                 storage.clear();
-                storage.resize(words, 0);
+                storage.resize(aligned_words(size), 0);
                 storage.as_ptr() as u64
             }
             None => 0,
@@ -499,7 +498,7 @@ impl<'a> StepThreads<'a> {
         states: &'a mut Vec<u128>,
     ) -> Self {
         let size = layout.size as usize;
-        states.resize((size * block.count() as usize).div_ceil(16).max(1), 0);
+        states.resize(aligned_words(size * block.count() as usize), 0);
         let bytes = as_bytes(states);
         for t in 0..block.count() {
             let at = t as usize * size;
@@ -562,7 +561,12 @@ type RoundFunc =
 
 /// Bytes for a buffer, 16-byte aligned.
 fn aligned_bytes(n: usize) -> Vec<u128> {
-    vec![0u128; n.div_ceil(16).max(1)]
+    vec![0u128; aligned_words(n)]
+}
+
+/// The 16-byte words that hold `n` bytes (at least one, so that the storage has an address).
+fn aligned_words(n: usize) -> usize {
+    n.div_ceil(16).max(1)
 }
 
 fn as_bytes(v: &mut [u128]) -> &mut [u8] {

@@ -1295,6 +1295,25 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         }
     }
 
+    /// Stores a register into its home in the state.
+    fn store_reg(&mut self, r: RegId) {
+        let (k, gstate) = (r.0 as usize, self.gstate);
+        let home = home_at(self.homes[k]);
+        match fixed_shape(&self.lanes, r) {
+            Shape::Varying => {
+                for (p, var) in self.lanes.vregs[k].into_iter().enumerate() {
+                    let v = self.b().use_var(var);
+                    let off = (home + 16 * p as u32) as i32;
+                    self.b().ins().store(trusted(), v, gstate, off);
+                }
+            }
+            _ => {
+                let v = self.lanes.l.b.use_var(self.lanes.l.regs[k]);
+                self.b().ins().store(trusted(), v, gstate, home as i32);
+            }
+        }
+    }
+
     /// Forgets what the lowering knew of values before the block it starts.
     fn fresh_block(&mut self) {
         self.lanes.splats.clear();
@@ -2288,28 +2307,13 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let live = self.plan_live[number - 1].clone();
         let f = self.lanes.l.f;
         for r in 0..f.regs.len() {
-            let shape = fixed_shape(&self.lanes, RegId(r as u32));
-            let home = home_at(self.homes[r]);
             // After a barrier, a register the segment does not write is in the state as
             // the segment's start loaded it.
             let unchanged = self.seg > 0 && !liveness::has(&self.seg_written, RegId(r as u32));
             if !liveness::has(&live, RegId(r as u32)) || unchanged {
                 continue;
             }
-            match shape {
-                Shape::Varying => {
-                    for p in 0..P {
-                        let v = self.lanes.l.b.use_var(self.lanes.vregs[r][p]);
-                        self.b()
-                            .ins()
-                            .store(trusted(), v, gstate, (home + 16 * p as u32) as i32);
-                    }
-                }
-                _ => {
-                    let v = self.lanes.l.b.use_var(self.lanes.l.regs[r]);
-                    self.b().ins().store(trusted(), v, gstate, home as i32);
-                }
-            }
+            self.store_reg(RegId(r as u32));
         }
         for (p, v) in alive.iter().enumerate().filter(|_| !keep_alive) {
             self.b().ins().store(

@@ -16,11 +16,11 @@
 //! is as the round found it), so the full segment runs the group from the barrier as if
 //! the quiet path had not been there.
 
-use super::{Group, Res, fixed_shape, home_at};
+use super::{Group, Res, fixed_shape};
 use crate::ast::{AddrBase, Inst, RegId, Space};
 use crate::jit::lower::lanes::{Refused, Shape, V, gate};
 use crate::jit::lower::liveness::{self, RegSet};
-use crate::jit::lower::{GroupPlan, clif, trusted};
+use crate::jit::lower::{GroupPlan, trusted};
 use cranelift_codegen::ir::{Block, InstBuilder, types};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -165,39 +165,31 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// The registers the quiet path writes, from the state where barrier `k` left them
     /// (zero for those it writes first).
     fn quiet_start(&mut self, k: usize, written: &RegSet) {
-        let live = self.plan_live[k - 1].clone();
-        let gstate = self.gstate;
+        let live = &self.plan_live[k - 1];
         let f = self.lanes.l.f;
+        let (mut saved, mut fresh) = (BTreeSet::new(), Vec::new());
+        for r in (0..f.regs.len()).map(|r| RegId(r as u32)) {
+            match (liveness::has(written, r), liveness::has(live, r)) {
+                (true, true) => _ = saved.insert(r),
+                (true, false) => fresh.push(r),
+                _ => {}
+            }
+        }
+        self.load_regs(saved);
         let zero = self.b().ins().iconst(types::I32, 0);
         let zero_v = self.b().ins().splat(V, zero);
-        for (r, reg) in f.regs.iter().enumerate() {
-            let id = RegId(r as u32);
-            if !liveness::has(written, id) {
-                continue;
-            }
-            let saved = liveness::has(&live, id);
-            let home = home_at(self.homes[r]);
-            match fixed_shape(&self.lanes, id) {
+        for r in fresh {
+            let k = r.0 as usize;
+            match fixed_shape(&self.lanes, r) {
                 Shape::Varying => {
-                    for (p, var) in self.lanes.vregs[r].into_iter().enumerate() {
-                        let off = (home + 16 * p as u32) as i32;
-                        let v = match saved {
-                            true => self.b().ins().load(V, trusted(), gstate, off),
-                            false => zero_v,
-                        };
-                        self.b().def_var(var, v);
+                    for var in self.lanes.vregs[k] {
+                        self.b().def_var(var, zero_v);
                     }
                 }
                 _ => {
-                    let v = match saved {
-                        true => {
-                            let ty = clif(reg.ty);
-                            self.lanes.l.load_value(ty, trusted(), gstate, home as i32)
-                        }
-                        false => self.lanes.l.zero(reg.ty),
-                    };
-                    let var = self.lanes.l.regs[r];
-                    self.b().def_var(var, v);
+                    let z = self.lanes.l.zero(f.reg(r).ty);
+                    let var = self.lanes.l.regs[k];
+                    self.b().def_var(var, z);
                 }
             }
         }
@@ -324,27 +316,12 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b().switch_to_block(go);
         let number = self.points.iter().position(|&p| p == i).expect("a point") + 1;
         let live = self.plan_live[number - 1].clone();
-        let gstate = self.gstate;
-        for r in 0..self.lanes.l.f.regs.len() {
-            let id = RegId(r as u32);
-            if !liveness::has(&live, id) || !liveness::has(written, id) {
-                continue;
-            }
-            let home = home_at(self.homes[r]);
-            match fixed_shape(&self.lanes, id) {
-                Shape::Varying => {
-                    for p in 0..P {
-                        let v = self.lanes.l.b.use_var(self.lanes.vregs[r][p]);
-                        let off = (home + 16 * p as u32) as i32;
-                        self.b().ins().store(trusted(), v, gstate, off);
-                    }
-                }
-                _ => {
-                    let v = self.lanes.l.b.use_var(self.lanes.l.regs[r]);
-                    self.b().ins().store(trusted(), v, gstate, home as i32);
-                }
+        for r in (0..self.lanes.l.f.regs.len()).map(|r| RegId(r as u32)) {
+            if liveness::has(&live, r) && liveness::has(written, r) {
+                self.store_reg(r);
             }
         }
+        let gstate = self.gstate;
         if number != k {
             let n = self.b().ins().iconst(types::I32, number as i64);
             self.b()

@@ -34,23 +34,40 @@ fn unchecked(ptx: &str) -> ptxjit::Jit {
 /// returns the JIT's words (which must equal the interpreter's) and the threads it ran in
 /// lanes.
 fn run(ptx: &str, kernel: &str, grid: u32, block: Dim3, words: usize) -> (Vec<u32>, u64) {
+    let (mut bufs, lanes) = run_args(ptx, kernel, grid, block, &[words], &[]);
+    (bufs.swap_remove(0), lanes)
+}
+
+/// [`run`] for a kernel whose parameters are buffers of `buffers` words each (zeroed), then
+/// `.u32` scalars; returns the JIT's buffers.
+fn run_args(
+    ptx: &str,
+    kernel: &str,
+    grid: u32,
+    block: Dim3,
+    buffers: &[usize],
+    scalars: &[u32],
+) -> (Vec<Vec<u32>>, u64) {
     let jit = unchecked(ptx);
     let interp = Interpreter::new(Module::parse(ptx).expect("test PTX parses"));
     let mut outs = Vec::new();
     for e in [&jit as &dyn Engine, &interp] {
-        let mut out = vec![0u8; words * 4];
+        let mut bufs: Vec<Vec<u8>> = buffers.iter().map(|w| vec![0u8; w * 4]).collect();
         let config = LaunchConfig {
             grid: Dim3::x(grid),
             block,
             shared_bytes: 0,
         };
-        e.launch_with(kernel, config, &mut [Arg::Buffer(&mut out)])
+        let mut args: Vec<Arg> = bufs.iter_mut().map(|b| Arg::Buffer(b)).collect();
+        args.extend(scalars.iter().map(|v| Arg::Scalar(Value::u32(*v))));
+        e.launch_with(kernel, config, &mut args)
             .unwrap_or_else(|err| panic!("{kernel}: {err}"));
-        outs.push(
-            out.chunks(4)
+        let words = |b: &Vec<u8>| -> Vec<u32> {
+            (b.chunks(4))
                 .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-                .collect::<Vec<u32>>(),
-        );
+                .collect()
+        };
+        outs.push(bufs.iter().map(words).collect::<Vec<_>>());
     }
     assert_eq!(
         outs[0], outs[1],
@@ -1484,31 +1501,10 @@ SKIP:
   ret;
 }}"
     );
-    let jit = unchecked(&ptx);
-    let interp = Interpreter::new(Module::parse(&ptx).expect("test PTX parses"));
     let n = 300u32;
-    let mut outs = Vec::new();
-    for e in [&jit as &dyn Engine, &interp] {
-        let (mut out, mut cnt) = (vec![0u8; 384 * 4], vec![0u8; 4]);
-        let config = LaunchConfig {
-            grid: Dim3::x(3),
-            block: Dim3::x(128),
-            shared_bytes: 0,
-        };
-        let args = &mut [
-            Arg::Buffer(&mut out),
-            Arg::Buffer(&mut cnt),
-            Arg::Scalar(Value::u32(n)),
-        ];
-        e.launch_with("parts", config, args).expect("parts runs");
-        let words: Vec<u32> = (out.chunks(4))
-            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-            .collect();
-        outs.push((words, u32::from_le_bytes(cnt.try_into().unwrap())));
-    }
-    assert_eq!(outs[0], outs[1], "the JIT against the interpreter");
-    let (out, cnt) = &outs[0];
-    assert_eq!(*cnt, 3 * 127, "one count for each thread that did not exit");
+    let (bufs, lanes) = run_args(&ptx, "parts", 3, Dim3::x(128), &[384, 1], &[n]);
+    let (out, cnt) = (&bufs[0], bufs[1][0]);
+    assert_eq!(cnt, 3 * 127, "one count for each thread that did not exit");
     for i in 0..384u32 {
         let (b, t) = (i / 128, i % 128);
         let next = 127 - t;
@@ -1521,7 +1517,7 @@ SKIP:
         let want = if t == 77 { 0 } else { s_next };
         assert_eq!(out[i as usize], want, "block {b}, thread {t}");
     }
-    assert_eq!(jit.lane_threads(), 384, "every block ran in lanes");
+    assert_eq!(lanes, 384, "every block ran in lanes");
 }
 
 /// Shapes an independent review of the quiet paths found: a kernel whose last instruction
@@ -1569,25 +1565,13 @@ SKIP:
   ret;
 }}"
         );
-        let jit = unchecked(&ptx);
-        let mut out = vec![0u8; 64 * 4];
-        let args = &mut [Arg::Buffer(&mut out), Arg::Scalar(Value::u32(30))];
-        let config = LaunchConfig {
-            grid: Dim3::x(1),
-            block: Dim3::x(64),
-            shared_bytes: 0,
-        };
-        jit.launch_with("k", config, args).expect("runs");
+        let (bufs, lanes) = run_args(&ptx, "k", 1, Dim3::x(64), &[64], &[30]);
         let want = if op.starts_with("ld") { 30 } else { 10 };
-        for (t, w) in out.chunks(4).enumerate() {
-            let got = u32::from_le_bytes(w.try_into().unwrap());
-            assert_eq!(
-                got,
-                if t < 40 { t as u32 } else { want },
-                "{op}: thread {t}"
-            );
+        for (t, &got) in bufs[0].iter().enumerate() {
+            let t = t as u32;
+            assert_eq!(got, if t < 40 { t } else { want }, "{op}: thread {t}");
         }
-        assert_eq!(jit.lane_threads(), 64, "{op}: in lanes");
+        assert_eq!(lanes, 64, "{op}: in lanes");
     }
     let global = format!(
         "{HEAD}.global .align 4 .u32 gv;

@@ -9,16 +9,16 @@
 //! costs a group about as much as a round with work in it. The quiet path runs first: the
 //! segment's code lowered with every lane running, following uniform branches and the
 //! per-thread branches its first and last lanes decide for all lanes. It stops, as the
-//! full segment would, at the first barrier it reaches, saving the registers it wrote.
-//! At anything else (a load or store, an exit, a warp collective, a per-thread branch the
-//! lanes may split at, a guard that differs from lane to lane, a sequence that wrapped)
-//! it goes to the full segment's start instead. It has written nothing by then (the state
+//! full segment would, at the first barrier it reaches, saving the registers it wrote; at
+//! an unguarded `ret` or `exit` (or the kernel's end) the group ends. At anything else (a
+//! load or store, a guarded exit, a warp collective, a per-thread branch the lanes may
+//! split at, a guard that differs from lane to lane, a sequence that wrapped) it goes to the full segment's start instead. It has written nothing by then (the state
 //! is as the round found it), so the full segment runs the group from the barrier as if
 //! the quiet path had not been there.
 
 use super::{Group, Res, fixed_shape};
 use crate::ast::{AddrBase, Inst, RegId, Space};
-use crate::jit::lower::lanes::{Refused, Shape, V, gate};
+use crate::jit::lower::lanes::{Refused, Shape, V};
 use crate::jit::lower::liveness::{self, RegSet};
 use crate::jit::lower::{GroupPlan, trusted};
 use cranelift_codegen::ir::{Block, InstBuilder, types};
@@ -29,6 +29,8 @@ use std::collections::{BTreeMap, BTreeSet};
 enum Step {
     /// A barrier or collective the group stops at.
     Stop,
+    /// An unguarded `ret` or `exit`: every lane ends (they all run on the quiet path).
+    End,
     /// Something only the full segment does.
     Leave,
     /// A branch: uniform, or per-thread and decided for all lanes or none.
@@ -51,12 +53,17 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let mut stack = vec![start];
         let mut stops = false;
         while let Some(i) = stack.pop() {
-            if i >= n || reach[i] {
+            if i >= n {
+                // Past the last instruction every lane ends.
+                stops = true;
+                continue;
+            }
+            if reach[i] {
                 continue;
             }
             reach[i] = true;
             let next = match self.step(i) {
-                Step::Stop => {
+                Step::Stop | Step::End => {
                     stops = true;
                     continue;
                 }
@@ -105,13 +112,16 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         // loaded at the start would live, and be spilled, across the path).
         let only_read: RegSet = (read.iter().zip(&written)).map(|(r, w)| r & !w).collect();
         let mut stop_blocks: BTreeMap<usize, Block> = BTreeMap::new();
+        let end = self.b().create_block();
         for &l in &leaders {
-            self.quiet_block(l, &blocks, &only_read, &mut stop_blocks, full)?;
+            self.quiet_block(l, &blocks, &only_read, &mut stop_blocks, (full, end))?;
         }
         for (i, blk) in stop_blocks {
             self.b().switch_to_block(blk);
             self.quiet_stop(k, i, &written, full);
         }
+        self.b().switch_to_block(end);
+        self.quiet_end(full);
         Ok(Some(first))
     }
 
@@ -120,17 +130,14 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     fn step(&self, i: usize) -> Step {
         let body = self.body();
         let ins = &body[i];
-        let f = self.lanes.l.f;
         let per_thread_guard = ins
             .guard
             .is_some_and(|g| fixed_shape(&self.lanes, g.reg) != Shape::Uniform);
         match &ins.inst {
             Inst::Sync { .. } if self.through(i) => Step::Leave,
             Inst::Sync { .. } => Step::Stop,
+            Inst::Ret | Inst::Exit if ins.guard.is_none() => Step::End,
             Inst::Ret | Inst::Exit => Step::Leave,
-            Inst::Bra { target, .. } if gate::is_exit(body, f.labels[target.0 as usize]) => {
-                Step::Leave
-            }
             Inst::Bra { .. } => Step::Branch,
             Inst::Ld { space, addr, .. }
                 if matches!(addr.base, AddrBase::Var(_))
@@ -209,14 +216,15 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.lanes.wrap_unchecked = false;
     }
 
-    /// Lowers the quiet path's block starting at instruction `l`.
+    /// Lowers the quiet path's block starting at instruction `l`; it goes to `full` where
+    /// it cannot go on and to `end` where every lane ends.
     fn quiet_block(
         &mut self,
         l: usize,
         blocks: &BTreeMap<usize, Block>,
         only_read: &RegSet,
         stops: &mut BTreeMap<usize, Block>,
-        full: Block,
+        (full, end): (Block, Block),
     ) -> Res<()> {
         self.b().switch_to_block(blocks[&l]);
         self.fresh_block();
@@ -234,7 +242,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             let goes_on = match step {
                 Step::Compute => true,
                 Step::Branch => ins.guard.is_some() && self.real_branch(i).is_none(),
-                Step::Stop | Step::Leave => false,
+                Step::Stop | Step::End | Step::Leave => false,
             };
             if !goes_on {
                 break;
@@ -244,8 +252,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let mut i = l;
         loop {
             if i >= body.len() {
-                // The end of the kernel: its lanes end there.
-                self.b().ins().jump(full, &[]);
+                self.b().ins().jump(end, &[]);
                 return Ok(());
             }
             if i != l
@@ -264,12 +271,16 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     self.b().ins().jump(stop, &[]);
                     return Ok(());
                 }
+                Step::End => {
+                    self.b().ins().jump(end, &[]);
+                    return Ok(());
+                }
                 Step::Leave => {
                     self.b().ins().jump(full, &[]);
                     return Ok(());
                 }
                 Step::Branch => {
-                    if !self.quiet_branch(i, blocks, full) {
+                    if !self.quiet_branch(i, blocks, (full, end)) {
                         return Ok(());
                     }
                 }
@@ -284,17 +295,22 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// A branch on the quiet path: uniform, or per-thread where the sequence comparison
     /// it tests sends every lane the same way (else the full segment takes the group);
     /// whether the block goes on after it (a per-thread branch no lane takes).
-    fn quiet_branch(&mut self, i: usize, blocks: &BTreeMap<usize, Block>, full: Block) -> bool {
+    fn quiet_branch(
+        &mut self,
+        i: usize,
+        blocks: &BTreeMap<usize, Block>,
+        (full, end): (Block, Block),
+    ) -> bool {
         let ins = &self.body()[i];
         let next = self.branch_targets(i);
-        let to = blocks[&next[0]];
+        // A target past the last instruction is the end of every lane.
+        let to = blocks.get(&next[0]).copied().unwrap_or(end);
         let Some(g) = ins.guard else {
             self.b().ins().jump(to, &[]);
             return false;
         };
         if self.real_branch(i).is_some() {
-            // Past the kernel's last instruction its lanes end: the full segment's work.
-            let on = blocks.get(&next[1]).copied().unwrap_or(full);
+            let on = blocks.get(&next[1]).copied().unwrap_or(end);
             let p = self.lanes.l.b.use_var(self.lanes.l.regs[g.reg.0 as usize]);
             match g.negated {
                 true => self.b().ins().brif(p, on, &[], to, &[]),
@@ -329,5 +345,18 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 .store(trusted(), n, gstate, GroupPlan::RESUME as i32);
         }
         self.count_stop(number);
+    }
+
+    /// The quiet path's end: every lane of the group ended (unless a sequence wrapped on
+    /// the way, which the full segment then hands over).
+    fn quiet_end(&mut self, full: Block) {
+        self.fresh_block();
+        let w = self.lanes.wrap.expect("set");
+        let wrapped = self.b().use_var(w);
+        let ended = self.b().create_block();
+        self.b().ins().brif(wrapped, full, &[], ended, &[]);
+        self.b().switch_to_block(ended);
+        let (round, gstate) = (self.round, self.gstate);
+        round.ended(self.b(), gstate);
     }
 }

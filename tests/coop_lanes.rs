@@ -1594,3 +1594,140 @@ SKIP:
     let (out, _) = run(&global, "k", 1, Dim3::x(64), 64);
     assert_eq!(out, (0..64).collect::<Vec<u32>>());
 }
+
+/// A tree reduction whose idle warps only halve `%h` and count rounds in `%c` (both
+/// block-uniform): a warp that finds itself idle takes the warps after it at once (the
+/// quiet path's skip), in blocks of one row; in rows of a 2-D block the warps after it are
+/// other rows, whose threads start again at `%tid.x` = 0, and nothing is skipped. Warps
+/// numbered above `%c + exitw` leave after each round (a branch on a value alike only within
+/// a warp: no warp may be taken for another there). Each warp's lane 0 writes its sum plus
+/// `%c`.
+#[test]
+fn groups_that_would_repeat_a_quiet_round_are_taken_at_once() {
+    let ptx = format!(
+        "{HEAD}.visible .entry alike(.param .u64 out, .param .u32 start, .param .u32 exitw) {{
+  .reg .pred %p<6>; .reg .b32 %r<12>; .reg .b32 %t; .reg .b32 %h; .reg .b32 %c;
+  .reg .b32 %w; .reg .b64 %rd<10>;
+  .shared .align 4 .b32 s[512];
+  ld.param.u64 %rd0, [out];
+  ld.param.u32 %r9, [start];
+  ld.param.u32 %r10, [exitw];
+  mov.u32 %t, %tid.x;
+  shr.u32 %w, %t, 5;
+  mov.u32 %r1, %tid.y;
+  mov.u32 %r2, %ntid.x;
+  mad.lo.u32 %r3, %r1, %r2, %t;
+  mul.wide.u32 %rd1, %r3, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  mad.lo.u32 %r4, %r3, 3, %r9;
+  st.shared.u32 [%rd3], %r4;
+  shr.u32 %h, %r2, 1;
+  mov.u32 %c, 0;
+  bar.sync 0;
+LOOP:
+  setp.ge.u32 %p1, %t, %h;
+  @%p1 bra SKIP;
+  add.u32 %r5, %r3, %h;
+  mul.wide.u32 %rd4, %r5, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  ld.shared.u32 %r6, [%rd3];
+  ld.shared.u32 %r7, [%rd5];
+  add.u32 %r6, %r6, %r7;
+  st.shared.u32 [%rd3], %r6;
+SKIP:
+  bar.sync 0;
+  add.u32 %c, %c, 1;
+  add.u32 %r8, %c, %r10;
+  setp.gt.u32 %p4, %w, %r8;
+  @%p4 bra DONE;
+  shr.u32 %h, %h, 1;
+  setp.ne.u32 %p2, %h, 0;
+  @%p2 bra LOOP;
+  and.b32 %r11, %t, 31;
+  setp.ne.u32 %p3, %r11, 0;
+  @%p3 bra DONE;
+  ld.shared.u32 %r8, [%rd3];
+  add.u32 %r8, %r8, %c;
+  mul.wide.u32 %rd6, %r3, 4;
+  add.s64 %rd7, %rd0, %rd6;
+  st.global.u32 [%rd7], %r8;
+DONE:
+  ret;
+}}"
+    );
+    for (x, y) in [(256u32, 1u32), (96, 1), (64, 4), (128, 2)] {
+        for (start, exitw) in [(7u32, 1000u32), (0xffff_ff00, 4), (5, 0)] {
+            let n = (x * y) as usize;
+            let (out, lanes) =
+                run_args(&ptx, "alike", 2, Dim3::new(x, y, 1), &[n], &[start, exitw]);
+            // Each row reduces on its own; a warp above %c + exitw leaves after round %c.
+            let mut want = vec![0u32; n];
+            for row in 0..y {
+                let base = (row * x) as usize;
+                let mut s: Vec<u32> = (0..x)
+                    .map(|t| (3 * (row * x + t)).wrapping_add(start))
+                    .collect();
+                let (mut h, mut c) = (x / 2, 0u32);
+                let mut left = vec![false; x as usize];
+                while h > 0 {
+                    for t in 0..h as usize {
+                        s[t] = s[t].wrapping_add(s[t + h as usize]);
+                    }
+                    c += 1;
+                    for (t, l) in left.iter_mut().enumerate() {
+                        *l |= (t as u32 >> 5) > c + exitw;
+                    }
+                    h /= 2;
+                }
+                for t in (0..x as usize).step_by(32).filter(|&t| !left[t]) {
+                    want[base + t] = s[t].wrapping_add(c);
+                }
+            }
+            assert_eq!(
+                out[0][..n],
+                want[..],
+                "{x}×{y}, start {start}, exitw {exitw}"
+            );
+            assert_eq!(lanes, 2 * n as u64, "{x}×{y}: in lanes");
+        }
+    }
+}
+
+/// A warp whose bounds test is decided for its own lanes but not for the threads after it:
+/// `%t - 128` wraps between warps 3 and 4, so `t - 128 >= 0xffffff00` holds up to thread
+/// 127 and not after; the warps after an idle one must not be taken for idle.
+#[test]
+fn a_sequence_that_wraps_after_the_warp_takes_no_other_warp() {
+    let ptx = format!(
+        "{HEAD}.visible .entry wraps(.param .u64 out) {{
+  .reg .pred %p<4>; .reg .b32 %r<8>; .reg .b32 %t; .reg .b32 %k; .reg .b64 %rd<8>;
+  .shared .align 4 .b32 s[256];
+{OWN_WORD}  st.shared.u32 [%rd3], %t;
+  mov.u32 %k, 0;
+  bar.sync 0;
+LOOP:
+  add.u32 %r1, %t, -128;
+  setp.ge.u32 %p1, %r1, -256;
+  @%p1 bra IDLE;
+  ld.shared.u32 %r2, [%rd3];
+  add.u32 %r2, %r2, 1000;
+  st.shared.u32 [%rd3], %r2;
+IDLE:
+  bar.sync 0;
+  add.u32 %k, %k, 1;
+  setp.lt.u32 %p2, %k, 3;
+  @%p2 bra LOOP;
+  ld.shared.u32 %r3, [%rd3];
+  add.s64 %rd4, %rd0, %rd1;
+  st.global.u32 [%rd4], %r3;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "wraps", 1, Dim3::x(256), 256);
+    let want: Vec<u32> = (0..256)
+        .map(|t| if t < 128 { t } else { t + 3000 })
+        .collect();
+    assert_eq!(out, want);
+    assert_eq!(lanes, 256, "in lanes");
+}

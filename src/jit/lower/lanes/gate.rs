@@ -74,10 +74,22 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     /// lane's answer, and whether the lanes may differ (the last lane's answer differs, or
     /// the sequence wraps in the comparison's signedness).
     pub(super) fn seq_answer(&mut self, c: SeqCmp, negated: bool) -> (Value, Value) {
+        self.seq_answer_over(c, negated, None)
+    }
+
+    /// [`Self::seq_answer`] over `lanes` lanes (an i64) from the first instead of the
+    /// group's: for an `alike` comparison, the threads from the group's first to the
+    /// block's last.
+    pub(super) fn seq_answer_over(
+        &mut self,
+        c: SeqCmp,
+        negated: bool,
+        lanes: Option<Value>,
+    ) -> (Value, Value) {
         let (first, unsure) = if matches!(c.cc, IntCC::Equal | IntCC::NotEqual) {
-            self.seq_equal(c)
+            self.seq_equal(c, lanes)
         } else {
-            self.seq_order(c)
+            self.seq_order(c, lanes)
         };
         let mut unsure = unsure;
         // The comparison's negation (setp's q) is made once, with the guard's where it can.
@@ -106,14 +118,25 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     /// the lanes' span from the first lane (modulo 2^32, so wrapping changes nothing), and
     /// then every lane gives the same answer. The answer then, and whether a lane may equal
     /// it.
-    fn seq_equal(&mut self, c: SeqCmp) -> (Value, Value) {
+    fn seq_equal(&mut self, c: SeqCmp, lanes: Option<Value>) -> (Value, Value) {
         let d = if c.stride > 0 {
             self.b().ins().isub(c.other, c.base)
         } else {
             self.b().ins().isub(c.base, c.other)
         };
-        let span = Self::LANES as i64 * c.stride.unsigned_abs() as i64;
-        let hit = self.b().ins().icmp_imm_u(IntCC::UnsignedLessThan, d, span);
+        let step = c.stride.unsigned_abs() as i64;
+        let hit = match lanes {
+            None => {
+                let span = Self::LANES as i64 * step;
+                self.b().ins().icmp_imm_u(IntCC::UnsignedLessThan, d, span)
+            }
+            Some(n) => {
+                // Lanes × stride may pass 2^32: compared in 64 bits.
+                let span = self.b().ins().imul_imm_s(n, step);
+                let d = self.l.uextend(types::I64, d);
+                self.b().ins().icmp(IntCC::UnsignedLessThan, d, span)
+            }
+        };
         let answer = self
             .b()
             .ins()
@@ -124,8 +147,17 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     /// An ordering comparison of a sequence with a uniform value: the first lane's answer,
     /// and whether the lanes may differ (the last lane's answer differs, or the sequence
     /// wraps in the comparison's signedness).
-    fn seq_order(&mut self, c: SeqCmp) -> (Value, Value) {
-        let span = (Self::LANES as i64 - 1) * c.stride;
+    fn seq_order(&mut self, c: SeqCmp, lanes: Option<Value>) -> (Value, Value) {
+        let span = match lanes {
+            None => self
+                .b()
+                .ins()
+                .iconst(types::I64, (Self::LANES as i64 - 1) * c.stride),
+            Some(n) => {
+                let last = self.b().ins().iadd_imm_s(n, -1);
+                self.b().ins().imul_imm_s(last, c.stride)
+            }
+        };
         let signed = matches!(
             c.cc,
             IntCC::SignedLessThan
@@ -138,13 +170,13 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         } else {
             self.l.uextend(types::I64, c.base)
         };
-        let last_wide = self.b().ins().iadd_imm_s(wide, span);
+        let last_wide = self.b().ins().iadd(wide, span);
         let (lo, hi) = if signed {
             (i32::MIN as i64, i32::MAX as i64)
         } else {
             (0, u32::MAX as i64)
         };
-        let wraps = if span > 0 {
+        let wraps = if c.stride > 0 {
             self.b()
                 .ins()
                 .icmp_imm_s(IntCC::SignedGreaterThan, last_wide, hi)
@@ -153,7 +185,8 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 .ins()
                 .icmp_imm_s(IntCC::SignedLessThan, last_wide, lo)
         };
-        let last = self.b().ins().iadd_imm_s(c.base, span);
+        let span32 = self.b().ins().ireduce(types::I32, span);
+        let last = self.b().ins().iadd(c.base, span32);
         let test = |l: &mut Self, x: Value| {
             if c.swapped {
                 l.b().ins().icmp(c.cc, c.other, x)

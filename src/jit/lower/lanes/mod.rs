@@ -43,6 +43,7 @@
 //! ranges, checks and held stores); `gate.rs` the exits, the gate and the hand-back to the
 //! thread loop.
 
+mod alike;
 mod gate;
 mod memory;
 pub mod rounds;
@@ -111,6 +112,9 @@ struct SeqCmp {
     /// The comparison (negated or not) and-ed or or-ed with a uniform predicate (an i8):
     /// `or.pred`/`and.pred` of a bounds test on the sequence and one on a uniform value.
     with: Option<(IntBinOp, Value)>,
+    /// Whether it compares a block sequence with block-uniform values (see `alike.rs`):
+    /// then the first lane and the stride give every later thread's answer too.
+    alike: bool,
 }
 
 /// A global (or generic) access of the kernel.
@@ -149,6 +153,8 @@ struct Lanes<'l, 'a, 'f, const P: usize> {
     splats: HashMap<i64, Value>,
     /// Predicates set by comparing a sequence with a uniform value (see [`SeqCmp`]).
     seq_cmps: HashMap<RegId, SeqCmp>,
+    /// What the block's threads hold alike, for group functions (see `alike.rs`).
+    alike: Option<alike::Alike>,
     /// Set when an affine value wrapped as it was widened (the group then runs on the loop).
     wrap: Option<Variable>,
     /// Affine bases already widened (base, signed, bits), with their wrap tests made.
@@ -276,6 +282,7 @@ impl<'l, 'a, 'f, const P: usize> Lanes<'l, 'a, 'f, P> {
             vregs,
             splats: HashMap::new(),
             seq_cmps: HashMap::new(),
+            alike: None,
             wrap: None,
             wrap_unchecked: false,
             widened: HashMap::new(),

@@ -384,6 +384,14 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// Before instruction i: the targets of per-thread branches still waited for.
     open: Vec<BTreeSet<usize>>,
     gstate: Value,
+    /// The block's group states, how many groups there are (I64) and each one's size: for
+    /// the quiet path's skip over the groups after the one running.
+    states: Value,
+    groups: Value,
+    size: u32,
+    /// On the quiet path (I8): whether every choice so far went the same way for the groups
+    /// after this one (see `quiet.rs`).
+    alike: Variable,
     shared_base: Value,
     window_end: Value,
     alive: [Variable; P],
@@ -540,6 +548,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         let live_out = &liveness::live_out(l.f);
         let params = l.b.block_params(entry).to_vec();
         let (states, groups, firsts, at_out) = (params[1], params[2], params[3], params[4]);
+        let groups64 = l.b.ins().uextend(types::I64, groups);
         l.kernel_dims();
         let tid = l.dims.as_ref().expect("kernel_dims sets them").tid;
         let ctx = l.ctx;
@@ -589,8 +598,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         round.start(&mut l.b, round_head);
         l.b.switch_to_block(round_head);
         let g = l.b.use_var(round.group);
-        let count = l.b.ins().uextend(types::I64, groups);
-        let more = l.b.ins().icmp(IntCC::UnsignedLessThan, g, count);
+        let more = l.b.ins().icmp(IntCC::UnsignedLessThan, g, groups64);
         l.b.ins().brif(more, run, &[], end, &[]);
         l.b.switch_to_block(run);
         let gstate = l.b.ins().imul_imm_u(g, plan.size as i64);
@@ -674,6 +682,8 @@ impl<'a, 'f> Lower<'a, 'f> {
         lanes.fixed = Some(fixed.to_vec());
         lanes.raised = start.to_vec();
         lanes.unknown = vec![false; nregs];
+        lanes.alike = super::alike::Alike::of(lanes.l.f);
+        let alike = lanes.l.b.declare_var(types::I8);
         let open = regions(&mut lanes)?;
         let constants = collective::constant_regs(lanes.l.f, &live_in(lanes.l.f, live_out, 0));
         let stops_at = collective::stops(sh.ptx, lanes.l.f, &points);
@@ -682,6 +692,10 @@ impl<'a, 'f> Lower<'a, 'f> {
             live_out,
             open,
             gstate,
+            states,
+            groups: groups64,
+            size: plan.size,
+            alike,
             shared_base,
             window_end,
             alive,
@@ -1297,7 +1311,13 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
 
     /// Stores a register into its home in the state.
     fn store_reg(&mut self, r: RegId) {
-        let (k, gstate) = (r.0 as usize, self.gstate);
+        let gstate = self.gstate;
+        self.store_reg_in(r, gstate);
+    }
+
+    /// Stores a register into its home in group state `gstate`.
+    fn store_reg_in(&mut self, r: RegId, gstate: Value) {
+        let k = r.0 as usize;
         let home = home_at(self.homes[k]);
         match fixed_shape(&self.lanes, r) {
             Shape::Varying => {

@@ -189,6 +189,9 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                     && decidable(stride)
                 {
                     let cc = int_cc(*cmp, ty.is_signed());
+                    let (sa, oa) = if swapped { (b, a) } else { (a, b) };
+                    let alike = (self.alike.as_ref())
+                        .is_some_and(|k| k.sequence_operand(sa) && k.uniform_operand(oa));
                     for (d, negated) in [(q, true), (p, false)] {
                         if let Operand::Reg(r) = d {
                             let c = SeqCmp {
@@ -199,6 +202,7 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                                 swapped,
                                 negated,
                                 with: None,
+                                alike,
                             };
                             self.seq_cmps.insert(*r, c);
                         }
@@ -545,8 +549,10 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             return None;
         }
         let u = self.l.b.use_var(self.l.regs[other.0 as usize]);
+        let alike = c.alike && self.alike.as_ref().is_some_and(|k| k.uniform(other));
         Some(SeqCmp {
             with: Some((op, u)),
+            alike,
             ..c
         })
     }

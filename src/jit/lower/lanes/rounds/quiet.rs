@@ -17,11 +17,12 @@
 //! the quiet path had not been there.
 
 use super::{Group, Res, fixed_shape};
-use crate::ast::{AddrBase, Inst, RegId, Space};
+use crate::ast::{AddrBase, Guard, Inst, RegId, Space};
 use crate::jit::lower::lanes::{Refused, Shape, V};
 use crate::jit::lower::liveness::{self, RegSet};
 use crate::jit::lower::{GroupPlan, trusted};
-use cranelift_codegen::ir::{Block, InstBuilder, types};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the quiet path does at an instruction.
@@ -121,7 +122,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.quiet_stop(k, i, &written, full);
         }
         self.b().switch_to_block(end);
-        self.quiet_end(full);
+        self.quiet_end(k, full);
         Ok(Some(first))
     }
 
@@ -214,6 +215,24 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let no = self.b().ins().iconst(types::I8, 0);
         self.b().def_var(wrap, no);
         self.lanes.wrap_unchecked = false;
+        // The groups after this one are the threads after its own only in a block of one
+        // dimension.
+        let alike = match self.lanes.alike.is_some() {
+            true => {
+                let ntid = self
+                    .lanes
+                    .l
+                    .dims
+                    .as_ref()
+                    .expect("kernel_dims sets them")
+                    .ntid;
+                let yz = self.b().ins().bor(ntid[1], ntid[2]);
+                self.b().ins().icmp_imm_u(IntCC::Equal, yz, 1)
+            }
+            false => no,
+        };
+        let var = self.alike;
+        self.b().def_var(var, alike);
     }
 
     /// Lowers the quiet path's block starting at instruction `l`; it goes to `full` where
@@ -318,7 +337,34 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             };
             return false;
         }
+        self.alike_choice(g);
         self.branch_together(g, to, full)
+    }
+
+    /// A per-thread branch on the quiet path: the groups after this one go the same way if
+    /// it compares a block sequence with block-uniform values and the threads from this
+    /// group's first to the block's last all give one answer.
+    fn alike_choice(&mut self, g: Guard) {
+        let Some(c) = self.lanes.seq_cmps.get(&g.reg).copied().filter(|c| c.alike) else {
+            self.not_alike();
+            return;
+        };
+        let dims = self.lanes.l.dims.as_ref().expect("kernel_dims sets them");
+        let (ntid, tid) = (dims.ntid[0], dims.tid[0]);
+        let first = self.b().use_var(tid);
+        let lanes = self.b().ins().isub(ntid, first);
+        let lanes = self.lanes.l.uextend(types::I64, lanes);
+        let (_, unsure) = self.lanes.seq_answer_over(c, g.negated, Some(lanes));
+        let var = self.alike;
+        let alike = self.b().use_var(var);
+        let alike = self.b().ins().band_not(alike, unsure);
+        self.b().def_var(var, alike);
+    }
+
+    fn not_alike(&mut self) {
+        let no = self.b().ins().iconst(types::I8, 0);
+        let var = self.alike;
+        self.b().def_var(var, no);
     }
 
     /// The quiet path's stop at barrier `i`: the registers it wrote that live across the
@@ -332,30 +378,107 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b().switch_to_block(go);
         let number = self.points.iter().position(|&p| p == i).expect("a point") + 1;
         let live = self.plan_live[number - 1].clone();
-        for r in (0..self.lanes.l.f.regs.len()).map(|r| RegId(r as u32)) {
-            if liveness::has(&live, r) && liveness::has(written, r) {
-                self.store_reg(r);
-            }
-        }
+        let saved: Vec<RegId> = (0..self.lanes.l.f.regs.len())
+            .map(|r| RegId(r as u32))
+            .filter(|&r| liveness::has(&live, r) && liveness::has(written, r))
+            .collect();
         let gstate = self.gstate;
-        if number != k {
+        self.save_quiet(gstate, k, number as u32, &saved);
+        let alike =
+            (self.lanes.alike.as_ref()).is_some_and(|a| saved.iter().all(|&r| a.uniform(r)));
+        if alike {
+            self.skip_alike(k, number as u32, &saved);
+        }
+        self.count_stop(number);
+    }
+
+    /// Group state `gstate`, at barrier `k` when its quiet path began, stopped at sync point
+    /// `number` (or ended: [`GroupPlan::ENDED`]) having written registers `saved`.
+    fn save_quiet(&mut self, gstate: Value, k: usize, number: u32, saved: &[RegId]) {
+        for &r in saved {
+            self.store_reg_in(r, gstate);
+        }
+        if number != k as u32 {
             let n = self.b().ins().iconst(types::I32, number as i64);
             self.b()
                 .ins()
                 .store(trusted(), n, gstate, GroupPlan::RESUME as i32);
         }
-        self.count_stop(number);
     }
 
-    /// The quiet path's end: every lane of the group ended (unless a sequence wrapped on
-    /// the way, which the full segment then hands over).
-    fn quiet_end(&mut self, full: Block) {
+    /// Where every choice of the quiet path went the same way for the groups after this one
+    /// (`alike`), those that stand at barrier `k` too would repeat what it did: they do so
+    /// here, stopping at `number` (or ending) with registers `saved` (block-uniform, so the
+    /// same in each), and the round goes on from the first group that does not.
+    ///
+    /// Why they would repeat it (`alike.rs`): every group that has not ended stopped once
+    /// each round, so those at `k` passed as many barriers as this one and hold the same
+    /// block-uniform values. The path's uniform branches test block-uniform predicates, and
+    /// its per-thread branches were decided for every thread from this group's first to
+    /// the block's last: they take the same way.
+    fn skip_alike(&mut self, k: usize, number: u32, saved: &[RegId]) {
+        let (head, check, take, out, done) = (
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+        );
+        let (round, var) = (self.round, self.alike);
+        let (states, groups, size) = (self.states, self.groups, self.size);
+        let alike = self.b().use_var(var);
+        let g = self.b().use_var(round.group);
+        let next = self.b().ins().iadd_imm_s(g, 1);
+        self.b().append_block_param(head, types::I64);
+        self.b().ins().brif(alike, head, &[next.into()], done, &[]);
+        self.b().switch_to_block(head);
+        let h = self.b().block_params(head)[0];
+        let more = self.b().ins().icmp(IntCC::UnsignedLessThan, h, groups);
+        self.b().ins().brif(more, check, &[], out, &[]);
+        self.b().switch_to_block(check);
+        let at = self.b().ins().imul_imm_u(h, size as i64);
+        let hstate = self.b().ins().iadd(states, at);
+        let resume = self
+            .b()
+            .ins()
+            .load(types::I32, trusted(), hstate, GroupPlan::RESUME as i32);
+        let after = self.b().ins().iadd_imm_s(h, 1);
+        let ended = self.b().create_block();
+        let there = self.b().ins().icmp_imm_u(IntCC::Equal, resume, k as i64);
+        self.b().ins().brif(there, take, &[], ended, &[]);
+        // Groups that ended are passed over; any other stops the skip.
+        self.b().switch_to_block(ended);
+        let gone = (self.b().ins()).icmp_imm_u(IntCC::Equal, resume, GroupPlan::ENDED as i64);
+        self.b().ins().brif(gone, head, &[after.into()], out, &[]);
+        self.b().switch_to_block(take);
+        self.save_quiet(hstate, k, number, saved);
+        if number != GroupPlan::ENDED {
+            let n = self.b().use_var(round.stopped);
+            let n = self.b().ins().iadd_imm_s(n, 1);
+            self.b().def_var(round.stopped, n);
+        }
+        self.b().ins().jump(head, &[after.into()]);
+        // On from the group before the first not taken.
+        self.b().switch_to_block(out);
+        let last = self.b().ins().iadd_imm_s(h, -1);
+        self.b().def_var(round.group, last);
+        self.b().ins().jump(done, &[]);
+        self.b().switch_to_block(done);
+    }
+
+    /// The quiet path's end from barrier `k`: every lane of the group ended (unless a
+    /// sequence wrapped on the way, which the full segment then hands over), and so do the
+    /// groups after it where they would repeat it.
+    fn quiet_end(&mut self, k: usize, full: Block) {
         self.fresh_block();
         let w = self.lanes.wrap.expect("set");
         let wrapped = self.b().use_var(w);
         let ended = self.b().create_block();
         self.b().ins().brif(wrapped, full, &[], ended, &[]);
         self.b().switch_to_block(ended);
+        if self.lanes.alike.is_some() {
+            self.skip_alike(k, GroupPlan::ENDED, &[]);
+        }
         let (round, gstate) = (self.round, self.gstate);
         round.ended(self.b(), gstate);
     }

@@ -1598,22 +1598,20 @@ SKIP:
 /// A tree reduction whose idle warps only halve `%h` and count rounds in `%c` (both
 /// block-uniform): a warp that finds itself idle takes the warps after it at once (the
 /// quiet path's skip), in blocks of one row; in rows of a 2-D block the warps after it are
-/// other rows, whose threads start again at `%tid.x` = 0, and nothing is skipped. Warps
-/// numbered above `%c + exitw` leave after each round (a branch on a value alike only within
-/// a warp: no warp may be taken for another there). Each warp's lane 0 writes its sum plus
-/// `%c`.
+/// other rows, whose threads start again at `%tid.x` = 0, and nothing is skipped. After the
+/// loop the threads from `%tid.x` = `cut` leave (an idle warp ends and takes the warps after
+/// it along), and each remaining warp's lane 0 writes its sum plus `%c`.
 #[test]
 fn groups_that_would_repeat_a_quiet_round_are_taken_at_once() {
     let ptx = format!(
-        "{HEAD}.visible .entry alike(.param .u64 out, .param .u32 start, .param .u32 exitw) {{
-  .reg .pred %p<6>; .reg .b32 %r<12>; .reg .b32 %t; .reg .b32 %h; .reg .b32 %c;
-  .reg .b32 %w; .reg .b64 %rd<10>;
+        "{HEAD}.visible .entry alike(.param .u64 out, .param .u32 start, .param .u32 cut) {{
+  .reg .pred %p<6>; .reg .b32 %r<14>; .reg .b32 %t; .reg .b32 %h; .reg .b32 %c;
+  .reg .b64 %rd<10>;
   .shared .align 4 .b32 s[512];
   ld.param.u64 %rd0, [out];
   ld.param.u32 %r9, [start];
-  ld.param.u32 %r10, [exitw];
+  ld.param.u32 %r10, [cut];
   mov.u32 %t, %tid.x;
-  shr.u32 %w, %t, 5;
   mov.u32 %r1, %tid.y;
   mov.u32 %r2, %ntid.x;
   mad.lo.u32 %r3, %r1, %r2, %t;
@@ -1638,12 +1636,11 @@ LOOP:
 SKIP:
   bar.sync 0;
   add.u32 %c, %c, 1;
-  add.u32 %r8, %c, %r10;
-  setp.gt.u32 %p4, %w, %r8;
-  @%p4 bra DONE;
   shr.u32 %h, %h, 1;
   setp.ne.u32 %p2, %h, 0;
   @%p2 bra LOOP;
+  setp.ge.u32 %p4, %t, %r10;
+  @%p4 bra DONE;
   and.b32 %r11, %t, 31;
   setp.ne.u32 %p3, %r11, 0;
   @%p3 bra DONE;
@@ -1657,46 +1654,40 @@ DONE:
 }}"
     );
     for (x, y) in [(256u32, 1u32), (96, 1), (64, 4), (128, 2)] {
-        for (start, exitw) in [(7u32, 1000u32), (0xffff_ff00, 4), (5, 0)] {
+        for (start, cut) in [(7u32, u32::MAX), (0xffff_ff00, 64), (5, 0)] {
             let n = (x * y) as usize;
-            let (out, lanes) =
-                run_args(&ptx, "alike", 2, Dim3::new(x, y, 1), &[n], &[start, exitw]);
-            // Each row reduces on its own; a warp above %c + exitw leaves after round %c.
+            let block = Dim3::new(x, y, 1);
+            let (out, lanes) = run_args(&ptx, "alike", 2, block, &[n], &[start, cut]);
+            // Each row reduces on its own.
             let mut want = vec![0u32; n];
             for row in 0..y {
-                let base = (row * x) as usize;
+                let base = row * x;
                 let mut s: Vec<u32> = (0..x)
-                    .map(|t| (3 * (row * x + t)).wrapping_add(start))
+                    .map(|t| (3 * (base + t)).wrapping_add(start))
                     .collect();
                 let (mut h, mut c) = (x / 2, 0u32);
-                let mut left = vec![false; x as usize];
                 while h > 0 {
                     for t in 0..h as usize {
                         s[t] = s[t].wrapping_add(s[t + h as usize]);
                     }
                     c += 1;
-                    for (t, l) in left.iter_mut().enumerate() {
-                        *l |= (t as u32 >> 5) > c + exitw;
-                    }
                     h /= 2;
                 }
-                for t in (0..x as usize).step_by(32).filter(|&t| !left[t]) {
-                    want[base + t] = s[t].wrapping_add(c);
+                for t in (0..x.min(cut)).step_by(32) {
+                    want[(base + t) as usize] = s[t as usize].wrapping_add(c);
                 }
             }
-            assert_eq!(
-                out[0][..n],
-                want[..],
-                "{x}×{y}, start {start}, exitw {exitw}"
-            );
-            assert_eq!(lanes, 2 * n as u64, "{x}×{y}: in lanes");
+            let what = format!("{x}×{y}, start {start:#x}, cut {cut}");
+            assert_eq!(out[0][..n], want[..], "{what}");
+            assert_eq!(lanes, 2 * n as u64, "{what}: in lanes");
         }
     }
 }
 
 /// A warp whose bounds test is decided for its own lanes but not for the threads after it:
-/// `%t - 128` wraps between warps 3 and 4, so `t - 128 >= 0xffffff00` holds up to thread
-/// 127 and not after; the warps after an idle one must not be taken for idle.
+/// `(t << 24) + 2^31` wraps between threads 127 and 128, so `>= 2^30` holds for threads
+/// 0–127 and 192–255 (the first and the last alike) but not for 128–191. The idle warp 0
+/// must not take the others for idle.
 #[test]
 fn a_sequence_that_wraps_after_the_warp_takes_no_other_warp() {
     let ptx = format!(
@@ -1707,8 +1698,9 @@ fn a_sequence_that_wraps_after_the_warp_takes_no_other_warp() {
   mov.u32 %k, 0;
   bar.sync 0;
 LOOP:
-  add.u32 %r1, %t, -128;
-  setp.ge.u32 %p1, %r1, -256;
+  shl.b32 %r1, %t, 24;
+  add.u32 %r1, %r1, -2147483648;
+  setp.ge.u32 %p1, %r1, 1073741824;
   @%p1 bra IDLE;
   ld.shared.u32 %r2, [%rd3];
   add.u32 %r2, %r2, 1000;
@@ -1726,7 +1718,7 @@ IDLE:
     );
     let (out, lanes) = run(&ptx, "wraps", 1, Dim3::x(256), 256);
     let want: Vec<u32> = (0..256)
-        .map(|t| if t < 128 { t } else { t + 3000 })
+        .map(|t| if (128..192).contains(&t) { t + 3000 } else { t })
         .collect();
     assert_eq!(out, want);
     assert_eq!(lanes, 256, "in lanes");

@@ -1599,13 +1599,15 @@ SKIP:
 /// block-uniform): a warp that finds itself idle takes the warps after it at once (the
 /// quiet path's skip), in blocks of one row; in rows of a 2-D block the warps after it are
 /// other rows, whose threads start again at `%tid.x` = 0, and nothing is skipped. After the
-/// loop the threads from `%tid.x` = `cut` leave (an idle warp ends and takes the warps after
-/// it along), and each remaining warp's lane 0 writes its sum plus `%c`.
+/// loop each thread hands `1000 × %c + %tid.x` to the warp before it through the shared
+/// array (a warp left behind in the rounds would miss it); then the threads from `%tid.x` =
+/// `cut` leave (an idle warp ends and takes the warps after it along), the others write
+/// what they got, and each warp's lane 0 its sum plus `%c`.
 #[test]
 fn groups_that_would_repeat_a_quiet_round_are_taken_at_once() {
     let ptx = format!(
         "{HEAD}.visible .entry alike(.param .u64 out, .param .u32 start, .param .u32 cut) {{
-  .reg .pred %p<6>; .reg .b32 %r<14>; .reg .b32 %t; .reg .b32 %h; .reg .b32 %c;
+  .reg .pred %p<6>; .reg .b32 %r<16>; .reg .b32 %t; .reg .b32 %h; .reg .b32 %c;
   .reg .b64 %rd<10>;
   .shared .align 4 .b32 s[512];
   ld.param.u64 %rd0, [out];
@@ -1639,15 +1641,25 @@ SKIP:
   shr.u32 %h, %h, 1;
   setp.ne.u32 %p2, %h, 0;
   @%p2 bra LOOP;
+  ld.shared.u32 %r8, [%rd3];
+  mad.lo.u32 %r12, %c, 1000, %t;
+  bar.sync 0;
+  st.shared.u32 [%rd3], %r12;
+  bar.sync 0;
+  add.u32 %r13, %r3, 32;
+  mul.wide.u32 %rd8, %r13, 4;
+  add.s64 %rd9, %rd2, %rd8;
+  ld.shared.u32 %r14, [%rd9];
   setp.ge.u32 %p4, %t, %r10;
   @%p4 bra DONE;
+  mul.wide.u32 %rd6, %r3, 4;
+  add.s64 %rd7, %rd0, %rd6;
+  add.s64 %rd8, %rd7, 2048;
+  st.global.u32 [%rd8], %r14;
   and.b32 %r11, %t, 31;
   setp.ne.u32 %p3, %r11, 0;
   @%p3 bra DONE;
-  ld.shared.u32 %r8, [%rd3];
   add.u32 %r8, %r8, %c;
-  mul.wide.u32 %rd6, %r3, 4;
-  add.s64 %rd7, %rd0, %rd6;
   st.global.u32 [%rd7], %r8;
 DONE:
   ret;
@@ -1657,9 +1669,9 @@ DONE:
         for (start, cut) in [(7u32, u32::MAX), (0xffff_ff00, 64), (5, 0)] {
             let n = (x * y) as usize;
             let block = Dim3::new(x, y, 1);
-            let (out, lanes) = run_args(&ptx, "alike", 2, block, &[n], &[start, cut]);
+            let (out, lanes) = run_args(&ptx, "alike", 2, block, &[1024], &[start, cut]);
             // Each row reduces on its own.
-            let mut want = vec![0u32; n];
+            let mut want = vec![0u32; 1024];
             for row in 0..y {
                 let base = row * x;
                 let mut s: Vec<u32> = (0..x)
@@ -1676,9 +1688,16 @@ DONE:
                 for t in (0..x.min(cut)).step_by(32) {
                     want[(base + t) as usize] = s[t as usize].wrapping_add(c);
                 }
+                for t in 0..x.min(cut) {
+                    let other = base + t + 32;
+                    // No thread writes the words after the block's.
+                    let got = (other < x * y).then(|| 1000 * c + other % x);
+                    want[(512 + base + t) as usize] = got.unwrap_or(0);
+                }
             }
             let what = format!("{x}×{y}, start {start:#x}, cut {cut}");
-            assert_eq!(out[0][..n], want[..], "{what}");
+            assert_eq!(out[0][..n], want[..n], "{what}: sums");
+            assert_eq!(out[0][512..512 + n], want[512..512 + n], "{what}: handed");
             assert_eq!(lanes, 2 * n as u64, "{what}: in lanes");
         }
     }

@@ -1440,16 +1440,18 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     }
 
     /// The mask a write of instruction `i` needs: the running lanes' if some lane waiting
-    /// at a target may read a register it writes there, with the guard's.
+    /// at a target may read a register it writes there (none waits in the converged
+    /// version), with the guard's.
     fn write_mask(&mut self, i: usize, ins: &Instruction) -> Res<Option<Vecs<P>>> {
         let f = self.lanes.l.f;
-        let waiting_read = self.open[i].iter().any(|&t| {
-            let live = live_in(f, self.live_out, t);
-            ins.inst
-                .written()
-                .into_iter()
-                .any(|r| liveness::has(&live, r))
-        });
+        let waiting_read = self.converged.is_none()
+            && self.open[i].iter().any(|&t| {
+                let live = live_in(f, self.live_out, t);
+                ins.inst
+                    .written()
+                    .into_iter()
+                    .any(|r| liveness::has(&live, r))
+            });
         let region = waiting_read.then(|| self.mask(self.cur));
         let guard = match ins.guard {
             Some(g) if fixed_shape(&self.lanes, g.reg) != Shape::Uniform || region.is_some() => {

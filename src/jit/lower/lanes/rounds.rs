@@ -41,7 +41,8 @@
 //! barrier or the start with per-thread branches and stores runs its converged version
 //! (`converged.rs`: the lanes kept together, decided branches as jumps). Each goes on to the
 //! next where the lanes would part, having written nothing, and the full segment described
-//! here takes any group.
+//! here takes any group. A quiet path also takes along the groups after it that would
+//! repeat it (block-uniform values and decisions: `alike.rs`).
 //!
 //! **The block in one call.** The function loops over the block's groups in order, each from
 //! the barrier it stands at (its segment) to the next, round after round while all stop at

@@ -12,9 +12,14 @@
 //! full segment would, at the first barrier it reaches, saving the registers it wrote; at
 //! an unguarded `ret` or `exit` (or the kernel's end) the group ends. At anything else (a
 //! load or store, a guarded exit, a warp collective, a per-thread branch the lanes may
-//! split at, a guard that differs from lane to lane, a sequence that wrapped) it goes to the full segment's start instead. It has written nothing by then (the state
-//! is as the round found it), so the full segment runs the group from the barrier as if
-//! the quiet path had not been there.
+//! split at, a guard that differs from lane to lane, a sequence that wrapped) it goes to
+//! the full segment's start instead. It has written nothing by then (the state is as the
+//! round found it), so the full segment runs the group from the barrier as if the quiet
+//! path had not been there.
+//!
+//! Where the groups after it would do just what it did (every choice on the way the same
+//! for every thread after its own, see [`Group::skip_alike`]), a quiet path that stops or
+//! ends takes them along: the round does not visit them.
 
 use super::{Group, Res, fixed_shape};
 use crate::ast::{AddrBase, Guard, Inst, RegId, Space};

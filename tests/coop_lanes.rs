@@ -1742,3 +1742,35 @@ IDLE:
     assert_eq!(out, want);
     assert_eq!(lanes, 256, "in lanes");
 }
+
+/// A branch on the warp's number (`%tid.x >> 5`: alike in a warp's lanes, not in the
+/// block's): warp 0 goes idle to the second barrier, warps 1–3 store (or leave) on the
+/// other side. The idle warp 0 must not take them along.
+#[test]
+fn a_branch_on_the_warps_number_takes_no_other_warp() {
+    for leave in [false, true] {
+        let (side, after) = match leave {
+            false => ("  st.global.u32 [%rd4], %r3;\n", ""),
+            true => ("  ret;\n", "  st.global.u32 [%rd4], %r3;\n"),
+        };
+        let ptx = format!(
+            "{HEAD}.visible .entry warps(.param .u64 out) {{
+  .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b32 %t; .reg .b64 %rd<6>;
+  .shared .align 4 .b32 s[4];
+{OWN_WORD}  add.s64 %rd4, %rd0, %rd1;
+  mov.u32 %r3, 7;
+  bar.sync 0;
+  shr.u32 %r2, %t, 5;
+  setp.eq.u32 %p1, %r2, 0;
+  @%p1 bra SKIP;
+{side}SKIP:
+  bar.sync 0;
+{after}  ret;
+}}"
+        );
+        let (out, lanes) = run(&ptx, "warps", 1, Dim3::x(128), 128);
+        let want: Vec<u32> = (0..128).map(|t| 7 * ((t < 32) == leave) as u32).collect();
+        assert_eq!(out, want, "leave: {leave}");
+        assert_eq!(lanes, 128, "in lanes");
+    }
+}

@@ -57,11 +57,11 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let mut reach = vec![false; n];
         let mut leaders = BTreeSet::from([start]);
         let mut stack = vec![start];
-        let mut stops = false;
+        let (mut stops, mut ends) = (false, false);
         while let Some(i) = stack.pop() {
             if i >= n {
                 // Past the last instruction every lane ends.
-                stops = true;
+                ends = true;
                 continue;
             }
             if reach[i] {
@@ -69,8 +69,12 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             }
             reach[i] = true;
             let next = match self.step(i) {
-                Step::Stop | Step::End => {
+                Step::Stop => {
                     stops = true;
+                    continue;
+                }
+                Step::End => {
+                    ends = true;
                     continue;
                 }
                 Step::Leave => continue,
@@ -88,7 +92,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             };
             stack.extend(next);
         }
-        if !stops {
+        if !stops && !ends {
             return Ok(None);
         }
         leaders.retain(|&l| l < n);
@@ -126,8 +130,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.b().switch_to_block(blk);
             self.quiet_stop(k, i, &written, full);
         }
-        self.b().switch_to_block(end);
-        self.quiet_end(k, full);
+        if ends {
+            self.b().switch_to_block(end);
+            self.quiet_end(k, full);
+        }
         Ok(Some(first))
     }
 
@@ -334,6 +340,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             return false;
         };
         if self.real_branch(i).is_some() {
+            // Alike in the group's lanes, not always in the block's (`%tid.x >> 5`).
+            if !(self.lanes.alike.as_ref()).is_some_and(|a| a.uniform(g.reg)) {
+                self.not_alike();
+            }
             let on = blocks.get(&next[1]).copied().unwrap_or(end);
             let p = self.lanes.l.b.use_var(self.lanes.l.regs[g.reg.0 as usize]);
             match g.negated {
@@ -458,9 +468,14 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b().switch_to_block(take);
         self.save_quiet(hstate, k, number, saved);
         if number != GroupPlan::ENDED {
-            let n = self.b().use_var(round.stopped);
+            // Counted as `count_stop` counts the group's own stop.
+            let count = match self.ids[number as usize - 1] {
+                Some(_) => round.stopped,
+                None => round.collected,
+            };
+            let n = self.b().use_var(count);
             let n = self.b().ins().iadd_imm_s(n, 1);
-            self.b().def_var(round.stopped, n);
+            self.b().def_var(count, n);
         }
         self.b().ins().jump(head, &[after.into()]);
         // On from the group before the first not taken.

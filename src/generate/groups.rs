@@ -49,7 +49,7 @@ pub fn group_program(rng: &mut Rng, size: usize) -> Program {
     s += &format!("  .shared .align 4 .b32 sh[{words}];\n");
     s += "  .reg .b32 %a<8>, %tx, %row, %nx, %lin, %cb, %t, %ri, %ni, %lc, %w;\n  \
           .reg .b64 %in, %out, %pin, %pout, %oi, %oo, %sb, %sa, %r64, %ra, %n64, %na, %m64;\n  \
-          .reg .pred %q, %lp, %sp, %wq;\n  .reg .b32 %k<64>, %wn;\n";
+          .reg .pred %q, %lp, %sp, %wq, %uq;\n  .reg .b32 %k<64>, %wn, %ub;\n";
     // Every value that is a sequence of the thread's index stays one (a register keeps
     // one shape in the lanes): %lin = %tid.y × %ntid.x + %tid.x, the slots, the own word.
     s += "  ld.param.u64 %in, [inp];\n  ld.param.u64 %out, [out];\n  \
@@ -152,6 +152,7 @@ impl Group<'_> {
             52..=61 if barriers => "  bar.sync 0;\n".to_string(),
             62..=77 => self.branch(),
             78..=83 if self.exits => self.exit(),
+            84..=89 if top && self.chance(40) => self.halving_loop(),
             84..=89 if top => self.barrier_loop(),
             90..=95 if apart => self.collective(),
             96..=98 if barriers => self.warp_branch(),
@@ -257,14 +258,19 @@ impl Group<'_> {
         }
     }
 
-    /// A per-thread predicate in `%q`: a bound on the thread's index, its parity, or its
-    /// data.
+    /// A per-thread predicate in `%q`: a bound on the thread's index in the block or in
+    /// its row, its parity, or its data.
     fn pred(&mut self) -> String {
-        match self.below(3) {
+        match self.below(4) {
             0 => {
                 let cmp = *self.rng.pick(&["lt", "ge", "gt", "eq", "ne"]);
                 let k = self.below(self.nt as u64 + 2);
                 format!("  setp.{cmp}.u32 %q, %lin, {k};\n")
+            }
+            3 => {
+                let cmp = *self.rng.pick(&["lt", "ge", "gt", "eq", "ne"]);
+                let k = self.below(self.nt as u64 + 2);
+                format!("  setp.{cmp}.u32 %q, %tx, {k};\n")
             }
             1 => "  and.b32 %w, %lin, 1;\n  setp.eq.u32 %q, %w, 0;\n".to_string(),
             _ => {
@@ -410,6 +416,30 @@ impl Group<'_> {
         text += &self.items(3);
         self.warp_branch = false;
         text += &format!("{over}:\n");
+        text
+    }
+
+    /// A tree reduction's loop: `%ub` halves from half the row down to 1, and the threads
+    /// from `%tx` = `%ub` on pass over the body (whole warps of them in most rounds, which
+    /// the quiet path takes along after the first idle one). The body starts with an
+    /// access, so that an idle warp's quiet path writes only `%ub` and `%lp`.
+    fn halving_loop(&mut self) -> String {
+        let (l, skip) = (self.label(), self.label());
+        let cmp = *self.rng.pick(&["ge", "gt"]);
+        let mut text = format!(
+            "  shr.u32 %ub, %nx, 1;\n{l}:\n  setp.{cmp}.u32 %uq, %tx, %ub;\n  @%uq bra {skip};\n"
+        );
+        self.depth += 1;
+        text += &match self.chance(50) {
+            true => self.own_store(),
+            false => self.read_other(),
+        };
+        text += &self.items(2);
+        self.depth -= 1;
+        text += &format!(
+            "{skip}:\n  bar.sync 0;\n  shr.u32 %ub, %ub, 1;\n  setp.ne.u32 %lp, %ub, 0;\n  \
+             @%lp bra {l};\n"
+        );
         text
     }
 

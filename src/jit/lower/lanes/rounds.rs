@@ -750,7 +750,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 g.converged = None;
             }
             let quiet = match k > 0 && from_barrier {
-                true => g.quiet(k, first)?,
+                true => g.quiet(k, first, blk)?,
                 false => None,
             };
             starts.push(quiet.unwrap_or(first));

@@ -47,9 +47,11 @@ enum Step {
 
 impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// Lowers the quiet path of segment `k` (from barrier k, not a collective), going to
-    /// `full` (the segment's start) where it cannot go on; its first block, or None if it
-    /// reaches no stop.
-    pub(super) fn quiet(&mut self, k: usize, full: Block) -> Res<Option<Block>> {
+    /// `full` (the converged version's start, or the segment's) where it cannot go on, and
+    /// straight to `parted` (the segment's) where its lanes part: the converged version
+    /// would come to the same branch with the same values and part there too. Its first
+    /// block, or None if it reaches no stop or end.
+    pub(super) fn quiet(&mut self, k: usize, full: Block, parted: Block) -> Res<Option<Block>> {
         let body = self.body();
         let n = body.len();
         let start = self.points[k - 1] + 1;
@@ -124,7 +126,13 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let mut stop_blocks: BTreeMap<usize, Block> = BTreeMap::new();
         let end = self.b().create_block();
         for &l in &leaders {
-            self.quiet_block(l, &blocks, &only_read, &mut stop_blocks, (full, end))?;
+            self.quiet_block(
+                l,
+                &blocks,
+                &only_read,
+                &mut stop_blocks,
+                (full, parted, end),
+            )?;
         }
         for (i, blk) in stop_blocks {
             self.b().switch_to_block(blk);
@@ -247,14 +255,15 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     }
 
     /// Lowers the quiet path's block starting at instruction `l`; it goes to `full` where
-    /// it cannot go on and to `end` where every lane ends.
+    /// it cannot go on, to `parted` where its lanes part and to `end` where every lane
+    /// ends.
     fn quiet_block(
         &mut self,
         l: usize,
         blocks: &BTreeMap<usize, Block>,
         only_read: &RegSet,
         stops: &mut BTreeMap<usize, Block>,
-        (full, end): (Block, Block),
+        (full, parted, end): (Block, Block, Block),
     ) -> Res<()> {
         self.b().switch_to_block(blocks[&l]);
         self.fresh_block();
@@ -310,7 +319,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     return Ok(());
                 }
                 Step::Branch => {
-                    if !self.quiet_branch(i, blocks, (full, end)) {
+                    if !self.quiet_branch(i, blocks, (parted, end)) {
                         return Ok(());
                     }
                 }
@@ -329,7 +338,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         &mut self,
         i: usize,
         blocks: &BTreeMap<usize, Block>,
-        (full, end): (Block, Block),
+        (parted, end): (Block, Block),
     ) -> bool {
         let ins = &self.body()[i];
         let next = self.branch_targets(i);
@@ -353,7 +362,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             return false;
         }
         self.alike_choice(g);
-        self.branch_together(g, to, full)
+        self.branch_together(g, to, parted)
     }
 
     /// A per-thread branch on the quiet path: the groups after this one go the same way if

@@ -394,12 +394,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// The quiet path's stop at barrier `i`: the registers it wrote that live across the
     /// barrier saved (the others are in the state as they were), and the stop counted.
     fn quiet_stop(&mut self, k: usize, i: usize, written: &RegSet, full: Block) {
-        self.fresh_block();
-        let w = self.lanes.wrap.expect("set");
-        let wrapped = self.b().use_var(w);
-        let go = self.b().create_block();
-        self.b().ins().brif(wrapped, full, &[], go, &[]);
-        self.b().switch_to_block(go);
+        self.unless_wrapped(full);
         let number = self.points.iter().position(|&p| p == i).expect("a point") + 1;
         let live = self.plan_live[number - 1].clone();
         let saved: Vec<RegId> = (0..self.lanes.l.f.regs.len())
@@ -414,6 +409,17 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.skip_alike(k, number as u32, &saved);
         }
         self.count_stop(number);
+    }
+
+    /// Where the quiet path stops or ends: on to the full segment if a sequence wrapped on
+    /// the way (its decisions may not hold), else on in a new block.
+    fn unless_wrapped(&mut self, full: Block) {
+        self.fresh_block();
+        let w = self.lanes.wrap.expect("set");
+        let wrapped = self.b().use_var(w);
+        let go = self.b().create_block();
+        self.b().ins().brif(wrapped, full, &[], go, &[]);
+        self.b().switch_to_block(go);
     }
 
     /// Group state `gstate`, at barrier `k` when its quiet path began, stopped at sync point
@@ -499,12 +505,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// sequence wrapped on the way, which the full segment then hands over), and so do the
     /// groups after it where they would repeat it.
     fn quiet_end(&mut self, k: usize, full: Block) {
-        self.fresh_block();
-        let w = self.lanes.wrap.expect("set");
-        let wrapped = self.b().use_var(w);
-        let ended = self.b().create_block();
-        self.b().ins().brif(wrapped, full, &[], ended, &[]);
-        self.b().switch_to_block(ended);
+        self.unless_wrapped(full);
         if self.lanes.alike.is_some() {
             self.skip_alike(k, GroupPlan::ENDED, &[]);
         }

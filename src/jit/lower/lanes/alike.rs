@@ -34,17 +34,22 @@ pub(super) struct Alike {
 
 impl Alike {
     /// What kernel `f` holds alike; None where a barrier or warp collective lies in code that
-    /// threads may run a different number of times, or some code never reaches the kernel's
-    /// end (what the skip relies on could not be shown).
+    /// threads may run a different number of times, some code never reaches the kernel's
+    /// end, or the analysis would take more than [`Self::WORK`] steps (what the skip relies
+    /// on could not be shown).
     pub fn of(f: &Function) -> Option<Alike> {
         let body = f.body.as_deref()?;
         let n = f.regs.len();
+        let succ: Vec<Vec<usize>> = (0..body.len()).map(|i| successors(f, body, i)).collect();
+        let ipdom = post_dominators(&succ, body.len())?;
+        let mut budget = Self::WORK;
         let mut alike = Alike {
             uniform: vec![true; n],
             sequence: vec![true; n],
         };
         loop {
-            let decided = alike.decided_per_thread(f, body)?;
+            let decided = alike.decided_per_thread(body, (&succ, &ipdom), &mut budget)?;
+            budget = budget.checked_sub(body.len() as u64)?;
             let mut uniform = vec![true; n];
             let mut sequence = vec![true; n];
             for (ins, per_thread) in body.iter().zip(&decided) {
@@ -63,6 +68,10 @@ impl Alike {
             alike = Alike { uniform, sequence };
         }
     }
+
+    /// The most instructions the analysis visits, in the walks over branches' regions and
+    /// its passes over the body together (about 20 ms).
+    const WORK: u64 = 1 << 22;
 
     /// Whether every thread of the block holds the same value in `r`.
     pub fn uniform(&self, r: RegId) -> bool {
@@ -180,13 +189,18 @@ impl Alike {
 
     /// For each instruction, whether a branch on a value that is not block-uniform decides
     /// whether (or how often) a thread runs it: the instructions from such a branch's
-    /// successors up to its immediate post-dominator. None where some instruction never
-    /// reaches the kernel's end.
-    fn decided_per_thread(&self, f: &Function, body: &[Instruction]) -> Option<Vec<bool>> {
+    /// successors up to its immediate post-dominator (given each instruction's successors
+    /// and immediate post-dominator). None when `budget` runs out.
+    fn decided_per_thread(
+        &self,
+        body: &[Instruction],
+        (succ, ipdom): (&[Vec<usize>], &[usize]),
+        budget: &mut u64,
+    ) -> Option<Vec<bool>> {
         let n = body.len();
-        let succ: Vec<Vec<usize>> = (0..n).map(|i| successors(f, body, i)).collect();
-        let ipdom = post_dominators(&succ, n)?;
         let mut decided = vec![false; n];
+        // The branch whose region each instruction was last seen in.
+        let mut seen = vec![usize::MAX; n + 1];
         for (i, ins) in body.iter().enumerate() {
             let per_thread = parts(body, &succ[i]) && !self.uniform_guard(ins.guard);
             if !per_thread {
@@ -194,12 +208,12 @@ impl Alike {
             }
             let stop = ipdom[i];
             let mut stack = succ[i].clone();
-            let mut seen = vec![false; n + 1];
             while let Some(j) = stack.pop() {
-                if j == stop || seen[j] {
+                if j == stop || seen[j] == i {
                     continue;
                 }
-                seen[j] = true;
+                seen[j] = i;
+                *budget = budget.checked_sub(1)?;
                 if j < n {
                     decided[j] = true;
                     stack.extend(&succ[j]);
@@ -392,6 +406,28 @@ mod tests {
         for r in ["%r2", "%r3", "%r4", "%r5"] {
             assert!(!a.uniform(reg(&m, r)), "{r}");
         }
+    }
+
+    #[test]
+    fn a_kernel_too_long_to_analyse_gets_no_facts() {
+        // 6,000 per-thread branches, each over all the code after it: 18M steps, where the
+        // barrier before them would be found alike.
+        let mut body = String::new();
+        for k in 0..6000 {
+            body += &format!("  setp.lt.u32 %p1, %r1, {k};\n  @%p1 bra END;\n");
+        }
+        let src = format!(
+            "{HEAD}.visible .entry k() {{
+            .reg .pred %p<2>; .reg .b32 %r<4>;
+            mov.u32 %r1, %tid.x;
+            bar.sync 0;
+        {body}
+        END:
+            add.u32 %r1, %r1, 1;
+            ret;
+        }}"
+        );
+        assert!(alike(&src).1.is_none());
     }
 
     #[test]

@@ -1774,3 +1774,50 @@ fn a_branch_on_the_warps_number_takes_no_other_warp() {
         assert_eq!(lanes, 128, "in lanes");
     }
 }
+
+/// A loop whose count is tested right after its barrier, by a uniform branch to the exit:
+/// the quiet path ends the warps there (and takes the warps after it along) instead of
+/// leaving for the full segment. Threads from `n` on leave at once; the others store the
+/// count each round, `stop` at the end.
+#[test]
+fn a_uniform_branch_to_the_exit_ends_quiet_warps() {
+    let ptx = format!(
+        "{HEAD}.visible .entry k(.param .u64 out, .param .u32 n, .param .u32 stop) {{
+  .reg .pred %p<5>; .reg .b32 %r<12>; .reg .b64 %rd<6>;
+  .shared .align 4 .b32 s[256];
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r2, [n];
+  ld.param.u32 %r9, [stop];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.u64 %rd3, %rd1, %rd2;
+  mov.u64 %rd4, s;
+  add.u64 %rd5, %rd4, %rd2;
+  st.shared.u32 [%rd5], %r1;
+  mov.u32 %r3, 0;
+LOOP:
+  bar.sync 0;
+  setp.ge.u32 %p3, %r3, %r9;
+  @%p3 bra EXIT;
+  setp.ge.u32 %p1, %r1, %r2;
+  @%p1 bra EXIT;
+  add.u32 %r3, %r3, 1;
+  setp.lt.u32 %p2, %r1, 16;
+  @%p2 bra SKIP;
+  ld.shared.u32 %r4, [%rd5];
+  add.u32 %r4, %r4, %r3;
+  st.shared.u32 [%rd5], %r4;
+SKIP:
+  st.global.u32 [%rd3], %r3;
+  bra.uni LOOP;
+EXIT:
+  ret;
+}}"
+    );
+    for (n, stop) in [(200u32, 7u32), (256, 1), (40, 0)] {
+        let (out, lanes) = run_args(&ptx, "k", 2, Dim3::x(256), &[256], &[n, stop]);
+        let want: Vec<u32> = (0..256).map(|t| if t < n { stop } else { 0 }).collect();
+        assert_eq!(out[0], want, "n {n}, stop {stop}");
+        assert_eq!(lanes, 2 * 256, "in lanes");
+    }
+}

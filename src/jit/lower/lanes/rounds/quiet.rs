@@ -83,7 +83,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 Step::Compute => vec![i + 1],
                 Step::Branch => {
                     let next = self.branch_targets(i);
-                    match self.real_branch(i).is_some() {
+                    match self.quiet_real_branch(i) {
                         true => leaders.extend(next.iter().copied()),
                         // A per-thread branch goes on in the block it is in, as the full
                         // segment does (what the block knows of its values holds on).
@@ -174,6 +174,14 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             _ if per_thread_guard => Step::Leave,
             _ => Step::Compute,
         }
+    }
+
+    /// Whether the quiet path takes branch `i` as a branch in the group function: on a
+    /// predicate uniform in the group, to an exit too (where its path ends; the full
+    /// segment's [`Group::real_branch`] leaves exits to its lane masks).
+    fn quiet_real_branch(&self, i: usize) -> bool {
+        let g = self.body()[i].guard;
+        g.is_none_or(|g| fixed_shape(&self.lanes, g.reg) == Shape::Uniform)
     }
 
     /// Where a branch may go on the quiet path (a per-thread one to either side).
@@ -280,7 +288,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             }
             let goes_on = match step {
                 Step::Compute => true,
-                Step::Branch => ins.guard.is_some() && self.real_branch(i).is_none(),
+                Step::Branch => ins.guard.is_some() && !self.quiet_real_branch(i),
                 Step::Stop | Step::End | Step::Leave => false,
             };
             if !goes_on {
@@ -348,7 +356,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.b().ins().jump(to, &[]);
             return false;
         };
-        if self.real_branch(i).is_some() {
+        if self.quiet_real_branch(i) {
             // Alike in the group's lanes, not always in the block's (`%tid.x >> 5`).
             if !(self.lanes.alike.as_ref()).is_some_and(|a| a.uniform(g.reg)) {
                 self.not_alike();

@@ -432,7 +432,7 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// Whether a store or atomic of the segment ran in any lane (I8): if none did, its
     /// stops have nothing to gate or write.
     wrote: Option<Variable>,
-    /// Lowering the segment's converged version (see [`Group::converge`]): where it goes
+    /// Lowering the segment's converged version (see `converged.rs`): where it goes
     /// when its lanes would part (the full segment's start).
     converged: Option<Block>,
     round: Round,
@@ -1310,14 +1310,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         }
     }
 
-    /// Stores a register into its home in the state.
-    fn store_reg(&mut self, r: RegId) {
-        let gstate = self.gstate;
-        self.store_reg_in(r, gstate);
-    }
-
-    /// Stores a register into its home in group state `gstate`.
-    fn store_reg_in(&mut self, r: RegId, gstate: Value) {
+    /// Stores a register into its home in group state `gstate` (the running group's, or on
+    /// the quiet path's skip a later one's).
+    fn store_reg(&mut self, r: RegId, gstate: Value) {
         let k = r.0 as usize;
         let home = home_at(self.homes[k]);
         match fixed_shape(&self.lanes, r) {
@@ -2336,7 +2331,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             if !liveness::has(&live, RegId(r as u32)) || unchanged {
                 continue;
             }
-            self.store_reg(RegId(r as u32));
+            self.store_reg(RegId(r as u32), gstate);
         }
         for (p, v) in alive.iter().enumerate().filter(|_| !keep_alive) {
             self.b().ins().store(

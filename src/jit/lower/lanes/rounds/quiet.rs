@@ -434,7 +434,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// `number` (or ended: [`GroupPlan::ENDED`]) having written registers `saved`.
     fn save_quiet(&mut self, gstate: Value, k: usize, number: u32, saved: &[RegId]) {
         for &r in saved {
-            self.store_reg_in(r, gstate);
+            self.store_reg(r, gstate);
         }
         if number != k as u32 {
             let n = self.b().ins().iconst(types::I32, number as i64);

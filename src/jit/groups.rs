@@ -139,11 +139,10 @@ impl Groups<'_> {
             let number = u32::from_le_bytes(gs[0..4].try_into().expect("4 bytes"));
             let ended = number == GroupPlan::ENDED;
             let number = number as usize;
+            let at = GroupPlan::ALIVE as usize;
+            let alive_bits = u32::from_le_bytes(gs[at..at + 4].try_into().expect("4 bytes"));
             let alive: Vec<bool> = (0..lanes)
-                .map(|lane| {
-                    let at = GroupPlan::ALIVE as usize + 4 * lane;
-                    number == 0 || gs[at..at + 4] != [0; 4]
-                })
+                .map(|lane| number == 0 || alive_bits >> lane & 1 == 1)
                 .collect();
             if ended {
                 for slot in &mut slots[g * lanes..(g + 1) * lanes] {

@@ -140,7 +140,7 @@ impl GroupPlan {
     pub const RESUME: u32 = 0;
     /// `RESUME` of a group whose lanes have all ended.
     pub const ENDED: u32 = u32::MAX;
-    /// A u32 per lane: which lanes have not exited (all ones or 0).
+    /// u32: the lanes that have not exited, lane k the bit k.
     pub const ALIVE: u32 = 16;
 
     fn of(
@@ -149,8 +149,8 @@ impl GroupPlan {
         across: &HashMap<usize, RegSet>,
         lanes: u32,
     ) -> Self {
-        // The registers' homes after the lanes' alive words.
-        let mut at = Self::ALIVE + 4 * lanes;
+        // The registers' homes after the alive lanes' word.
+        let mut at = Self::ALIVE + 16;
         let homes = f
             .regs
             .iter()
@@ -364,8 +364,8 @@ struct Access<const P: usize> {
 
 /// A store or atomic held back to the barrier.
 struct Held<const P: usize> {
-    /// The lanes that ran it.
-    mask: [Variable; P],
+    /// The lanes that ran it (a [lane mask](Group::mask)).
+    mask: Variable,
     what: HeldWhat<P>,
 }
 
@@ -395,10 +395,11 @@ struct Group<'l, 'a, 'f, const P: usize> {
     alike: Variable,
     shared_base: Value,
     window_end: Value,
-    alive: [Variable; P],
-    cur: [Variable; P],
+    /// The lanes that have not exited and those running: [lane masks](Self::mask).
+    alive: Variable,
+    cur: Variable,
     /// Lanes waiting at each target of a per-thread branch.
-    pending: HashMap<usize, [Variable; P]>,
+    pending: HashMap<usize, Variable>,
     /// 128 bytes for lane-by-lane work: a word a lane.
     scratch: ir::StackSlot,
     handover: Block,
@@ -411,12 +412,6 @@ struct Group<'l, 'a, 'f, const P: usize> {
     accesses: Vec<Access<P>>,
     stops: Vec<(Option<usize>, Block)>,
     seg_vars: Vec<(Variable, ir::Type)>,
-    /// Whether any (false) or every (true) running lane is set: the definition of the
-    /// running lanes it was made for (counted by `cur_defs`), the block it was made in and
-    /// the answer, good in the blocks that block is known to dominate (the joins after an
-    /// access's own branches, which leave the running lanes as they are).
-    running_tests: HashMap<(u64, bool), (Block, Value)>,
-    cur_defs: u64,
     /// The segment being lowered, the registers it writes and the exits that may take
     /// lanes out: what its stops store (the rest is in the state as it was loaded).
     seg: usize,
@@ -581,8 +576,8 @@ impl<'a, 'f> Lower<'a, 'f> {
         );
         let retried = l.b.declare_var(types::I8);
         let wrap = l.b.declare_var(types::I8);
-        let alive = [(); P].map(|_| l.b.declare_var(V));
-        let cur = [(); P].map(|_| l.b.declare_var(V));
+        let alive = l.b.declare_var(types::I32);
+        let cur = l.b.declare_var(types::I32);
         let scratch =
             l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 128, 4));
         // The rounds: every group that has not ended, in order, to its next barrier.
@@ -711,8 +706,6 @@ impl<'a, 'f> Lower<'a, 'f> {
             accesses: Vec::new(),
             stops: Vec::new(),
             seg_vars: Vec::new(),
-            running_tests: HashMap::new(),
-            cur_defs: 0,
             round,
             ids,
             constants,
@@ -1101,10 +1094,6 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             let z = self.b().ins().iconst(types::I32, 0);
             self.b().ins().splat(V, z)
         };
-        let ones = {
-            let z = self.b().ins().iconst(types::I32, -1);
-            self.b().ins().splat(V, z)
-        };
         let live = (k > 0).then(|| self.plan_live[k - 1].clone());
         let gstate = self.gstate;
         // One zero of each type (see `segment`).
@@ -1157,28 +1146,24 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b().def_var(cf, zero64);
         // Where no lane can have exited yet, every lane is there.
         let all_there = k == 0 || !self.may_have_exited(self.points[k - 1]);
-        for p in 0..P {
-            let a = if all_there {
-                ones
-            } else {
-                let off = (GroupPlan::ALIVE + 16 * p as u32) as i32;
-                self.b().ins().load(V, trusted(), gstate, off)
-            };
-            let (alive, cur) = (self.alive[p], self.cur[p]);
-            self.b().def_var(alive, a);
-            self.b().def_var(cur, a);
-        }
-        self.cur_defs += 1;
+        let a = if all_there {
+            self.every_lane()
+        } else {
+            let off = GroupPlan::ALIVE as i32;
+            self.b().ins().load(types::I32, trusted(), gstate, off)
+        };
+        let (alive, cur) = (self.alive, self.cur);
+        self.b().def_var(alive, a);
+        self.b().def_var(cur, a);
         // Every target waited for in the kernel starts with no lanes.
         let targets: BTreeSet<usize> = self.open.iter().flatten().copied().collect();
+        let none = self.b().ins().iconst(types::I32, 0);
         for t in targets {
-            let vars = *self
+            let var = *self
                 .pending
                 .entry(t)
-                .or_insert_with(|| [(); P].map(|_| self.lanes.l.b.declare_var(V)));
-            for v in vars {
-                self.b().def_var(v, zero_v);
-            }
+                .or_insert_with(|| self.lanes.l.b.declare_var(types::I32));
+            self.b().def_var(var, none);
         }
         let wrap = self.lanes.wrap.expect("set");
         let no = self.b().ins().iconst(types::I8, 0);
@@ -1211,17 +1196,15 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b().switch_to_block(blk);
         self.fresh_block();
         // Lanes waiting for this instruction join.
-        if let Some(vars) = self.pending.get(&l).copied()
+        if let Some(var) = self.pending.get(&l).copied()
             && self.converged.is_none()
             && self.open.iter().any(|o| o.contains(&l))
         {
-            let zero = self.lanes.splat(0);
-            let cur = self.mask(self.cur);
-            let waiting = self.mask(vars);
-            let joined: Vecs<P> =
-                std::array::from_fn(|p| self.lanes.l.b.ins().bor(cur[p], waiting[p]));
+            let (cur, waiting) = (self.mask(self.cur), self.mask(var));
+            let joined = self.b().ins().bor(cur, waiting);
             self.set_mask(self.cur, joined);
-            self.set_mask(vars, [zero; P]);
+            let none = self.b().ins().iconst(types::I32, 0);
+            self.set_mask(var, none);
         }
         self.reload(l);
         let body = self.body();
@@ -1355,67 +1338,64 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         }
     }
 
-    fn mask(&mut self, vars: [Variable; P]) -> Vecs<P> {
-        vars.map(|v| self.lanes.l.b.use_var(v))
+    /// A lane mask: an I32 whose bit k is lane k (of `4 × P`).
+    fn mask(&mut self, var: Variable) -> Value {
+        self.b().use_var(var)
     }
 
-    fn set_mask(&mut self, vars: [Variable; P], m: Vecs<P>) {
-        if vars == self.cur {
-            self.cur_defs += 1;
-        }
-        for (v, x) in vars.into_iter().zip(m) {
-            self.b().def_var(v, x);
-        }
+    fn set_mask(&mut self, var: Variable, m: Value) {
+        self.b().def_var(var, m);
     }
 
-    /// Whether any lane of a mask is set (an i8).
-    fn any(&mut self, m: Vecs<P>) -> Value {
-        self.mask_test(m, false)
+    /// The lane mask of every lane.
+    fn every_lane(&mut self) -> Value {
+        let every = ((1u64 << (4 * P)) - 1) as i32;
+        self.b().ins().iconst(types::I32, every as i64)
     }
 
-    /// Whether every lane of a mask is set (an i8).
-    fn all(&mut self, m: Vecs<P>) -> Value {
-        self.mask_test(m, true)
+    /// Whether any lane of a lane mask is set (an i8).
+    fn any(&mut self, m: Value) -> Value {
+        self.b().ins().icmp_imm_s(IntCC::NotEqual, m, 0)
     }
 
-    fn mask_test(&mut self, m: Vecs<P>, every: bool) -> Value {
-        let mut a = m[0];
-        for p in &m[1..] {
-            a = match every {
-                true => self.b().ins().band(a, *p),
-                false => self.b().ins().bor(a, *p),
-            };
+    /// Whether every lane of a lane mask is set (an i8).
+    fn all(&mut self, m: Value) -> Value {
+        let every = self.every_lane();
+        self.b().ins().icmp(IntCC::Equal, m, every)
+    }
+
+    /// Lanes that are all ones or 0 (a vector predicate) as a lane mask: the vectors
+    /// narrowed to bytes, their sign bits taken.
+    pub(super) fn lane_bits(&mut self, m: Vecs<P>) -> Value {
+        let b = &mut self.lanes.l.b;
+        let halves: Vec<Value> = (m.chunks(2)).map(|h| b.ins().snarrow(h[0], h[1])).collect();
+        let mut bits = b.ins().iconst(types::I32, 0);
+        for (k, q) in halves.chunks(2).enumerate() {
+            let bytes = b.ins().snarrow(q[0], q[1]);
+            let high = b.ins().vhigh_bits(types::I32, bytes);
+            let high = b.ins().ishl_imm_u(high, 16 * k as i64);
+            bits = b.ins().bor(bits, high);
         }
-        let bits = self.b().ins().vhigh_bits(types::I32, a);
-        match every {
-            true => self.b().ins().icmp_imm_s(IntCC::Equal, bits, 0xf),
-            false => self.b().ins().icmp_imm_s(IntCC::NotEqual, bits, 0),
-        }
+        bits
+    }
+
+    /// A lane mask as lanes of all ones or 0: lane 4p + j of vector p is set where bit
+    /// 4p + j is.
+    pub(super) fn bit_lanes(&mut self, m: Value) -> Vecs<P> {
+        let all = self.b().ins().splat(V, m);
+        std::array::from_fn(|p| {
+            let bit = self.lanes.vconst(std::array::from_fn(|j| 1 << (4 * p + j)));
+            let b = &mut self.lanes.l.b;
+            let set = b.ins().band(all, bit);
+            b.ins().icmp(IntCC::Equal, set, bit)
+        })
     }
 
     /// The running lanes of instruction `guard`'s access, and whether any of them and
-    /// whether all of them are set; for an unguarded one the running lanes' answers made
-    /// once while they stay the same ([`Group::running_tests`]).
-    fn exec_lanes(&mut self, guard: Option<Guard>) -> Res<(Vecs<P>, Value, Value)> {
+    /// whether all of them are set.
+    fn exec_lanes(&mut self, guard: Option<Guard>) -> Res<(Value, Value, Value)> {
         let exec = self.guard_lanes(guard)?;
-        if guard.is_some() {
-            let (any, all) = (self.any(exec), self.all(exec));
-            return Ok((exec, any, all));
-        }
-        let here = self.b().current_block().expect("a block");
-        let answer = |g: &mut Self, every: bool| {
-            let key = (g.cur_defs, every);
-            match g.running_tests.get(&key) {
-                Some(&(made, v)) if g.lanes.l.dominates(made, here) => v,
-                _ => {
-                    let v = g.mask_test(exec, every);
-                    g.running_tests.insert(key, (here, v));
-                    v
-                }
-            }
-        };
-        let any = answer(self, false);
-        let all = answer(self, true);
+        let (any, all) = (self.any(exec), self.all(exec));
         Ok((exec, any, all))
     }
 
@@ -1423,14 +1403,15 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         std::array::from_fn(|p| self.lanes.l.b.ins().band(a[p], b[p]))
     }
 
-    /// The guard of an instruction as a mask of the running lanes.
-    fn guard_lanes(&mut self, guard: Option<Guard>) -> Res<Vecs<P>> {
+    /// The running lanes where an instruction's guard holds (a lane mask).
+    fn guard_lanes(&mut self, guard: Option<Guard>) -> Res<Value> {
         let cur = self.mask(self.cur);
         match guard {
             None => Ok(cur),
             Some(g) => {
                 let m = self.lanes.guard_mask(g)?;
-                Ok(self.and(cur, m))
+                let m = self.lane_bits(m);
+                Ok(self.b().ins().band(cur, m))
             }
         }
     }
@@ -1448,7 +1429,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     .into_iter()
                     .any(|r| liveness::has(&live, r))
             });
-        let region = waiting_read.then(|| self.mask(self.cur));
+        let region = waiting_read.then(|| {
+            let cur = self.mask(self.cur);
+            self.bit_lanes(cur)
+        });
         let guard = match ins.guard {
             Some(g) if fixed_shape(&self.lanes, g.reg) != Shape::Uniform || region.is_some() => {
                 Some(self.lanes.guard_mask(g)?)
@@ -1510,18 +1494,18 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     return self.converged_branch(t, ins.guard);
                 }
                 // Per-thread: the lanes that take it wait at the target.
-                let vars = self.pending[&t];
+                let var = self.pending[&t];
                 let seq = ins.guard.and_then(|g| {
                     let c = self.lanes.seq_cmps.get(&g.reg).copied();
                     c.map(|c| (c, g.negated))
                 });
                 if let Some((c, negated)) = seq {
-                    return self.seq_branch(i, t, vars, c, negated);
+                    return self.seq_branch(i, t, var, c, negated);
                 }
                 let m = self.guard_lanes(ins.guard)?;
                 let (_, to) = self.first_join(i, t);
                 let on = self.b().create_block();
-                self.wait_at(vars, m, on, to);
+                self.wait_at(var, m, on, to);
                 self.b().switch_to_block(on);
                 Ok(true)
             }
@@ -1551,20 +1535,20 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         }
     }
 
-    /// The running lanes of `m` leave for a branch's target, to wait with `vars`; the
-    /// group goes on to `on` if lanes are left running, else to `to`.
-    fn wait_at(&mut self, vars: [Variable; P], m: Vecs<P>, on: Block, to: Block) {
-        let waiting = self.mask(vars);
-        let w: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], m[p]));
-        self.set_mask(vars, w);
+    /// The running lanes of `m` leave for a branch's target, to wait in `var`; the group
+    /// goes on to `on` if lanes are left running, else to `to`.
+    fn wait_at(&mut self, var: Variable, m: Value, on: Block, to: Block) {
+        let waiting = self.mask(var);
+        let w = self.b().ins().bor(waiting, m);
+        self.set_mask(var, w);
         let cur = self.mask(self.cur);
-        let rest: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
+        let rest = self.b().ins().band_not(cur, m);
         self.set_mask(self.cur, rest);
         let any = self.any(rest);
         self.b().ins().brif(any, on, &[], to, &[]);
     }
 
-    /// A per-thread branch to `t` (its waiting lanes in `vars`) on a comparison of a
+    /// A per-thread branch to `t` (its waiting lanes in `var`) on a comparison of a
     /// sequence with a uniform value ([`SeqCmp`]): where the first and last lanes decide it
     /// for every lane, all running lanes go to the target or none does, tested on two
     /// scalars; else the lanes' mask is made from the sequence, as for any guard.
@@ -1572,7 +1556,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         &mut self,
         i: usize,
         t: usize,
-        vars: [Variable; P],
+        var: Variable,
         c: super::SeqCmp,
         negated: bool,
     ) -> Res<bool> {
@@ -1595,25 +1579,24 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             .filter(|ins| matches!(ins.inst, Inst::Bra { target, .. } if f.labels[target.0 as usize] == t))
             .count();
         if branches_to_t > 1 || first != t {
-            let waiting = self.mask(vars);
-            let cur = self.mask(self.cur);
-            let w: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().bor(waiting[p], cur[p]));
-            self.set_mask(vars, w);
-            let zero = self.lanes.splat(0);
-            self.set_mask(self.cur, [zero; P]);
+            let (waiting, cur) = (self.mask(var), self.mask(self.cur));
+            let w = self.b().ins().bor(waiting, cur);
+            self.set_mask(var, w);
+            let none = self.b().ins().iconst(types::I32, 0);
+            self.set_mask(self.cur, none);
         }
         self.b().ins().jump(to, &[]);
         // Some lanes do.
         self.b().switch_to_block(lanes);
         self.fresh_block_keeping_shapes();
         let m = self.lanes.seq_mask(c, negated)?;
+        let m = self.lane_bits(m);
         let cur = self.mask(self.cur);
-        let m = self.and(cur, m);
-        self.wait_at(vars, m, on, to);
+        let m = self.b().ins().band(cur, m);
+        self.wait_at(var, m, on, to);
         // The lanes left go on (the values made in `lanes` do not reach here).
         self.b().switch_to_block(on);
         self.fresh_block_keeping_shapes();
-        self.cur_defs += 1;
         Ok(true)
     }
 
@@ -1642,11 +1625,11 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         }
         let m = self.guard_lanes(guard)?;
         let alive = self.mask(self.alive);
-        let a: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(alive[p], m[p]));
+        let a = self.b().ins().band_not(alive, m);
         self.set_mask(self.alive, a);
         self.seg_exits.push(i);
         let cur = self.mask(self.cur);
-        let c: Vecs<P> = std::array::from_fn(|p| self.lanes.l.b.ins().band_not(cur[p], m[p]));
+        let c = self.b().ins().band_not(cur, m);
         self.set_mask(self.cur, c);
         Ok(true)
     }
@@ -1851,7 +1834,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             }
             Inst::St { ty, a, .. } => {
                 let v = self.lanes.read(a, *ty)?;
-                let mask = [(); P].map(|_| self.seg_var(V));
+                let mask = self.seg_var(types::I32);
                 self.set_mask(mask, exec);
                 let what = match (v, stride) {
                     (LaneVal::Uniform(x), None) => {
@@ -1862,7 +1845,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     _ if size == 4 => {
                         let x = self.lanes.lanes_of(v, *ty)?;
                         let vars = [(); P].map(|_| self.seg_var(V));
-                        self.set_mask(vars, x);
+                        for (var, x) in vars.into_iter().zip(x) {
+                            self.b().def_var(var, x);
+                        }
                         HeldWhat::Lanes(vars)
                     }
                     _ => return refuse("a per-thread store of other than 32 bits"),
@@ -1890,7 +1875,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     self.b().def_var(keep, v);
                     regs.push((r, keep));
                 }
-                let mask = [(); P].map(|_| self.seg_var(V));
+                let mask = self.seg_var(types::I32);
                 self.set_mask(mask, exec);
                 acc.held = Some(Held {
                     mask,
@@ -1917,7 +1902,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         lo: Value,
         stride: i64,
         ty: Type,
-        (exec, every): (Vecs<P>, Value),
+        (exec, every): (Value, Value),
         space: Space,
     ) -> Res<Vecs<P>> {
         let here = self.b().current_block();
@@ -2002,15 +1987,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// taken lowest first), going to `out` after the last: positioned in its body, with the
     /// lane's index (i64), the address of its word among the scratch area's values and the
     /// block the body jumps to when done.
-    fn lane_loop(&mut self, mask: Vecs<P>, out: Block) -> (Value, Value, Block) {
-        // The lanes as bits (lane 4p + j is bit 4p + j), taken lowest first.
-        let mut bits = self.b().ins().iconst(types::I64, 0);
-        for (p, m) in mask.iter().enumerate() {
-            let b = self.b().ins().vhigh_bits(types::I32, *m);
-            let b = self.b().ins().uextend(types::I64, b);
-            let b = self.b().ins().ishl_imm_s(b, 4 * p as i64);
-            bits = self.b().ins().bor(bits, b);
-        }
+    fn lane_loop(&mut self, mask: Value, out: Block) -> (Value, Value, Block) {
+        let bits = self.b().ins().uextend(types::I64, mask);
         let (head, body, next) = (
             self.b().create_block(),
             self.b().create_block(),
@@ -2333,13 +2311,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             }
             self.store_reg(RegId(r as u32), gstate);
         }
-        for (p, v) in alive.iter().enumerate().filter(|_| !keep_alive) {
-            self.b().ins().store(
-                trusted(),
-                *v,
-                gstate,
-                (GroupPlan::ALIVE + 16 * p as u32) as i32,
-            );
+        if !keep_alive {
+            (self.b().ins()).store(trusted(), alive, gstate, GroupPlan::ALIVE as i32);
         }
         let n = self.b().ins().iconst(types::I32, number as i64);
         self.b()

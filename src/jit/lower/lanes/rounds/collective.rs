@@ -213,23 +213,7 @@ impl<const P: usize> Group<'_, '_, '_, P> {
     /// The group's lanes (those that have not exited) as a 32-bit mask, lane 0 the lowest
     /// bit.
     fn group_bits(&mut self) -> ir::Value {
-        let alive = self.mask(self.alive);
-        self.bits(alive)
-    }
-
-    /// A lane mask (all ones or zero in each lane) as a 32-bit mask: the vectors narrowed
-    /// to bytes, their sign bits taken.
-    fn bits(&mut self, m: Vecs<P>) -> ir::Value {
-        let b = &mut self.lanes.l.b;
-        let halves: Vec<ir::Value> = (m.chunks(2)).map(|h| b.ins().snarrow(h[0], h[1])).collect();
-        let mut bits = b.ins().iconst(types::I32, 0);
-        for (k, q) in halves.chunks(2).enumerate() {
-            let bytes = b.ins().snarrow(q[0], q[1]);
-            let high = b.ins().vhigh_bits(types::I32, bytes);
-            let high = b.ins().ishl_imm_u(high, 16 * k as i64);
-            bits = b.ins().bor(bits, high);
-        }
-        bits
+        self.mask(self.alive)
     }
 
     /// The lanes a `vote`, `redux` or `elect` covers (the group's lanes in the membermask
@@ -254,7 +238,7 @@ impl<const P: usize> Group<'_, '_, '_, P> {
                 }
                 v => {
                     let lanes = self.lanes.lanes_of(v, Type::Pred)?;
-                    let set = self.bits(lanes);
+                    let set = self.lane_bits(lanes);
                     self.b().ins().band(set, group)
                 }
             },
@@ -267,6 +251,7 @@ impl<const P: usize> Group<'_, '_, '_, P> {
     /// requires of the lanes a collective waits for).
     fn same_in_every_lane(&mut self, v: Vecs<P>) -> ir::Value {
         let alive = self.mask(self.alive);
+        let alive = self.bit_lanes(alive);
         let ones = self.lanes.splat(-1);
         let b = &mut self.lanes.l.b;
         let low: Vec<ir::Value> = (0..P)
@@ -355,6 +340,7 @@ impl<const P: usize> Group<'_, '_, '_, P> {
 
         let a = self.lanes.lanes_of(a, Type::B32)?;
         let alive = self.mask(self.alive);
+        let alive = self.bit_lanes(alive);
         let a = self.and(a, alive);
         let want_p = matches!(p, Operand::Reg(_));
         let (dv, pv) = match (self.constant(&srcs[1]), self.constant(&srcs[2])) {

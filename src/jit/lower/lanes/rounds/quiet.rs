@@ -230,14 +230,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         }
         // Every lane runs (the lanes that exited, if any, take writes no one reads: their
         // registers are never read again).
-        let ones = self.b().ins().iconst(types::I32, -1);
-        let ones = self.b().ins().splat(V, ones);
-        for p in 0..P {
-            let (alive, cur) = (self.alive[p], self.cur[p]);
-            self.b().def_var(alive, ones);
-            self.b().def_var(cur, ones);
-        }
-        self.cur_defs += 1;
+        let every = self.every_lane();
+        let (alive, cur) = (self.alive, self.cur);
+        self.b().def_var(alive, every);
+        self.b().def_var(cur, every);
         let wrap = self.lanes.wrap.expect("set");
         let no = self.b().ins().iconst(types::I8, 0);
         self.b().def_var(wrap, no);

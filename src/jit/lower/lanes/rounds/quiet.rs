@@ -451,7 +451,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// its per-thread branches were decided for every thread from this group's first to
     /// the block's last: they take the same way.
     fn skip_alike(&mut self, k: usize, number: u32, saved: &[RegId]) {
-        let (head, check, take, out, done) = (
+        let (head, check, take, passed, out, done) = (
+            self.b().create_block(),
             self.b().create_block(),
             self.b().create_block(),
             self.b().create_block(),
@@ -461,46 +462,57 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let (round, var) = (self.round, self.alike);
         let (states, groups, size) = (self.states, self.groups, self.size);
         let alike = self.b().use_var(var);
+        // The loop's group, its state and how many it took, in block parameters (a
+        // variable's count would go through its spill slot at every group).
         let g = self.b().use_var(round.group);
         let next = self.b().ins().iadd_imm_s(g, 1);
-        self.b().append_block_param(head, types::I64);
-        self.b().ins().brif(alike, head, &[next.into()], done, &[]);
+        let at = self.b().ins().imul_imm_u(next, size as i64);
+        let next_state = self.b().ins().iadd(states, at);
+        let none = self.b().ins().iconst(types::I32, 0);
+        for ty in [types::I64, types::I64, types::I32] {
+            self.b().append_block_param(head, ty);
+        }
+        let start = [next.into(), next_state.into(), none.into()];
+        self.b().ins().brif(alike, head, &start, done, &[]);
         self.b().switch_to_block(head);
-        let h = self.b().block_params(head)[0];
+        let [h, hstate, taken] = self.b().block_params(head)[..] else {
+            unreachable!("three parameters")
+        };
         let more = self.b().ins().icmp(IntCC::UnsignedLessThan, h, groups);
         self.b().ins().brif(more, check, &[], out, &[]);
         self.b().switch_to_block(check);
-        let at = self.b().ins().imul_imm_u(h, size as i64);
-        let hstate = self.b().ins().iadd(states, at);
         let resume = self
             .b()
             .ins()
             .load(types::I32, trusted(), hstate, GroupPlan::RESUME as i32);
         let after = self.b().ins().iadd_imm_s(h, 1);
-        let ended = self.b().create_block();
+        let after_state = self.b().ins().iadd_imm_s(hstate, size as i64);
         let there = self.b().ins().icmp_imm_u(IntCC::Equal, resume, k as i64);
-        self.b().ins().brif(there, take, &[], ended, &[]);
+        self.b().ins().brif(there, take, &[], passed, &[]);
         // Groups that ended are passed over; any other stops the skip.
-        self.b().switch_to_block(ended);
+        self.b().switch_to_block(passed);
         let gone = (self.b().ins()).icmp_imm_u(IntCC::Equal, resume, GroupPlan::ENDED as i64);
-        self.b().ins().brif(gone, head, &[after.into()], out, &[]);
+        let on = [after.into(), after_state.into(), taken.into()];
+        self.b().ins().brif(gone, head, &on, out, &[]);
         self.b().switch_to_block(take);
         self.save_quiet(hstate, k, number, saved);
+        let one_more = self.b().ins().iadd_imm_s(taken, 1);
+        let on = [after.into(), after_state.into(), one_more.into()];
+        self.b().ins().jump(head, &on);
+        // On from the group before the first not taken, their stops counted as
+        // `count_stop` counts the group's own.
+        self.b().switch_to_block(out);
+        let last = self.b().ins().iadd_imm_s(h, -1);
+        self.b().def_var(round.group, last);
         if number != GroupPlan::ENDED {
-            // Counted as `count_stop` counts the group's own stop.
             let count = match self.ids[number as usize - 1] {
                 Some(_) => round.stopped,
                 None => round.collected,
             };
             let n = self.b().use_var(count);
-            let n = self.b().ins().iadd_imm_s(n, 1);
+            let n = self.b().ins().iadd(n, taken);
             self.b().def_var(count, n);
         }
-        self.b().ins().jump(head, &[after.into()]);
-        // On from the group before the first not taken.
-        self.b().switch_to_block(out);
-        let last = self.b().ins().iadd_imm_s(h, -1);
-        self.b().def_var(round.group, last);
         self.b().ins().jump(done, &[]);
         self.b().switch_to_block(done);
     }

@@ -1821,3 +1821,80 @@ EXIT:
         assert_eq!(lanes, 2 * 256, "in lanes");
     }
 }
+
+/// A tree reduction's last rounds leave the warps after the working one owing their stop
+/// (the tail, `rounds/tail.rs`); then every thread stores its `%tid.x` to one shared word
+/// and reads it back (its own, in the threads' order: in lock step the loads would run
+/// first, so the block is handed over), adding 1000 × the rounds it counted. The hand-over
+/// reads every warp's state, so the tail's warps must have been paid what they owe: where
+/// they stand and their count (a warp left standing at an earlier round's barrier would
+/// wait at barrier 0 while the others wait at barrier 1).
+#[test]
+fn a_hand_over_pays_the_tail_what_it_owes() {
+    let ptx = format!(
+        "{HEAD}.visible .entry tail(.param .u64 out) {{
+  .reg .pred %p<4>; .reg .b32 %r<12>; .reg .b32 %t; .reg .b32 %h; .reg .b32 %c;
+  .reg .b64 %rd<10>;
+  .shared .align 4 .b32 s[1024];
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mov.u32 %r2, %ntid.x;
+  mul.wide.u32 %rd1, %t, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  st.shared.u32 [%rd3], %t;
+  shr.u32 %h, %r2, 1;
+  mov.u32 %c, 0;
+  bar.sync 0;
+LOOP:
+  setp.ge.u32 %p1, %t, %h;
+  @%p1 bra SKIP;
+  add.u32 %r5, %t, %h;
+  mul.wide.u32 %rd4, %r5, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  ld.shared.u32 %r6, [%rd3];
+  ld.shared.u32 %r7, [%rd5];
+  add.u32 %r6, %r6, %r7;
+  st.shared.u32 [%rd3], %r6;
+SKIP:
+  bar.sync 0;
+  add.u32 %c, %c, 1;
+  shr.u32 %h, %h, 1;
+  setp.ne.u32 %p2, %h, 0;
+  @%p2 bra LOOP;
+  st.shared.u32 [s+4], %t;
+  ld.shared.u32 %r8, [s+4];
+  bar.sync 1;
+  ld.shared.u32 %r9, [s];
+  mad.lo.u32 %r10, %c, 1000, %r8;
+  add.s64 %rd6, %rd0, %rd1;
+  st.global.u32 [%rd6], %r10;
+  setp.ne.u32 %p3, %t, 0;
+  @%p3 bra DONE;
+  st.global.u32 [%rd0+4096], %r9;
+DONE:
+  ret;
+}}"
+    );
+    for x in [1024u32, 256, 96, 64] {
+        let (out, _) = run_args(&ptx, "tail", 1, Dim3::x(x), &[1025], &[]);
+        let rounds = (x / 2).ilog2() + 1;
+        let want: Vec<u32> = (0..x).map(|t| 1000 * rounds + t).collect();
+        assert_eq!(
+            out[0][..x as usize],
+            want[..],
+            "{x} threads: the word read and count"
+        );
+        // Word 0 after the rounds: the sum over the halving tree (every word when `x` is a
+        // power of two; 96 halves to 48, 24, 12, 6, 3, 1 and drops the odd ones out).
+        let mut s: Vec<u32> = (0..x).collect();
+        let mut h = x / 2;
+        while h > 0 {
+            for t in 0..h as usize {
+                s[t] = s[t].wrapping_add(s[t + h as usize]);
+            }
+            h /= 2;
+        }
+        assert_eq!(out[0][1024], s[0], "{x} threads: the sum");
+    }
+}

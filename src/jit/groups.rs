@@ -60,7 +60,8 @@ impl Groups<'_> {
         let lanes = self.plan.lanes as usize;
         let groups = n / lanes;
         let size = self.plan.size as usize;
-        states.resize(aligned_words(size * groups), 0);
+        // One more area: what the groups of a tail owe.
+        states.resize(aligned_words(size * (groups + 1)), 0);
         let bytes = as_bytes(states);
         for g in 0..groups {
             bytes[g * size..g * size + 4].fill(0);

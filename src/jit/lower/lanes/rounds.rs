@@ -64,6 +64,7 @@
 mod collective;
 mod converged;
 mod quiet;
+mod tail;
 
 use super::{LaneVal, Lanes, Refused, Res, Shape, V, Vecs, refuse};
 use crate::ast::{AddrBase, Guard, Imm, Inst, Instruction, Operand, RegId, Space, SyncOp, Type};
@@ -386,10 +387,12 @@ struct Group<'l, 'a, 'f, const P: usize> {
     open: Vec<BTreeSet<usize>>,
     gstate: Value,
     /// The block's group states, how many groups there are (I64) and each one's size: for
-    /// the quiet path's skip over the groups after the one running.
+    /// the quiet path's skip over the groups after the one running; and the state area after
+    /// them, where a tail's owed stop is kept (see [`Self::settle_tail`]).
     states: Value,
     groups: Value,
     size: u32,
+    snapshot: Value,
     /// On the quiet path (I8): whether every choice so far went the same way for the groups
     /// after this one (see `quiet.rs`).
     alike: Variable,
@@ -457,6 +460,9 @@ struct Round {
     /// only the groups that stand at one (I8: the others wait at barriers).
     collected: Variable,
     only: Variable,
+    /// The group whose stop the groups after it owe (I64; the number of groups when none:
+    /// see [`Group::settle_tail`]).
+    tail: Variable,
     /// Where a group's run ends: on to the next group.
     next: Block,
 }
@@ -588,15 +594,26 @@ impl<'a, 'f> Lower<'a, 'f> {
             stopped: l.b.declare_var(types::I32),
             collected: l.b.declare_var(types::I32),
             only: l.b.declare_var(types::I8),
+            tail: l.b.declare_var(types::I64),
             next: l.b.create_block(),
         };
+        // The state area after the groups' holds what the groups of a tail owe.
+        let snapshot = l.b.ins().imul_imm_u(groups64, plan.size as i64);
+        let snapshot = l.b.ins().iadd(states, snapshot);
+        l.b.def_var(round.tail, groups64);
         let (round_head, run, end) = (l.b.create_block(), l.b.create_block(), l.b.create_block());
         round.start(&mut l.b, round_head);
         l.b.switch_to_block(round_head);
         let g = l.b.use_var(round.group);
         let more = l.b.ins().icmp(IntCC::UnsignedLessThan, g, groups64);
         l.b.ins().brif(more, run, &[], end, &[]);
+        // A group of the tail is paid what it owes before it runs.
         l.b.switch_to_block(run);
+        let (settle, owed_paid) = (l.b.create_block(), l.b.create_block());
+        let tail = l.b.use_var(round.tail);
+        let owed = l.b.ins().icmp(IntCC::UnsignedGreaterThan, g, tail);
+        l.b.ins().brif(owed, settle, &[], owed_paid, &[]);
+        l.b.switch_to_block(owed_paid);
         let gstate = l.b.ins().imul_imm_u(g, plan.size as i64);
         let gstate = l.b.ins().iadd(states, gstate);
         let resume =
@@ -666,11 +683,9 @@ impl<'a, 'f> Lower<'a, 'f> {
         l.b.ins().brif(m, mixed, &[], again, &[]);
         l.b.switch_to_block(again);
         round.start(&mut l.b, round_head);
-        for (blk, code) in [(all_ended, GROUP_ENDED), (mixed, GROUP_MIXED)] {
-            l.b.switch_to_block(blk);
-            let v = l.b.ins().iconst(types::I32, code as i64);
-            l.b.ins().return_(&[v]);
-        }
+        l.b.switch_to_block(all_ended);
+        let v = l.b.ins().iconst(types::I32, GROUP_ENDED as i64);
+        l.b.ins().return_(&[v]);
         let across = kept_across(l.f);
         let plan_live: Vec<RegSet> = points.iter().map(|p| across[p].clone()).collect();
         let mut lanes = Lanes::new(&mut l, vregs, head, retried, done, bail);
@@ -691,6 +706,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             states,
             groups: groups64,
             size: plan.size,
+            snapshot,
             alike,
             shared_base,
             window_end,
@@ -771,10 +787,16 @@ impl<'a, 'f> Lower<'a, 'f> {
             let jt = b.create_jump_table(JumpTableData::new(default, &table));
             b.ins().br_table(resume, jt);
         }
+        g.b().switch_to_block(settle);
+        g.settle_tail();
+        g.b().ins().jump(run, &[]);
         let fail = g.lanes.l.fail;
         for (blk, code) in [(handover, GROUP_HANDOVER), (fail, GROUP_FAULT)] {
+            g.b().switch_to_block(blk);
+            if code == GROUP_HANDOVER {
+                g.settle_tail();
+            }
             let b = g.b();
-            b.switch_to_block(blk);
             let at = b.use_var(round.group);
             let mut at = b.ins().ireduce(types::I32, at);
             if code == GROUP_HANDOVER {
@@ -788,6 +810,10 @@ impl<'a, 'f> Lower<'a, 'f> {
             let v = b.ins().iconst(types::I32, code as i64);
             b.ins().return_(&[v]);
         }
+        g.b().switch_to_block(mixed);
+        g.settle_tail();
+        let v = g.b().ins().iconst(types::I32, GROUP_MIXED as i64);
+        g.b().ins().return_(&[v]);
         let b = g.b();
         for blk in [head, done, bail, never] {
             b.switch_to_block(blk);

@@ -462,23 +462,29 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let (round, var) = (self.round, self.alike);
         let (states, groups, size) = (self.states, self.groups, self.size);
         let alike = self.b().use_var(var);
-        // The loop's group, its state and how many it took, in block parameters (a
-        // variable's count would go through its spill slot at every group).
+        // The groups up to a tail's first (whose own states are not where they stand).
+        let tail = self.b().use_var(round.tail);
+        let tail_next = self.b().ins().iadd_imm_s(tail, 1);
+        let limit = self.b().ins().umin(tail_next, groups);
+        // The loop's group, its state, how many it took and whether it passed over none
+        // that ended, in block parameters (a variable's count would go through its spill
+        // slot at every group).
         let g = self.b().use_var(round.group);
         let next = self.b().ins().iadd_imm_s(g, 1);
         let at = self.b().ins().imul_imm_u(next, size as i64);
         let next_state = self.b().ins().iadd(states, at);
         let none = self.b().ins().iconst(types::I32, 0);
-        for ty in [types::I64, types::I64, types::I32] {
+        let yes = self.b().ins().iconst(types::I8, 1);
+        for ty in [types::I64, types::I64, types::I32, types::I8] {
             self.b().append_block_param(head, ty);
         }
-        let start = [next.into(), next_state.into(), none.into()];
+        let start = [next.into(), next_state.into(), none.into(), yes.into()];
         self.b().ins().brif(alike, head, &start, done, &[]);
         self.b().switch_to_block(head);
-        let [h, hstate, taken] = self.b().block_params(head)[..] else {
-            unreachable!("three parameters")
+        let [h, hstate, taken, clean] = self.b().block_params(head)[..] else {
+            unreachable!("four parameters")
         };
-        let more = self.b().ins().icmp(IntCC::UnsignedLessThan, h, groups);
+        let more = self.b().ins().icmp(IntCC::UnsignedLessThan, h, limit);
         self.b().ins().brif(more, check, &[], out, &[]);
         self.b().switch_to_block(check);
         let resume = self
@@ -492,23 +498,66 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         // Groups that ended are passed over; any other stops the skip.
         self.b().switch_to_block(passed);
         let gone = (self.b().ins()).icmp_imm_u(IntCC::Equal, resume, GroupPlan::ENDED as i64);
-        let on = [after.into(), after_state.into(), taken.into()];
+        let no = self.b().ins().iconst(types::I8, 0);
+        let on = [after.into(), after_state.into(), taken.into(), no.into()];
         self.b().ins().brif(gone, head, &on, out, &[]);
         self.b().switch_to_block(take);
         self.save_quiet(hstate, k, number, saved);
         let one_more = self.b().ins().iadd_imm_s(taken, 1);
-        let on = [after.into(), after_state.into(), one_more.into()];
+        let on = [
+            after.into(),
+            after_state.into(),
+            one_more.into(),
+            clean.into(),
+        ];
         self.b().ins().jump(head, &on);
         // On from the group before the first not taken, their stops counted as
         // `count_stop` counts the group's own.
         self.b().switch_to_block(out);
+        let count = match number {
+            GroupPlan::ENDED => None,
+            _ if self.ids[number as usize - 1].is_some() => Some(round.stopped),
+            _ => Some(round.collected),
+        };
+        let tail_may_form = self.tail_may_form(number);
+        if tail_may_form || number == GroupPlan::ENDED {
+            // Every group up to the tail taken, none passed over, and the tail's (if any)
+            // standing here too: this group's stop is the snapshot and the groups after it
+            // its tail, or they end with it.
+            let (form, keep) = (self.b().create_block(), self.b().create_block());
+            let reached = self.b().ins().icmp(IntCC::Equal, h, limit);
+            let reached = self.b().ins().band(reached, clean);
+            let snapshot = self.snapshot;
+            let standing =
+                self.b()
+                    .ins()
+                    .load(types::I32, trusted(), snapshot, GroupPlan::RESUME as i32);
+            let standing = self.b().ins().icmp_imm_u(IntCC::Equal, standing, k as i64);
+            let no_tail = self.b().ins().icmp(IntCC::Equal, limit, groups);
+            let tail_here = self.b().ins().bor(standing, no_tail);
+            let forms = self.b().ins().band(reached, tail_here);
+            self.b().ins().brif(forms, form, &[], keep, &[]);
+            self.b().switch_to_block(form);
+            if tail_may_form {
+                self.form_tail(k, number, saved, no_tail);
+                let owed = self.b().ins().isub(groups, limit);
+                let owed = self.b().ins().ireduce(types::I32, owed);
+                let stops = self.b().ins().iadd(taken, owed);
+                let count = count.expect("a barrier");
+                let n = self.b().use_var(count);
+                let n = self.b().ins().iadd(n, stops);
+                self.b().def_var(count, n);
+            } else {
+                self.end_tail();
+            }
+            let last = self.b().ins().iadd_imm_s(groups, -1);
+            self.b().def_var(round.group, last);
+            self.b().ins().jump(done, &[]);
+            self.b().switch_to_block(keep);
+        }
         let last = self.b().ins().iadd_imm_s(h, -1);
         self.b().def_var(round.group, last);
-        if number != GroupPlan::ENDED {
-            let count = match self.ids[number as usize - 1] {
-                Some(_) => round.stopped,
-                None => round.collected,
-            };
+        if let Some(count) = count {
             let n = self.b().use_var(count);
             let n = self.b().ins().iadd(n, taken);
             self.b().def_var(count, n);

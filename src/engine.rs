@@ -107,6 +107,10 @@ impl Dim3 {
     }
     /// The i-th point in x-major order.
     pub fn point(self, i: u64) -> [u32; 3] {
+        // One row (a 1-D grid or block): no divisions, which a launch pays at every block.
+        if self.y == 1 && self.z == 1 {
+            return [i as u32, 0, 0];
+        }
         let x = (i % self.x as u64) as u32;
         let y = ((i / self.x as u64) % self.y as u64) as u32;
         let z = (i / (self.x as u64 * self.y as u64)) as u32;

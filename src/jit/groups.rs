@@ -57,8 +57,8 @@ impl Groups<'_> {
     /// Runs the block to its end; `states` is the worker's state storage.
     pub fn run(&self, ctx: &mut ThreadCtx, states: &mut Vec<u128>) -> Result<(), Fault> {
         let n = self.block.count() as usize;
-        let lanes = self.plan.lanes as usize;
-        let groups = n / lanes;
+        // A first thread a group (no division here, at every block).
+        let groups = self.firsts.len();
         let size = self.plan.size as usize;
         // One more area: what the groups of a tail owe.
         states.resize(aligned_words(size * (groups + 1)), 0);

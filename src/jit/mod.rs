@@ -717,7 +717,8 @@ impl Jit {
                     skipped.store(true, Ordering::Relaxed);
                     return None;
                 }
-                ctx.ctaid = grid.point(b);
+                let ctaid = grid.point(b);
+                ctx.ctaid = ctaid;
                 ctx.ntid = [block.x, block.y, block.z];
                 ctx.nctaid = [grid.x, grid.y, grid.z];
                 ctx.params = params_base;
@@ -745,7 +746,7 @@ impl Jit {
                             round,
                             layout,
                             block,
-                            ctaid: grid.point(b),
+                            ctaid,
                             firsts,
                         }
                         .run(ctx, states)
@@ -757,7 +758,7 @@ impl Jit {
                         let round = unsafe { std::mem::transmute::<usize, RoundFunc>(entry) };
                         let mut threads =
                             StepThreads::new(module, &mut *ctx, round, layout, block, states);
-                        schedule::run_block(module.func(id), block, grid.point(b), &mut threads)
+                        schedule::run_block(module.func(id), block, ctaid, &mut threads)
                     }
                     None => {
                         // SAFETY: `entry` is this kernel's finalized block

@@ -76,6 +76,26 @@ fn run_args(
     (outs.swap_remove(0), jit.lane_threads())
 }
 
+/// A tree reduction's rounds over the shared words at `%rd2` (`%rd3` the thread's own, at
+/// index `%r3`, `%t` its `%tid.x`), from `%h` words apart, halving to 1; `%c` counts them.
+const HALVING: &str = "LOOP:
+  setp.ge.u32 %p1, %t, %h;
+  @%p1 bra SKIP;
+  add.u32 %r5, %r3, %h;
+  mul.wide.u32 %rd4, %r5, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  ld.shared.u32 %r6, [%rd3];
+  ld.shared.u32 %r7, [%rd5];
+  add.u32 %r6, %r6, %r7;
+  st.shared.u32 [%rd3], %r6;
+SKIP:
+  bar.sync 0;
+  add.u32 %c, %c, 1;
+  shr.u32 %h, %h, 1;
+  setp.ne.u32 %p2, %h, 0;
+  @%p2 bra LOOP;
+";
+
 /// `out[t]` = the word thread t-1 stored, read without a barrier between: in the
 /// schedule's order (thread after thread) each thread sees its predecessor's store; in lock
 /// step no lane would. The group hands the block over and the result is the schedule's.
@@ -1625,23 +1645,7 @@ fn groups_that_would_repeat_a_quiet_round_are_taken_at_once() {
   shr.u32 %h, %r2, 1;
   mov.u32 %c, 0;
   bar.sync 0;
-LOOP:
-  setp.ge.u32 %p1, %t, %h;
-  @%p1 bra SKIP;
-  add.u32 %r5, %r3, %h;
-  mul.wide.u32 %rd4, %r5, 4;
-  add.s64 %rd5, %rd2, %rd4;
-  ld.shared.u32 %r6, [%rd3];
-  ld.shared.u32 %r7, [%rd5];
-  add.u32 %r6, %r6, %r7;
-  st.shared.u32 [%rd3], %r6;
-SKIP:
-  bar.sync 0;
-  add.u32 %c, %c, 1;
-  shr.u32 %h, %h, 1;
-  setp.ne.u32 %p2, %h, 0;
-  @%p2 bra LOOP;
-  ld.shared.u32 %r8, [%rd3];
+{HALVING}  ld.shared.u32 %r8, [%rd3];
   mad.lo.u32 %r12, %c, 1000, %t;
   bar.sync 0;
   st.shared.u32 [%rd3], %r12;
@@ -1838,6 +1842,7 @@ fn a_hand_over_pays_the_tail_what_it_owes() {
   .shared .align 4 .b32 s[1024];
   ld.param.u64 %rd0, [out];
   mov.u32 %t, %tid.x;
+  mov.u32 %r3, %t;
   mov.u32 %r2, %ntid.x;
   mul.wide.u32 %rd1, %t, 4;
   mov.u64 %rd2, s;
@@ -1846,23 +1851,7 @@ fn a_hand_over_pays_the_tail_what_it_owes() {
   shr.u32 %h, %r2, 1;
   mov.u32 %c, 0;
   bar.sync 0;
-LOOP:
-  setp.ge.u32 %p1, %t, %h;
-  @%p1 bra SKIP;
-  add.u32 %r5, %t, %h;
-  mul.wide.u32 %rd4, %r5, 4;
-  add.s64 %rd5, %rd2, %rd4;
-  ld.shared.u32 %r6, [%rd3];
-  ld.shared.u32 %r7, [%rd5];
-  add.u32 %r6, %r6, %r7;
-  st.shared.u32 [%rd3], %r6;
-SKIP:
-  bar.sync 0;
-  add.u32 %c, %c, 1;
-  shr.u32 %h, %h, 1;
-  setp.ne.u32 %p2, %h, 0;
-  @%p2 bra LOOP;
-  st.shared.u32 [s+4], %t;
+{HALVING}  st.shared.u32 [s+4], %t;
   ld.shared.u32 %r8, [s+4];
   bar.sync 1;
   ld.shared.u32 %r9, [s];

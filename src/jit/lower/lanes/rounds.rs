@@ -30,7 +30,9 @@
 //! **Branches.** A branch on a uniform predicate is a branch. A branch on a per-thread
 //! predicate goes forward: the lanes that take it wait at its target (a mask per target)
 //! while the others run the code in between under the mask of the running lanes, and join
-//! them there (if none is left, the group jumps to the target at once). A comparison of a
+//! them there (if none is left, the group jumps to the target at once). A lane mask is one
+//! 32-bit word, bit k for lane k: joined, tested and saved as a scalar, made into vectors
+//! only where a write keeps the other lanes' values (see [`Group::mask`]). A comparison of a
 //! `%tid` sequence with a uniform value is decided on its first and last lanes where they
 //! agree (all running lanes take the branch, or none does), as most bounds tests are. Writes
 //! under a partial mask keep the other lanes' values where those lanes may read them later.

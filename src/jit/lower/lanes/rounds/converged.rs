@@ -5,8 +5,8 @@
 //! at its target, where they join the others. A comparison of a `%tid` sequence with a
 //! uniform value is mostly decided for every lane on the first and last lanes (a bounds
 //! test, `t < half`), but the target still joins the lanes that may wait there, so the
-//! masks live as variables across the segment: merged at every such target, tested at
-//! every access, spilled. The converged version takes a decided branch as a jump and goes
+//! masks live as variables across the segment, merged at every such target and tested at
+//! every access. The converged version takes a decided branch as a jump and goes
 //! on with the lanes it has; where the lanes would part (a comparison not decided for all
 //! of them, a branch on any other per-thread predicate) it goes to the full segment's start
 //! instead. Its loads have no effect and its stores and atomics are held back to its stop,

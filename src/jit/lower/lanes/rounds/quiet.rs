@@ -19,7 +19,8 @@
 //!
 //! Where the groups after it would do just what it did (every choice on the way the same
 //! for every thread after its own, see [`Group::skip_alike`]), a quiet path that stops or
-//! ends takes them along: the round does not visit them.
+//! ends takes them along: the round does not visit them. Where it takes every group after
+//! it, they become its tail and owe its stop instead of getting it stored (`tail.rs`).
 
 use super::{Group, Res, fixed_shape};
 use crate::ast::{AddrBase, Guard, Inst, RegId, Space};

@@ -115,6 +115,47 @@ impl<const P: usize> Group<'_, '_, '_, P> {
     /// The tail's groups, if there is one, end (with the group before them, which stood
     /// where they stand); then there is no tail.
     pub(super) fn end_tail(&mut self) {
+        self.each_of_tail(|g, hstate| {
+            let ended = g.b().ins().iconst(types::I32, GroupPlan::ENDED as i64);
+            (g.b().ins()).store(trusted(), ended, hstate, GroupPlan::RESUME as i32);
+        });
+    }
+
+    /// The tail's groups, if there is one, get what they owe: the snapshot's resume number
+    /// and owed registers, each in its own state; then there is no tail.
+    pub(super) fn settle_tail(&mut self) {
+        let snapshot = self.snapshot;
+        let number = self
+            .b()
+            .ins()
+            .load(types::I32, trusted(), snapshot, GroupPlan::RESUME as i32);
+        self.each_of_tail(|g, hstate| {
+            (g.b().ins()).store(trusted(), number, hstate, GroupPlan::RESUME as i32);
+            // The owed registers of the barrier the snapshot names.
+            let next = g.b().create_block();
+            for k in 1..=g.points.len() {
+                let regs = g.owed_regs(k);
+                if regs.is_empty() || !g.tail_may_form(k as u32) {
+                    continue;
+                }
+                let (copy, other) = (g.b().create_block(), g.b().create_block());
+                let is = g.b().ins().icmp_imm_u(IntCC::Equal, number, k as i64);
+                g.b().ins().brif(is, copy, &[], other, &[]);
+                g.b().switch_to_block(copy);
+                for r in regs {
+                    g.copy_home(r, snapshot, hstate);
+                }
+                g.b().ins().jump(next, &[]);
+                g.b().switch_to_block(other);
+            }
+            g.b().ins().jump(next, &[]);
+            g.b().switch_to_block(next);
+        });
+    }
+
+    /// `each` for the state of every group of the tail (none where there is no tail), in a
+    /// loop in the generated code; then there is no tail.
+    fn each_of_tail(&mut self, mut each: impl FnMut(&mut Self, Value)) {
         let (round, states, groups, size) = (self.round, self.states, self.groups, self.size);
         let (head, body, done) = (
             self.b().create_block(),
@@ -135,77 +176,10 @@ impl<const P: usize> Group<'_, '_, '_, P> {
         let more = self.b().ins().icmp(IntCC::UnsignedLessThan, h, groups);
         self.b().ins().brif(more, body, &[], done, &[]);
         self.b().switch_to_block(body);
-        let ended = self.b().ins().iconst(types::I32, GroupPlan::ENDED as i64);
-        (self.b().ins()).store(trusted(), ended, hstate, GroupPlan::RESUME as i32);
+        each(self, hstate);
         let after = self.b().ins().iadd_imm_s(h, 1);
         let after_state = self.b().ins().iadd_imm_s(hstate, size as i64);
         (self.b().ins()).jump(head, &[after.into(), after_state.into()]);
-        self.b().switch_to_block(done);
-        self.b().def_var(round.tail, groups);
-    }
-
-    /// The tail's groups, if there is one, get what they owe: the snapshot's resume number
-    /// and owed registers, each in its own state; then there is no tail.
-    pub(super) fn settle_tail(&mut self) {
-        let (round, states, groups, size, snapshot) = (
-            self.round,
-            self.states,
-            self.groups,
-            self.size,
-            self.snapshot,
-        );
-        let (head, body, done) = (
-            self.b().create_block(),
-            self.b().create_block(),
-            self.b().create_block(),
-        );
-        let tail = self.b().use_var(round.tail);
-        let first = self.b().ins().iadd_imm_s(tail, 1);
-        let at = self.b().ins().imul_imm_u(first, size as i64);
-        let first_state = self.b().ins().iadd(states, at);
-        let number = self
-            .b()
-            .ins()
-            .load(types::I32, trusted(), snapshot, GroupPlan::RESUME as i32);
-        self.b().append_block_param(head, types::I64);
-        self.b().append_block_param(head, types::I64);
-        self.b()
-            .ins()
-            .jump(head, &[first.into(), first_state.into()]);
-        self.b().switch_to_block(head);
-        let [h, hstate] = self.b().block_params(head)[..] else {
-            unreachable!("two parameters")
-        };
-        let more = self.b().ins().icmp(IntCC::UnsignedLessThan, h, groups);
-        self.b().ins().brif(more, body, &[], done, &[]);
-        self.b().switch_to_block(body);
-        self.b()
-            .ins()
-            .store(trusted(), number, hstate, GroupPlan::RESUME as i32);
-        // The owed registers of the barrier the snapshot names.
-        let next = self.b().create_block();
-        for k in 1..=self.points.len() {
-            let regs = self.owed_regs(k);
-            if regs.is_empty() || !self.tail_may_form(k as u32) {
-                continue;
-            }
-            let (copy, other) = (self.b().create_block(), self.b().create_block());
-            let is = self.b().ins().icmp_imm_u(IntCC::Equal, number, k as i64);
-            self.b().ins().brif(is, copy, &[], other, &[]);
-            self.b().switch_to_block(copy);
-            for r in regs {
-                self.copy_home(r, snapshot, hstate);
-            }
-            self.b().ins().jump(next, &[]);
-            self.b().switch_to_block(other);
-        }
-        self.b().ins().jump(next, &[]);
-        self.b().switch_to_block(next);
-        let after = self.b().ins().iadd_imm_s(h, 1);
-        let after_state = self.b().ins().iadd_imm_s(hstate, size as i64);
-        self.b()
-            .ins()
-            .jump(head, &[after.into(), after_state.into()]);
         self.b().switch_to_block(done);
         self.b().def_var(round.tail, groups);
     }

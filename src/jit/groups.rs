@@ -69,8 +69,9 @@ impl Groups<'_> {
         let firsts = self.firsts;
         let mut at = 0u32;
         // SAFETY: `group` is this kernel's finalized group function, compiled with the
-        // signature `GroupFunc`; `states` holds `groups` areas of `plan.size` bytes (16-byte
-        // aligned: the size is a multiple of 16), which nothing else uses during the call;
+        // signature `GroupFunc`; `states` holds `groups + 1` areas of `plan.size` bytes (the
+        // groups' and the tail's snapshot after them; 16-byte aligned: the size is a multiple
+        // of 16), which nothing else uses during the call;
         // `firsts` holds `groups` entries and `at` is a u32 the call may write; the context
         // is this worker's own and its pointers (parameters, shared window) outlive the
         // launch.

@@ -100,8 +100,9 @@ pub const GROUP_MIXED: u32 = 3;
 pub const GROUP_ONLY_COLLECTIVES: u32 = 1 << 31;
 
 /// The signature of a group function: `(ctx, states, groups, firsts, at) -> result`. It runs
-/// the block's `groups` groups (their state areas one after another from `states`, their
-/// first threads' `%tid` as `[x, y, z, 0]` words from `firsts`) round after round, each to
+/// the block's `groups` groups (their state areas one after another from `states`, then one
+/// more area for a tail's snapshot, see `rounds/tail.rs`; their first threads' `%tid` as
+/// `[x, y, z, 0]` words from `firsts`) round after round, each to
 /// its next barrier, while all stop at barriers of one id; `at` receives the group a
 /// hand-over or fault names.
 pub fn group_signature(cc: cranelift_codegen::isa::CallConv) -> ir::Signature {
@@ -405,6 +406,9 @@ struct Group<'l, 'a, 'f, const P: usize> {
     cur: Variable,
     /// Lanes waiting at each target of a per-thread branch.
     pending: HashMap<usize, Variable>,
+    /// The running lanes as vectors, by their lane mask: the block they were made in and
+    /// the vectors ([`Self::running_vectors`]).
+    cur_vectors: HashMap<Value, (Block, Vecs<P>)>,
     /// 128 bytes for lane-by-lane work: a word a lane.
     scratch: ir::StackSlot,
     handover: Block,
@@ -715,6 +719,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             alive,
             cur,
             pending: HashMap::new(),
+            cur_vectors: HashMap::new(),
             scratch,
             handover,
             plan_live,
@@ -1024,6 +1029,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             .collect();
         self.accesses.clear();
         self.stops.clear();
+        self.cur_vectors.clear();
         self.seg = k;
         self.seg_exits.clear();
         self.wrote = Some(self.seg_var(types::I8));
@@ -1431,6 +1437,21 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         std::array::from_fn(|p| self.lanes.l.b.ins().band(a[p], b[p]))
     }
 
+    /// The running lanes as lanes of all ones or 0, made once for each definition of them
+    /// in the blocks its block dominates.
+    fn running_vectors(&mut self) -> Vecs<P> {
+        let cur = self.mask(self.cur);
+        let here = self.b().current_block().expect("a block");
+        if let Some(&(made, v)) = self.cur_vectors.get(&cur)
+            && self.lanes.l.dominates(made, here)
+        {
+            return v;
+        }
+        let v = self.bit_lanes(cur);
+        self.cur_vectors.insert(cur, (here, v));
+        v
+    }
+
     /// The running lanes where an instruction's guard holds (a lane mask).
     fn guard_lanes(&mut self, guard: Option<Guard>) -> Res<Value> {
         let cur = self.mask(self.cur);
@@ -1457,10 +1478,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     .into_iter()
                     .any(|r| liveness::has(&live, r))
             });
-        let region = waiting_read.then(|| {
-            let cur = self.mask(self.cur);
-            self.bit_lanes(cur)
-        });
+        let region = waiting_read.then(|| self.running_vectors());
         let guard = match ins.guard {
             Some(g) if fixed_shape(&self.lanes, g.reg) != Shape::Uniform || region.is_some() => {
                 Some(self.lanes.guard_mask(g)?)

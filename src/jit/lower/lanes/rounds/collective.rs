@@ -13,8 +13,9 @@
 //!   of the few source vectors it draws on (for `down`/`up` by less than four, `palignr`; by
 //!   multiples of four, none). Otherwise the sources go through the scratch area and each
 //!   lane loads the word it reads.
-//! - `vote.sync`, `activemask`, `elect.sync`: from the group's lanes and the predicate's as
-//!   32-bit masks (the vectors narrowed to bytes and their sign bits taken), uniform results
+//! - `vote.sync`, `activemask`, `elect.sync`: from the group's lanes (a lane mask, one
+//!   32-bit word) and the predicate's (its vectors narrowed to bytes and their sign bits
+//!   taken: [`Group::lane_bits`]), uniform results
 //!   (`elect`'s predicate compares each lane with the leader).
 //! - `redux.sync`: the covered lanes' values (the others the operation's identity) combined
 //!   across the vectors, then within one.

@@ -444,7 +444,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
     /// Where every choice of the quiet path went the same way for the groups after this one
     /// (`alike`), those that stand at barrier `k` too would repeat what it did: they do so
     /// here, stopping at `number` (or ending) with registers `saved` (block-uniform, so the
-    /// same in each), and the round goes on from the first group that does not.
+    /// same in each), and the round goes on from the first group that does not. Where that
+    /// is every group after this one, they are left owing the stop instead, as its tail
+    /// (`tail.rs`; a tail already there owes it too, or ends).
     ///
     /// Why they would repeat it (`alike.rs`): every group that has not ended stopped once
     /// each round, so those at `k` passed as many barriers as this one and hold the same
@@ -526,8 +528,11 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             // standing here too: this group's stop is the snapshot and the groups after it
             // its tail, or they end with it.
             let (form, keep) = (self.b().create_block(), self.b().create_block());
+            // (A tail has a group in it: the last group leaves none.)
             let reached = self.b().ins().icmp(IntCC::Equal, h, limit);
             let reached = self.b().ins().band(reached, clean);
+            let after_it = self.b().ins().icmp(IntCC::UnsignedLessThan, next, groups);
+            let reached = self.b().ins().band(reached, after_it);
             let snapshot = self.snapshot;
             let standing =
                 self.b()

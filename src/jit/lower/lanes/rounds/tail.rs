@@ -82,7 +82,9 @@ impl<const P: usize> Group<'_, '_, '_, P> {
             );
             self.b().ins().brif(new, all, &[], some, &[]);
             self.b().switch_to_block(some);
-            for &r in saved.iter().filter(|r| owed.contains(r)) {
+            // The skip needs every saved register block-uniform, and saved ones are live.
+            debug_assert!(saved.iter().all(|r| owed.contains(r)));
+            for &r in saved {
                 self.copy_home(r, gstate, snapshot);
             }
             self.b().ins().jump(join, &[]);

@@ -207,6 +207,35 @@ fn home_at(h: Home) -> u32 {
     }
 }
 
+/// Whether kernel `f` reads `%tid.y` or `%tid.z`, or a special register made from them
+/// (`%laneid`, `%warpid`, `%nwarpid`, `%lanemask_*`).
+fn reads_rows(f: &crate::ast::Function) -> bool {
+    use crate::ast::{Names, SpecialRegKind as K, VarId};
+    struct Rows(bool);
+    impl Names for Rows {
+        fn reg(&mut self, _: &mut RegId) {}
+        fn var(&mut self, _: &mut VarId) {}
+        fn label(&mut self, _: &mut crate::ast::LabelId) {}
+        fn operand(&mut self, o: &mut Operand) {
+            match o {
+                Operand::Special(s) => {
+                    self.0 |= !matches!(
+                        (s.kind, s.dim),
+                        (K::Tid, 0) | (K::Ntid | K::Ctaid | K::Nctaid, _)
+                    );
+                }
+                Operand::Vector(parts) => parts.iter_mut().for_each(|p| self.operand(p)),
+                _ => {}
+            }
+        }
+    }
+    let mut rows = Rows(false);
+    for ins in f.body.iter().flatten() {
+        ins.clone().visit_names(&mut rows);
+    }
+    rows.0
+}
+
 /// The sync points of `f` in body order (the resume numbers count them from 1).
 fn sync_points(f: &crate::ast::Function) -> Vec<usize> {
     (f.body.iter().flatten().enumerate())
@@ -390,12 +419,11 @@ struct Group<'l, 'a, 'f, const P: usize> {
     open: Vec<BTreeSet<usize>>,
     gstate: Value,
     /// The block's group states, how many groups there are (I64) and each one's size: for
-    /// the quiet path's skip over the groups after the one running; and the state area after
-    /// them, where a tail's owed stop is kept (see [`Self::settle_tail`]).
+    /// the quiet path's skip over the groups after the one running (and the tail's snapshot
+    /// after them: [`Self::snapshot`]).
     states: Value,
     groups: Value,
     size: u32,
-    snapshot: Value,
     /// On the quiet path (I8): whether every choice so far went the same way for the groups
     /// after this one (see `quiet.rs`).
     alike: Variable,
@@ -466,8 +494,8 @@ struct Round {
     /// only the groups that stand at one (I8: the others wait at barriers).
     collected: Variable,
     only: Variable,
-    /// The group whose stop the groups after it owe (I64; the number of groups when none:
-    /// see [`Group::settle_tail`]).
+    /// The first group of the tail, those that owe a stop (I64; the number of groups when
+    /// there is none: see [`Group::settle_tail`]); the round runs the groups before it.
     tail: Variable,
     /// Where a group's run ends: on to the next group.
     next: Block,
@@ -603,23 +631,23 @@ impl<'a, 'f> Lower<'a, 'f> {
             tail: l.b.declare_var(types::I64),
             next: l.b.create_block(),
         };
-        // The state area after the groups' holds what the groups of a tail owe.
-        let snapshot = l.b.ins().imul_imm_u(groups64, plan.size as i64);
-        let snapshot = l.b.ins().iadd(states, snapshot);
         l.b.def_var(round.tail, groups64);
         let (round_head, run, end) = (l.b.create_block(), l.b.create_block(), l.b.create_block());
         round.start(&mut l.b, round_head);
         l.b.switch_to_block(round_head);
         let g = l.b.use_var(round.group);
-        let more = l.b.ins().icmp(IntCC::UnsignedLessThan, g, groups64);
-        l.b.ins().brif(more, run, &[], end, &[]);
-        // A group of the tail is paid what it owes before it runs.
-        l.b.switch_to_block(run);
-        let (settle, owed_paid) = (l.b.create_block(), l.b.create_block());
         let tail = l.b.use_var(round.tail);
-        let owed = l.b.ins().icmp(IntCC::UnsignedGreaterThan, g, tail);
-        l.b.ins().brif(owed, settle, &[], owed_paid, &[]);
-        l.b.switch_to_block(owed_paid);
+        let more = l.b.ins().icmp(IntCC::UnsignedLessThan, g, tail);
+        let past = l.b.create_block();
+        l.b.ins().brif(more, run, &[], past, &[]);
+        // At a tail's first group (not past the last group, where a quiet path that left a
+        // tail sends the round), the tail's groups are paid what they owe and the round goes
+        // on with them.
+        l.b.switch_to_block(past);
+        let settle = l.b.create_block();
+        let owed = l.b.ins().icmp(IntCC::UnsignedLessThan, g, groups64);
+        l.b.ins().brif(owed, settle, &[], end, &[]);
+        l.b.switch_to_block(run);
         let gstate = l.b.ins().imul_imm_u(g, plan.size as i64);
         let gstate = l.b.ins().iadd(states, gstate);
         let resume =
@@ -658,7 +686,9 @@ impl<'a, 'f> Lower<'a, 'f> {
         l.b.switch_to_block(dispatch);
         let first = l.b.ins().ishl_imm_u(g, 4);
         let first = l.b.ins().iadd(firsts, first);
-        for (k, t) in tid.into_iter().enumerate() {
+        // `%tid.y` and `%tid.z` stay 0 where nothing reads them.
+        let dims = if reads_rows(l.f) { 3 } else { 1 };
+        for (k, t) in tid.into_iter().enumerate().take(dims) {
             let v = l.b.ins().load(types::I32, trusted(), first, 4 * k as i32);
             l.b.def_var(t, v);
         }
@@ -712,7 +742,6 @@ impl<'a, 'f> Lower<'a, 'f> {
             states,
             groups: groups64,
             size: plan.size,
-            snapshot,
             alike,
             shared_base,
             window_end,
@@ -796,7 +825,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
         g.b().switch_to_block(settle);
         g.settle_tail();
-        g.b().ins().jump(run, &[]);
+        g.b().ins().jump(round_head, &[]);
         let fail = g.lanes.l.fail;
         for (blk, code) in [(handover, GROUP_HANDOVER), (fail, GROUP_FAULT)] {
             g.b().switch_to_block(blk);

@@ -466,9 +466,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let (states, groups, size) = (self.states, self.groups, self.size);
         let alike = self.b().use_var(var);
         // The groups up to a tail's first (whose own states are not where they stand).
-        let tail = self.b().use_var(round.tail);
-        let tail_next = self.b().ins().iadd_imm_s(tail, 1);
-        let limit = self.b().ins().umin(tail_next, groups);
+        let limit = self.b().use_var(round.tail);
         // The loop's group, its state, how many it took and whether it passed over none
         // that ended, in block parameters (a variable's count would go through its spill
         // slot at every group).
@@ -533,7 +531,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             let reached = self.b().ins().band(reached, clean);
             let after_it = self.b().ins().icmp(IntCC::UnsignedLessThan, next, groups);
             let reached = self.b().ins().band(reached, after_it);
-            let snapshot = self.snapshot;
+            let snapshot = self.snapshot();
             let standing =
                 self.b()
                     .ins()

@@ -207,35 +207,6 @@ fn home_at(h: Home) -> u32 {
     }
 }
 
-/// Whether kernel `f` reads `%tid.y` or `%tid.z`, or a special register made from them
-/// (`%laneid`, `%warpid`, `%nwarpid`, `%lanemask_*`).
-fn reads_rows(f: &crate::ast::Function) -> bool {
-    use crate::ast::{Names, SpecialRegKind as K, VarId};
-    struct Rows(bool);
-    impl Names for Rows {
-        fn reg(&mut self, _: &mut RegId) {}
-        fn var(&mut self, _: &mut VarId) {}
-        fn label(&mut self, _: &mut crate::ast::LabelId) {}
-        fn operand(&mut self, o: &mut Operand) {
-            match o {
-                Operand::Special(s) => {
-                    self.0 |= !matches!(
-                        (s.kind, s.dim),
-                        (K::Tid, 0) | (K::Ntid | K::Ctaid | K::Nctaid, _)
-                    );
-                }
-                Operand::Vector(parts) => parts.iter_mut().for_each(|p| self.operand(p)),
-                _ => {}
-            }
-        }
-    }
-    let mut rows = Rows(false);
-    for ins in f.body.iter().flatten() {
-        ins.clone().visit_names(&mut rows);
-    }
-    rows.0
-}
-
 /// The sync points of `f` in body order (the resume numbers count them from 1).
 fn sync_points(f: &crate::ast::Function) -> Vec<usize> {
     (f.body.iter().flatten().enumerate())
@@ -419,11 +390,12 @@ struct Group<'l, 'a, 'f, const P: usize> {
     open: Vec<BTreeSet<usize>>,
     gstate: Value,
     /// The block's group states, how many groups there are (I64) and each one's size: for
-    /// the quiet path's skip over the groups after the one running (and the tail's snapshot
-    /// after them: [`Self::snapshot`]).
+    /// the quiet path's skip over the groups after the one running; and the state area after
+    /// them, where a tail's owed stop is kept (see [`Self::settle_tail`]).
     states: Value,
     groups: Value,
     size: u32,
+    snapshot: Value,
     /// On the quiet path (I8): whether every choice so far went the same way for the groups
     /// after this one (see `quiet.rs`).
     alike: Variable,
@@ -631,6 +603,9 @@ impl<'a, 'f> Lower<'a, 'f> {
             tail: l.b.declare_var(types::I64),
             next: l.b.create_block(),
         };
+        // The state area after the groups' holds what the groups of a tail owe.
+        let snapshot = l.b.ins().imul_imm_u(groups64, plan.size as i64);
+        let snapshot = l.b.ins().iadd(states, snapshot);
         l.b.def_var(round.tail, groups64);
         let (round_head, run, end) = (l.b.create_block(), l.b.create_block(), l.b.create_block());
         round.start(&mut l.b, round_head);
@@ -686,9 +661,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         l.b.switch_to_block(dispatch);
         let first = l.b.ins().ishl_imm_u(g, 4);
         let first = l.b.ins().iadd(firsts, first);
-        // `%tid.y` and `%tid.z` stay 0 where nothing reads them.
-        let dims = if reads_rows(l.f) { 3 } else { 1 };
-        for (k, t) in tid.into_iter().enumerate().take(dims) {
+        for (k, t) in tid.into_iter().enumerate() {
             let v = l.b.ins().load(types::I32, trusted(), first, 4 * k as i32);
             l.b.def_var(t, v);
         }
@@ -742,6 +715,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             states,
             groups: groups64,
             size: plan.size,
+            snapshot,
             alike,
             shared_base,
             window_end,

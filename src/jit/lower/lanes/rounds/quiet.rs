@@ -531,7 +531,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             let reached = self.b().ins().band(reached, clean);
             let after_it = self.b().ins().icmp(IntCC::UnsignedLessThan, next, groups);
             let reached = self.b().ins().band(reached, after_it);
-            let snapshot = self.snapshot();
+            let snapshot = self.snapshot;
             let standing =
                 self.b()
                     .ins()

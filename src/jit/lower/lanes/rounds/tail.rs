@@ -24,14 +24,6 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 
 impl<const P: usize> Group<'_, '_, '_, P> {
-    /// The state area after the groups': what the groups of a tail owe (made where it is
-    /// used: a value kept from the function's start would take a register in every round).
-    pub(super) fn snapshot(&mut self) -> Value {
-        let (states, groups, size) = (self.states, self.groups, self.size);
-        let at = self.b().ins().imul_imm_u(groups, size as i64);
-        self.b().ins().iadd(states, at)
-    }
-
     /// Whether a quiet path stopping at sync point `number` may leave a tail: a barrier
     /// (the tail's groups are counted as stopped there) in a kernel without warp
     /// collectives (whose rounds of the groups at collectives the tail would not follow).
@@ -80,7 +72,7 @@ impl<const P: usize> Group<'_, '_, '_, P> {
     /// already, the snapshot is of the last round's stop there: from `k` back to `k`, only
     /// the registers written on the way are new.
     pub(super) fn form_tail(&mut self, k: usize, number: u32, saved: &[RegId], new: Value) {
-        let (gstate, snapshot) = (self.gstate, self.snapshot());
+        let (gstate, snapshot) = (self.gstate, self.snapshot);
         let owed = self.owed_regs(number as usize);
         if number as usize == k {
             let (all, some, join) = (
@@ -112,7 +104,7 @@ impl<const P: usize> Group<'_, '_, '_, P> {
 
     /// The snapshot stands at `number`, and the groups after the running one are its tail.
     fn snapshot_stop(&mut self, number: u32) {
-        let snapshot = self.snapshot();
+        let snapshot = self.snapshot;
         let n = self.b().ins().iconst(types::I32, number as i64);
         self.b()
             .ins()
@@ -135,7 +127,7 @@ impl<const P: usize> Group<'_, '_, '_, P> {
     /// The tail's groups, if there is one, get what they owe: the snapshot's resume number
     /// and owed registers, each in its own state; then there is no tail.
     pub(super) fn settle_tail(&mut self) {
-        let snapshot = self.snapshot();
+        let snapshot = self.snapshot;
         let number = self
             .b()
             .ins()

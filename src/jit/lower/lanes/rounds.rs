@@ -467,7 +467,8 @@ struct Round {
     collected: Variable,
     only: Variable,
     /// The first group of the tail, those that owe a stop (I64; the number of groups when
-    /// there is none: see [`Group::settle_tail`]); the round runs the groups before it.
+    /// there is none: see [`Group::settle_tail`]); the round runs the groups before it, then
+    /// pays the tail and runs its groups too.
     tail: Variable,
     /// Where a group's run ends: on to the next group.
     next: Block,

@@ -1840,13 +1840,8 @@ fn a_hand_over_pays_the_tail_what_it_owes() {
   .reg .pred %p<4>; .reg .b32 %r<12>; .reg .b32 %t; .reg .b32 %h; .reg .b32 %c;
   .reg .b64 %rd<10>;
   .shared .align 4 .b32 s[1024];
-  ld.param.u64 %rd0, [out];
-  mov.u32 %t, %tid.x;
-  mov.u32 %r3, %t;
+{OWN_WORD}  mov.u32 %r3, %t;
   mov.u32 %r2, %ntid.x;
-  mul.wide.u32 %rd1, %t, 4;
-  mov.u64 %rd2, s;
-  add.s64 %rd3, %rd2, %rd1;
   st.shared.u32 [%rd3], %t;
   shr.u32 %h, %r2, 1;
   mov.u32 %c, 0;

@@ -479,8 +479,12 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         for ty in [types::I64, types::I64, types::I32, types::I8] {
             self.b().append_block_param(head, ty);
         }
+        // The round goes on after group `last`, with `stops` more stops counted.
+        self.b().append_block_param(done, types::I64);
+        self.b().append_block_param(done, types::I32);
         let start = [next.into(), next_state.into(), none.into(), yes.into()];
-        self.b().ins().brif(alike, head, &start, done, &[]);
+        let not_alike = [g.into(), none.into()];
+        self.b().ins().brif(alike, head, &start, done, &not_alike);
         self.b().switch_to_block(head);
         let [h, hstate, taken, clean] = self.b().block_params(head)[..] else {
             unreachable!("four parameters")
@@ -515,11 +519,6 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         // On from the group before the first not taken, their stops counted as
         // `count_stop` counts the group's own.
         self.b().switch_to_block(out);
-        let count = match number {
-            GroupPlan::ENDED => None,
-            _ if self.ids[number as usize - 1].is_some() => Some(round.stopped),
-            _ => Some(round.collected),
-        };
         let tail_may_form = self.tail_may_form(number);
         if tail_may_form || number == GroupPlan::ENDED {
             // Every group up to the tail taken, none passed over, and the tail's (if any)
@@ -542,32 +541,37 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             let forms = self.b().ins().band(reached, tail_here);
             self.b().ins().brif(forms, form, &[], keep, &[]);
             self.b().switch_to_block(form);
-            if tail_may_form {
+            let stops = if tail_may_form {
                 self.form_tail(k, number, saved, no_tail);
                 let owed = self.b().ins().isub(groups, limit);
                 let owed = self.b().ins().ireduce(types::I32, owed);
-                let stops = self.b().ins().iadd(taken, owed);
-                let count = count.expect("a barrier");
-                let n = self.b().use_var(count);
-                let n = self.b().ins().iadd(n, stops);
-                self.b().def_var(count, n);
+                self.b().ins().iadd(taken, owed)
             } else {
                 self.end_tail();
-            }
+                taken
+            };
             let last = self.b().ins().iadd_imm_s(groups, -1);
-            self.b().def_var(round.group, last);
-            self.b().ins().jump(done, &[]);
+            self.b().ins().jump(done, &[last.into(), stops.into()]);
             self.b().switch_to_block(keep);
         }
         let last = self.b().ins().iadd_imm_s(h, -1);
+        self.b().ins().jump(done, &[last.into(), taken.into()]);
+        self.b().switch_to_block(done);
+        let [last, stops] = self.b().block_params(done)[..] else {
+            unreachable!("two parameters")
+        };
         self.b().def_var(round.group, last);
+        // Counted as `count_stop` counts the group's own.
+        let count = match number {
+            GroupPlan::ENDED => None,
+            _ if self.ids[number as usize - 1].is_some() => Some(round.stopped),
+            _ => Some(round.collected),
+        };
         if let Some(count) = count {
             let n = self.b().use_var(count);
-            let n = self.b().ins().iadd(n, taken);
+            let n = self.b().ins().iadd(n, stops);
             self.b().def_var(count, n);
         }
-        self.b().ins().jump(done, &[]);
-        self.b().switch_to_block(done);
     }
 
     /// The quiet path's end from barrier `k`: every lane of the group ended (unless a

@@ -84,6 +84,7 @@ impl Groups<'_> {
                 &mut at,
             )
         };
+        ctx.streams.after_block();
         let only_collectives = at & GROUP_ONLY_COLLECTIVES != 0;
         let at = (at & !GROUP_ONLY_COLLECTIVES) as usize;
         match r {

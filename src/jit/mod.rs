@@ -16,6 +16,7 @@ pub mod hwfloat;
 pub mod layout;
 mod lower;
 pub mod runtime;
+mod streams;
 
 pub use lower::LANES;
 

@@ -7,6 +7,7 @@
 //! declares it with the signature written beside it.
 
 use super::hwfloat as hw;
+use super::streams::Streams;
 use crate::ast::{FloatBinOp, FloatUnOp, Rounding, Space, SyncOp};
 use crate::block::schedule::{self, Slot};
 use crate::memcheck::{self, Area, AreaMap, Extent};
@@ -152,6 +153,9 @@ pub struct ThreadCtx {
     /// `%dynamic_smem_size` and `%total_smem_size` of the launch.
     pub dynamic_smem: u32,
     pub total_smem: u32,
+    /// The global load addresses of the blocks a group function ran (see
+    /// [`super::streams`]).
+    pub streams: Streams,
     /// Areas shared by the launch (buffers, module variables, kernel parameters). Points to a
     /// map that outlives every use of this context (the launch or call owns both).
     pub shared: *const AreaMap<JitArea>,
@@ -176,6 +180,7 @@ impl ThreadCtx {
             shared_base: 0,
             dynamic_smem: 0,
             total_smem: 0,
+            streams: Streams::default(),
             shared,
             info,
             own: Vec::new(),
@@ -201,6 +206,7 @@ impl ThreadCtx {
             shared_base,
             dynamic_smem,
             total_smem,
+            streams,
             shared: _,
             info: _,
             own,
@@ -217,6 +223,7 @@ impl ThreadCtx {
         *shared_base = 0;
         *dynamic_smem = 0;
         *total_smem = 0;
+        *streams = Streams::default();
         own.clear();
         *fault = None;
     }

@@ -74,6 +74,7 @@ use crate::block::schedule;
 use crate::jit::lower::liveness::{self, RegSet};
 use crate::jit::lower::{Lower, Shared, clif, flags, trusted};
 use crate::jit::runtime::ThreadCtx;
+use crate::jit::streams::{self, Streams};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     self, Block, InstBuilder, JumpTableData, StackSlotData, StackSlotKind, Value, types,
@@ -1756,6 +1757,22 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         })
     }
 
+    /// Global load `i`'s address (its first lane's), written where the worker's prefetcher
+    /// reads it after the block (`jit/streams.rs`), for the kernel's first global loads.
+    fn report_stream(&mut self, i: usize, lo: Value) {
+        let global_load = |j: &usize| match &self.body()[*j].inst {
+            Inst::Ld { space, addr, .. } => self.memory_space(*space, addr) == Some(Space::Global),
+            _ => false,
+        };
+        let site = (0..i).filter(global_load).count();
+        if site >= streams::SITES {
+            return;
+        }
+        let at = offset_of!(ThreadCtx, streams) + offset_of!(Streams, seen) + 8 * site;
+        let ctx = self.lanes.l.ctx;
+        self.b().ins().store(trusted(), lo, ctx, at as i32);
+    }
+
     /// Goes to the hand-over if a sequence wrapped as it was widened since the last test.
     fn wrap_test(&mut self) {
         if !self.lanes.wrap_unchecked {
@@ -1875,6 +1892,9 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                     Some(s) => {
                         if rty.bits() != 32 {
                             return refuse("a per-thread load to a register of other than 32 bits");
+                        }
+                        if space == Space::Global {
+                            self.report_stream(i, lo);
                         }
                         LaneVal::Varying(self.load_lanes(lo, s, *ty, (exec, every), space)?)
                     }

@@ -400,6 +400,95 @@ L8:
     assert_eq!(lanes, 256, "both blocks ran in lanes");
 }
 
+/// Comparisons of sequences that split warps, whose lanes the group function finds from
+/// the first lane's distance to the bound (`Lanes::seq_order_bits`): strides of 4 and 2,
+/// a falling sequence compared signed, the sequence on the right, a bound or-ed and and-ed
+/// with a uniform predicate; and where that cannot be, from vectors of the lanes: a
+/// falling sequence that wraps below 0 unsigned, a stride of 3.
+#[test]
+fn lanes_split_by_bounds_on_rising_and_falling_sequences() {
+    let ptx = format!(
+        "{HEAD}.visible .entry bounds(.param .u64 out) {{
+  .reg .pred %p<10>; .reg .b32 %r<12>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r6, %ctaid.x;
+  setp.eq.u32 %p6, %r6, 1;
+  mov.u32 %r9, 0;
+  shl.b32 %r1, %r0, 2;
+  setp.le.u32 %p0, %r1, 150;
+  @%p0 bra A;
+  or.b32 %r9, %r9, 1;
+A:
+  sub.u32 %r2, 50, %r0;
+  setp.gt.s32 %p1, %r2, -7;
+  @%p1 bra B;
+  or.b32 %r9, %r9, 2;
+B:
+  setp.le.s32 %p2, %r2, 10;
+  @!%p2 bra C;
+  or.b32 %r9, %r9, 4;
+C:
+  mad.lo.u32 %r3, %r0, 2, 5;
+  setp.ge.u32 %p3, %r3, 200;
+  @%p3 bra D;
+  or.b32 %r9, %r9, 8;
+D:
+  mov.u32 %r4, %ntid.x;
+  setp.lt.u32 %p4, %r4, %r3;
+  @%p4 bra E;
+  or.b32 %r9, %r9, 16;
+E:
+  sub.u32 %r5, 20, %r0;
+  setp.lt.u32 %p5, %r5, 10;
+  @%p5 bra F;
+  or.b32 %r9, %r9, 32;
+F:
+  setp.lt.s32 %p7, %r2, 0;
+  or.pred %p7, %p7, %p6;
+  @%p7 bra G;
+  or.b32 %r9, %r9, 64;
+G:
+  setp.ge.u32 %p8, %r1, 100;
+  and.pred %p8, %p8, %p6;
+  @%p8 bra H;
+  or.b32 %r9, %r9, 128;
+H:
+  mul.lo.u32 %r7, %r0, 3;
+  setp.gt.u32 %p9, %r7, 100;
+  @%p9 bra I;
+  or.b32 %r9, %r9, 256;
+I:
+  bar.sync 0;
+  mad.lo.u32 %r8, %r6, 128, %r0;
+  mul.wide.u32 %rd1, %r8, 4;
+  add.s64 %rd2, %rd0, %rd1;
+  st.global.u32 [%rd2], %r9;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "bounds", 2, Dim3::x(128), 256);
+    let want: Vec<u32> = (0..256u32)
+        .map(|i| {
+            let (block_one, t) = (i / 128 == 1, i % 128);
+            // Bit k where branch k is not taken (where it is, for the `@!` one).
+            let bit = |on: bool, k: u32| if on { 1 << k } else { 0 };
+            let falling = 50u32.wrapping_sub(t) as i32;
+            bit(4 * t > 150, 0)
+                | bit(falling <= -7, 1)
+                | bit(falling <= 10, 2)
+                | bit(2 * t + 5 < 200, 3)
+                | bit(128 >= 2 * t + 5, 4)
+                | bit(20u32.wrapping_sub(t) >= 10, 5)
+                | bit(!(falling < 0 || block_one), 6)
+                | bit(!(4 * t >= 100 && block_one), 7)
+                | bit(3 * t <= 100, 8)
+        })
+        .collect();
+    assert_eq!(out, want);
+    assert_eq!(lanes, 256, "both blocks ran in lanes");
+}
+
 /// The block's rounds in one call of the group function: the last warp exits before the
 /// first barrier while the others go round a loop of two barriers three times, reading
 /// `s[95 - t]` and storing `s[t] = r + 1` (so `98 - t` in the end; exited threads write

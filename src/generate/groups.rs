@@ -49,7 +49,7 @@ pub fn group_program(rng: &mut Rng, size: usize) -> Program {
     s += &format!("  .shared .align 4 .b32 sh[{words}];\n");
     s += "  .reg .b32 %a<8>, %tx, %row, %nx, %lin, %cb, %t, %ri, %ni, %lc, %w;\n  \
           .reg .b64 %in, %out, %pin, %pout, %oi, %oo, %sb, %sa, %r64, %ra, %n64, %na, %m64;\n  \
-          .reg .pred %q, %lp, %sp, %wq, %uq;\n  .reg .b32 %k<64>, %wn, %ub;\n";
+          .reg .pred %q, %lp, %sp, %wq, %uq, %pu;\n  .reg .b32 %sq;\n  .reg .b32 %k<64>, %wn, %ub;\n";
     // Every value that is a sequence of the thread's index stays one (a register keeps
     // one shape in the lanes): %lin = %tid.y × %ntid.x + %tid.x, the slots, the own word.
     s += "  ld.param.u64 %in, [inp];\n  ld.param.u64 %out, [out];\n  \
@@ -262,22 +262,53 @@ impl Group<'_> {
     /// its row, its parity, or its data.
     fn pred(&mut self) -> String {
         match self.below(4) {
-            0 => {
-                let cmp = *self.rng.pick(&["lt", "ge", "gt", "eq", "ne"]);
-                let k = self.below(self.nt as u64 + 2);
-                format!("  setp.{cmp}.u32 %q, %lin, {k};\n")
-            }
-            3 => {
-                let cmp = *self.rng.pick(&["lt", "ge", "gt", "eq", "ne"]);
-                let k = self.below(self.nt as u64 + 2);
-                format!("  setp.{cmp}.u32 %q, %tx, {k};\n")
-            }
+            0 => self.bound("%lin"),
+            3 => self.bound("%tx"),
             1 => "  and.b32 %w, %lin, 1;\n  setp.eq.u32 %q, %w, 0;\n".to_string(),
             _ => {
                 let (a, b) = (self.a(), self.a());
                 format!("  setp.lt.u32 %q, {a}, {b};\n")
             }
         }
+    }
+
+    /// A bound on sequence `seq` in `%q`: of `seq` itself or of `%sq` made from it (a
+    /// stride of 2 or 4, or falling, where unsigned values wrap below 0), compared either
+    /// way round, signed or not, with a constant or `%ntid.x`, and at times and-ed or
+    /// or-ed with a uniform predicate.
+    fn bound(&mut self, seq: &str) -> String {
+        let nt = self.nt as u64;
+        // The bound is near the value of some thread's lane, where lanes part.
+        let t = self.below(nt) as i64;
+        let (a, c) = (self.below(nt) as i64, self.below(8) as i64);
+        let (mut text, v, at) = match self.below(4) {
+            0 => (String::new(), seq, t),
+            1 => (format!("  shl.b32 %sq, {seq}, 2;\n"), "%sq", 4 * t),
+            2 => (format!("  sub.u32 %sq, {a}, {seq};\n"), "%sq", a - t),
+            _ => (
+                format!("  mad.lo.u32 %sq, {seq}, 2, {c};\n"),
+                "%sq",
+                2 * t + c,
+            ),
+        };
+        let cmp = *self.rng.pick(&["lt", "le", "ge", "gt", "eq", "ne"]);
+        let ty = *self.rng.pick(&["u32", "s32"]);
+        let k = at + self.below(5) as i64 - 2;
+        text += &match self.below(3) {
+            0 => format!("  setp.{cmp}.{ty} %q, %nx, {v};\n"),
+            _ => format!("  setp.{cmp}.{ty} %q, {v}, {k};\n"),
+        };
+        if self.chance(25) {
+            let (op, ucmp) = (
+                *self.rng.pick(&["and", "or"]),
+                *self.rng.pick(&["lt", "ge"]),
+            );
+            text += &format!(
+                "  setp.{ucmp}.u32 %pu, %nx, {};\n  {op}.pred %q, %q, %pu;\n",
+                self.below(2 * nt)
+            );
+        }
+        text
     }
 
     /// A branch on a per-thread predicate: over one side, or an if/else as compilers write

@@ -5,7 +5,7 @@
 use super::{LaneVal, Lanes, Range, Res, SeqCmp, Shape, V, Vecs, refuse};
 use crate::ast::{Guard, Inst, Instruction};
 use crate::ast::{IntBinOp, Type};
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{CondCode, IntCC};
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 
 /// Whether a branch target is a thread's end: the body's end or an unguarded `ret`/`exit`.
@@ -158,33 +158,7 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 self.b().ins().imul_imm_s(last, c.stride)
             }
         };
-        let signed = matches!(
-            c.cc,
-            IntCC::SignedLessThan
-                | IntCC::SignedLessThanOrEqual
-                | IntCC::SignedGreaterThan
-                | IntCC::SignedGreaterThanOrEqual
-        );
-        let wide = if signed {
-            self.b().ins().sextend(types::I64, c.base)
-        } else {
-            self.l.uextend(types::I64, c.base)
-        };
-        let last_wide = self.b().ins().iadd(wide, span);
-        let (lo, hi) = if signed {
-            (i32::MIN as i64, i32::MAX as i64)
-        } else {
-            (0, u32::MAX as i64)
-        };
-        let wraps = if c.stride > 0 {
-            self.b()
-                .ins()
-                .icmp_imm_s(IntCC::SignedGreaterThan, last_wide, hi)
-        } else {
-            self.b()
-                .ins()
-                .icmp_imm_s(IntCC::SignedLessThan, last_wide, lo)
-        };
+        let wraps = self.seq_wraps(c, span);
         let span32 = self.b().ins().ireduce(types::I32, span);
         let last = self.b().ins().iadd(c.base, span32);
         let test = |l: &mut Self, x: Value| {
@@ -199,6 +173,111 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         let differ = self.b().ins().bxor(first, last);
         let unsure = self.b().ins().bor(differ, wraps);
         (first, unsure)
+    }
+
+    /// Whether the sequence of an ordering [`SeqCmp`] wraps in the comparison's signedness
+    /// before it has gone `span` (an i64) past its first lane.
+    pub(super) fn seq_wraps(&mut self, c: SeqCmp, span: Value) -> Value {
+        let signed = c.cc.unsigned() != c.cc;
+        let wide = self.widen(c.base, signed);
+        let last_wide = self.b().ins().iadd(wide, span);
+        let (lo, hi) = if signed {
+            (i32::MIN as i64, i32::MAX as i64)
+        } else {
+            (0, u32::MAX as i64)
+        };
+        if c.stride > 0 {
+            self.b()
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThan, last_wide, hi)
+        } else {
+            self.b()
+                .ins()
+                .icmp_imm_s(IntCC::SignedLessThan, last_wide, lo)
+        }
+    }
+
+    /// An i32 as an i64, sign- or zero-extended.
+    fn widen(&mut self, v: Value, signed: bool) -> Value {
+        if signed {
+            self.b().ins().sextend(types::I64, v)
+        } else {
+            self.l.uextend(types::I64, v)
+        }
+    }
+
+    /// The lanes where an ordering [`SeqCmp`] (negated or not) holds, as a lane mask (bit k
+    /// for lane k), for a sequence that does not wrap in the comparison's signedness
+    /// ([`Self::seq_wraps`]) and whose stride is a power of two (else None). Lane k's value,
+    /// `base + k × stride`, then moves one way: the lanes on one side of the uniform value
+    /// are a prefix of the lanes, the others the rest, and the prefix's length is the
+    /// distance to the value over the stride, rounded as the comparison is strict or not.
+    pub(super) fn seq_order_bits(&mut self, c: SeqCmp, negated: bool) -> Option<Value> {
+        let step = c.stride.unsigned_abs();
+        if matches!(c.cc, IntCC::Equal | IntCC::NotEqual) || !step.is_power_of_two() {
+            return None;
+        }
+        // As `lane cc other`.
+        let cc = if c.swapped { c.cc.swap_args() } else { c.cc };
+        let signed = cc.unsigned() != cc;
+        let (base, other) = (self.widen(c.base, signed), self.widen(c.other, signed));
+        let rising = c.stride > 0;
+        // How far the value lies past the first lane, in the direction the lanes go.
+        let e = match rising {
+            true => self.b().ins().isub(other, base),
+            false => self.b().ins().isub(base, other),
+        };
+        let shift = step.trailing_zeros() as i64;
+        // Lanes k with k × step < e (ceil(e / step) of them) or ≤ e (floor(e / step) + 1).
+        let strict = {
+            let up = self.b().ins().iadd_imm_s(e, step as i64 - 1);
+            self.b().ins().sshr_imm_u(up, shift)
+        };
+        let inclusive = {
+            let down = self.b().ins().sshr_imm_u(e, shift);
+            self.b().ins().iadd_imm_s(down, 1)
+        };
+        // Rising, the lanes below the value are the prefix; falling, those above it.
+        let below = matches!(
+            cc.unsigned(),
+            IntCC::UnsignedLessThan | IntCC::UnsignedLessThanOrEqual
+        );
+        let or_equal = matches!(
+            cc.unsigned(),
+            IntCC::UnsignedLessThanOrEqual | IntCC::UnsignedGreaterThanOrEqual
+        );
+        // The prefix is of the lanes that hold where they are the lanes the comparison
+        // wants; its length counts equality in as the comparison (rising) or its negation
+        // (falling) does.
+        let (count, holds_in_prefix) = match (rising, below) {
+            (true, true) => (if or_equal { inclusive } else { strict }, true),
+            (true, false) => (if or_equal { strict } else { inclusive }, false),
+            (false, false) => (if or_equal { inclusive } else { strict }, true),
+            (false, true) => (if or_equal { strict } else { inclusive }, false),
+        };
+        let zero = self.b().ins().iconst(types::I64, 0);
+        let count = self.b().ins().smax(count, zero);
+        let lanes = self.b().ins().iconst(types::I64, Self::LANES as i64);
+        let count = self.b().ins().smin(count, lanes);
+        let one = self.b().ins().iconst(types::I64, 1);
+        let prefix = self.b().ins().ishl(one, count);
+        let prefix = self.b().ins().iadd_imm_s(prefix, -1);
+        let mut m = self.b().ins().ireduce(types::I32, prefix);
+        if !holds_in_prefix ^ c.negated {
+            m = self.b().ins().bnot(m);
+        }
+        if let Some((op, u)) = c.with {
+            let u = self.b().ins().uextend(types::I32, u);
+            let all = self.b().ins().ineg(u);
+            m = match op {
+                IntBinOp::Or => self.b().ins().bor(m, all),
+                _ => self.b().ins().band(m, all),
+            };
+        }
+        if negated {
+            m = self.b().ins().bnot(m);
+        }
+        Some(m)
     }
 
     /// A [`SeqCmp`]'s lanes (negated or not) as a mask, made again from the sequence.

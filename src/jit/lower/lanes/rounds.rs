@@ -1640,8 +1640,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         // Some lanes do.
         self.b().switch_to_block(lanes);
         self.fresh_block_keeping_shapes();
-        let m = self.lanes.seq_mask(c, negated)?;
-        let m = self.lane_bits(m);
+        let m = self.seq_bits(c, negated)?;
         let cur = self.mask(self.cur);
         let m = self.b().ins().band(cur, m);
         self.wait_at(var, m, on, to);
@@ -1649,6 +1648,33 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b().switch_to_block(on);
         self.fresh_block_keeping_shapes();
         Ok(true)
+    }
+
+    /// A [`SeqCmp`]'s lanes (negated or not) as a lane mask: from the first lane's distance
+    /// to the uniform value where the sequence does not wrap ([`Lanes::seq_order_bits`]),
+    /// else from vectors of the lanes' values.
+    fn seq_bits(&mut self, c: super::SeqCmp, negated: bool) -> Res<Value> {
+        let Some(bits) = self.lanes.seq_order_bits(c, negated) else {
+            let m = self.lanes.seq_mask(c, negated)?;
+            return Ok(self.lane_bits(m));
+        };
+        let span = (Lanes::<P>::LANES as i64 - 1) * c.stride;
+        let span = self.b().ins().iconst(types::I64, span);
+        let wraps = self.lanes.seq_wraps(c, span);
+        let (vectors, join) = (self.b().create_block(), self.b().create_block());
+        self.b().append_block_param(join, types::I32);
+        let here = self.b().current_block();
+        self.b()
+            .ins()
+            .brif(wraps, vectors, &[], join, &[bits.into()]);
+        self.b().switch_to_block(vectors);
+        let m = self.lanes.seq_mask(c, negated)?;
+        let m = self.lane_bits(m);
+        self.b().ins().jump(join, &[m.into()]);
+        self.b().switch_to_block(join);
+        self.lanes.l.note_dominated(join, here);
+        self.fresh_block_keeping_shapes();
+        Ok(self.b().block_params(join)[0])
     }
 
     /// `ret`/`exit` (or a branch to the end) under `guard`.

@@ -400,6 +400,36 @@ L8:
     assert_eq!(lanes, 256, "both blocks ran in lanes");
 }
 
+/// A load and a store through one register that moves between them: each thread reads its
+/// word and writes the next, so in the threads' order each reads what the one before it
+/// wrote (`s[k] = k` in the end), where a warp in lock step would read the old words
+/// (`10 t + 1`). The gate must test the two accesses as two addresses.
+#[test]
+fn a_register_moved_between_a_load_and_a_store_keeps_the_threads_order() {
+    let ptx = format!(
+        "{HEAD}.visible .entry chain(.param .u64 out) {{
+  .shared .align 4 .b32 s[65];
+  .reg .b32 %t, %r<4>; .reg .b64 %rd<6>;
+{OWN_WORD}  mul.lo.u32 %r0, %t, 10;
+  st.shared.u32 [%rd3], %r0;
+  bar.sync 0;
+  ld.shared.u32 %r1, [%rd3];
+  add.s64 %rd3, %rd3, 4;
+  add.u32 %r1, %r1, 1;
+  st.shared.u32 [%rd3], %r1;
+  bar.sync 0;
+  sub.s64 %rd3, %rd3, 4;
+  ld.shared.u32 %r2, [%rd3];
+  add.s64 %rd4, %rd0, %rd1;
+  st.global.u32 [%rd4], %r2;
+  ret;
+}}"
+    );
+    let (out, _) = run(&ptx, "chain", 1, Dim3::x(64), 64);
+    let want: Vec<u32> = (0..64).collect();
+    assert_eq!(out, want);
+}
+
 /// Comparisons of sequences that split warps, whose lanes the group function finds from
 /// the first lane's distance to the bound (`Lanes::seq_order_bits`): strides of 4 and 2,
 /// a falling sequence compared signed, the sequence on the right, a bound or-ed and and-ed

@@ -363,8 +363,9 @@ struct Access<const P: usize> {
     stride: Option<i64>,
     size: usize,
     held: Option<Held<P>>,
-    /// The state space the instruction names (None: generic).
+    /// The state space the instruction names (None: generic), and its address as written.
     space: Option<Space>,
+    addr: crate::ast::Address,
 }
 
 /// A store or atomic held back to the barrier.
@@ -1883,6 +1884,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 }
                 _ => None,
             },
+            addr: *addr,
         };
         match &ins.inst {
             Inst::Ld { ty, d, .. } => {
@@ -2195,7 +2197,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         for j in 0..n {
             for i in 0..j {
                 let (a, b) = (&self.accesses[i], &self.accesses[j]);
-                if !a.writes && !b.writes || !before[i] || !before[j] {
+                if !a.writes && !b.writes || !before[i] || !before[j] || self.lane_for_lane(a, b) {
                     continue;
                 }
                 // A .global and a .shared access never meet (a shared variable's address
@@ -2283,6 +2285,25 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let (on, h) = (self.b().create_block(), self.handover);
         self.b().ins().brif(bad, h, &[], on, &[]);
         self.b().switch_to_block(on);
+    }
+
+    /// Whether `a` and then `b`, not both atomics and not a store and then a load (whose
+    /// lane would read what it stored), touch each lane's same bytes, named alike through a
+    /// register the segment does not write: as the threads' order would have them, each
+    /// thread's two accesses one after the other.
+    fn lane_for_lane(&self, a: &Access<P>, b: &Access<P>) -> bool {
+        let unchanged = match a.addr.base {
+            AddrBase::Reg(r) => !liveness::has(&self.seg_written, r),
+            AddrBase::Var(_) => true,
+            AddrBase::None => false,
+        };
+        unchanged
+            && a.addr == b.addr
+            && a.space == b.space
+            && a.size == b.size
+            && !(a.writes && !b.writes)
+            && !a.atomic
+            && !b.atomic
     }
 
     /// The held stores and atomics, in program order, each lane by lane in lane order

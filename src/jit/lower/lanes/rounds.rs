@@ -2297,11 +2297,12 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             AddrBase::Var(_) => true,
             AddrBase::None => false,
         };
+        let store_then_load = a.writes && !b.writes;
         unchanged
             && a.addr == b.addr
             && a.space == b.space
             && a.size == b.size
-            && !(a.writes && !b.writes)
+            && !store_then_load
             && !a.atomic
             && !b.atomic
     }

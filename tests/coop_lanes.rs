@@ -430,6 +430,48 @@ fn a_register_moved_between_a_load_and_a_store_keeps_the_threads_order() {
     assert_eq!(out, want);
 }
 
+/// Every thread adds 1 to one shared word and 2 to another (a load and a store of one
+/// address, every lane at it, named by the variable and through a register computed from
+/// `%ntid.x`): in the
+/// threads' order each reads what the one before stored, so the words end at the block's
+/// size and twice it, where a warp in lock step would add once.
+#[test]
+fn every_thread_adding_to_one_word_keeps_the_threads_order() {
+    let ptx = format!(
+        "{HEAD}.visible .entry count(.param .u64 out) {{
+  .shared .align 4 .b32 c;
+  .shared .align 4 .b32 d;
+  .reg .pred %p; .reg .b32 %t, %r<3>; .reg .b64 %rd<3>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mov.u32 %r2, %ntid.x;
+  shr.u32 %r2, %r2, 7;
+  mul.wide.u32 %rd2, %r2, 4;
+  mov.u64 %rd1, d;
+  add.s64 %rd1, %rd1, %rd2;
+  bar.sync 0;
+  ld.shared.u32 %r0, [%rd1];
+  add.u32 %r1, %r0, 2;
+  st.shared.u32 [%rd1], %r1;
+  bar.sync 0;
+  ld.shared.u32 %r0, [c];
+  add.u32 %r1, %r0, 1;
+  st.shared.u32 [c], %r1;
+  bar.sync 0;
+  setp.ne.u32 %p, %t, 0;
+  @%p bra END;
+  ld.shared.u32 %r0, [c];
+  st.global.u32 [%rd0], %r0;
+  ld.shared.u32 %r0, [%rd1];
+  st.global.u32 [%rd0+4], %r0;
+END:
+  ret;
+}}"
+    );
+    let (out, _) = run(&ptx, "count", 1, Dim3::x(64), 2);
+    assert_eq!(out, [64, 128]);
+}
+
 /// Comparisons of sequences that split warps, whose lanes the group function finds from
 /// the first lane's distance to the bound (`Lanes::seq_order_bits`): strides of 4 and 2,
 /// a falling sequence compared signed, the sequence on the right, a bound or-ed and and-ed

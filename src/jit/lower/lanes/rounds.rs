@@ -2287,18 +2287,19 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b().switch_to_block(on);
     }
 
-    /// Whether `a` and then `b`, not both atomics and not a store and then a load (whose
-    /// lane would read what it stored), touch each lane's same bytes, named alike through a
-    /// register the segment does not write: as the threads' order would have them, each
-    /// thread's two accesses one after the other.
+    /// Whether `a` and then `b` (neither an atomic, and not a store and then a load, whose
+    /// lane would read what it stored) touch each lane's own bytes, the same in both: the
+    /// lanes' addresses apart (a sequence) and named alike through a register the segment
+    /// does not write. The threads' order has each thread's two accesses one after the
+    /// other, as the lock step does. (Lanes at one address would meet each other's.)
     fn lane_for_lane(&self, a: &Access<P>, b: &Access<P>) -> bool {
         let unchanged = match a.addr.base {
             AddrBase::Reg(r) => !liveness::has(&self.seg_written, r),
-            AddrBase::Var(_) => true,
-            AddrBase::None => false,
+            AddrBase::Var(_) | AddrBase::None => false,
         };
         let store_then_load = a.writes && !b.writes;
         unchanged
+            && a.stride.is_some()
             && a.addr == b.addr
             && a.space == b.space
             && a.size == b.size

@@ -2043,3 +2043,80 @@ DONE:
         assert_eq!(out[0][1024], s[0], "{x} threads: the sum");
     }
 }
+
+/// A guarded load no lane runs, whose lane 0 address (never loaded) lies just below 2^64
+/// and steps by 4 from block to block: the prefetcher must not wrap past the address
+/// space's end (it once looped there for ever).
+#[test]
+fn a_wild_address_no_lane_loads_prefetches_nothing() {
+    let ptx = format!(
+        "{HEAD}.visible .entry wild(.param .u64 out) {{
+  .reg .pred %p; .reg .b32 %t, %r<4>; .reg .b64 %rd<6>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %t, %tid.x;
+  mov.u32 %r0, %ctaid.x;
+  add.u32 %r1, %r0, %t;
+  sub.u32 %r1, %r1, 300;
+  mul.wide.s32 %rd1, %r1, 4;
+  setp.gt.u32 %p, %t, 1000;
+  @%p ld.global.u32 %r2, [%rd1];
+  bar.sync 0;
+  mad.lo.u32 %r3, %r0, 32, %t;
+  mul.wide.u32 %rd2, %r3, 4;
+  add.s64 %rd3, %rd0, %rd2;
+  st.global.u32 [%rd3], %t;
+  ret;
+}}"
+    );
+    let (out, lanes) = run(&ptx, "wild", 400, Dim3::x(32), 400 * 32);
+    assert_eq!(out[33], 1);
+    assert_eq!(lanes, 400 * 32);
+}
+
+/// setp's q (the comparison's negation) as a split bound's guard, in groups of 32 and of
+/// 16.
+#[test]
+fn split_bounds_on_setps_second_predicate() {
+    let ptx = format!(
+        "{HEAD}.visible .entry q(.param .u64 out) {{
+  .reg .pred %p<8>; .reg .b32 %r<12>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r9, 0;
+  shl.b32 %r1, %r0, 1;
+  setp.lt.u32 %p0|%p1, %r1, 21;
+  @%p1 bra A;
+  or.b32 %r9, %r9, 1;
+A:
+  sub.u32 %r2, 40, %r0;
+  setp.gt.s32 %p2|%p3, %r2, 33;
+  @!%p3 bra B;
+  or.b32 %r9, %r9, 2;
+B:
+  setp.ge.u32 %p4|%p5, 9, %r0;
+  @%p5 bra C;
+  or.b32 %r9, %r9, 4;
+C:
+  bar.sync 0;
+  mov.u32 %r6, %ctaid.x;
+  mov.u32 %r7, %ntid.x;
+  mad.lo.u32 %r8, %r6, %r7, %r0;
+  mul.wide.u32 %rd1, %r8, 4;
+  add.s64 %rd2, %rd0, %rd1;
+  st.global.u32 [%rd2], %r9;
+  ret;
+}}"
+    );
+    for x in [16u32, 32, 64] {
+        let (out, lanes) = run(&ptx, "q", 2, Dim3::x(x), 2 * x as usize);
+        let want: Vec<u32> = (0..2 * x)
+            .map(|i| {
+                let t = i % x;
+                let bit = |on: bool, k: u32| if on { 1 << k } else { 0 };
+                bit(2 * t < 21, 0) | bit(40 - t as i32 <= 33, 1) | bit(9 >= t, 2)
+            })
+            .collect();
+        assert_eq!(out, want, "blocks of {x}");
+        assert_eq!(lanes, 2 * x as u64, "in lanes");
+    }
+}

@@ -74,15 +74,21 @@ pub fn ahead(last: u64, step: i64, now: u64) -> Option<(u64, u64)> {
     if moved != step || step == 0 || step.unsigned_abs() > 1 << 20 {
         return None;
     }
-    let at = now.wrapping_add((AHEAD * step) as u64);
+    // The addresses are the lanes' first, reported whether or not a lane loaded (a guarded
+    // load no lane ran may name any address): none may wrap around the address space.
+    let at = now.checked_add_signed(AHEAD * step)?;
     let span = step.unsigned_abs().min(MAX_SPAN);
-    Some((at.wrapping_sub(span) + LANES_SPAN, at + LANES_SPAN))
+    let hi = at.checked_add(LANES_SPAN)?;
+    let lo = hi.checked_sub(span)?;
+    Some((lo, hi))
 }
 
 /// Prefetches the cache lines of `[lo, hi)` into the L2 cache.
 fn prefetch(lo: u64, hi: u64) {
-    let mut a = lo & !(LINE - 1);
-    while a < hi {
+    let first = lo & !(LINE - 1);
+    // At most `MAX_SPAN` bytes and a line (`ahead`), counted, so no address wraps.
+    for line in 0..hi.saturating_sub(first).div_ceil(LINE) {
+        let a = first + line * LINE;
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prefetch reads nothing the program sees and never faults, whatever the
         // address (unmapped ones are dropped); SSE, which it needs, is part of x86-64.
@@ -90,7 +96,6 @@ fn prefetch(lo: u64, hi: u64) {
             use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
             _mm_prefetch::<_MM_HINT_T1>(a as *const i8);
         }
-        a += LINE;
     }
 }
 
@@ -121,6 +126,16 @@ mod tests {
         let (lo, hi) = ahead(0x10_0000, 0x8000, 0x10_8000).expect("a steady step");
         assert_eq!(hi, 0x10_8000 + 4 * 0x8000 + 128);
         assert_eq!(hi - lo, MAX_SPAN);
+    }
+
+    #[test]
+    fn addresses_at_the_ends_of_the_address_space_prefetch_nothing() {
+        // A guarded load no lane ran reports lane 0's address, which may be anything.
+        assert_eq!(ahead(u64::MAX - 24, 4, u64::MAX - 20), None);
+        assert_eq!(ahead(u64::MAX - 100, 4, u64::MAX - 96), None);
+        assert_eq!(ahead(12, -4, 8), None);
+        // At the top, the line loop ends without wrapping.
+        prefetch(u64::MAX - 100, u64::MAX);
     }
 
     #[test]

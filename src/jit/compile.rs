@@ -59,6 +59,7 @@ fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
     vec![
         ("rt_check", rt_check as *const u8),
         ("rt_probe", rt_probe as *const u8),
+        ("rt_probe_access", rt_probe_access as *const u8),
         ("rt_isspacep", rt_isspacep as *const u8),
         ("rt_enter", rt_enter as *const u8),
         ("rt_leave", rt_leave as *const u8),
@@ -333,8 +334,6 @@ impl LanesFunctions {
             let why = if shared.cooperative[i] {
                 if !options.lanes {
                     Some("lanes are off".to_string())
-                } else if shared.checked {
-                    Some("barriers or warp collectives, in checked mode".to_string())
                 } else {
                     let id = FuncId(i as u32);
                     match lower_group::<8>(jm, shared, id) {

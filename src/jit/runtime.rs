@@ -365,6 +365,37 @@ pub unsafe extern "C" fn rt_probe(ctx: *mut ThreadCtx, lo: u64, hi: u64, slot_al
     }
 }
 
+/// `rt_probe_access(ctx, lo, hi, desc) -> i32`: for an access of a group function (a
+/// cooperative kernel in SIMD lanes, checked mode) whose running lanes touch `[lo, hi)`,
+/// elements of `desc`'s size at a multiple of it apart: 1 if every one of them passes
+/// [`rt_check`]'s test, that is if `[lo, hi)` is non-empty and lies in the area the test
+/// finds for `lo`, which passes for an access at `lo`; then the area goes into the access's
+/// recent-area slot where `rt_check` would put it. Else 0, recording nothing: the group
+/// hands its block over to the thread-by-thread schedule, whose own checks report any fault.
+///
+/// # Safety
+/// `ctx` must be the running thread's context, made by the launcher.
+pub unsafe extern "C" fn rt_probe_access(ctx: *mut ThreadCtx, lo: u64, hi: u64, desc: u32) -> i32 {
+    // SAFETY: as for `rt_check`.
+    let ctx = unsafe { &mut *ctx };
+    let shared = unsafe { &*ctx.shared };
+    let d = AccessDesc::unpack(desc);
+    let Ok((area, _)) = memcheck::check_in(&ctx.own, shared, lo, d.size, d.space, d.store) else {
+        return 0;
+    };
+    let e = area.extent;
+    if hi <= lo || hi > e.base + e.size as u64 {
+        return 0;
+    }
+    let shared_site = d.space == Some(Space::Shared);
+    if e.writable && e.space == Space::Global && !shared_site
+        || e.space == Space::Shared && shared_site
+    {
+        ctx.hits[d.slot] = [e.base, e.base + e.size as u64];
+    }
+    1
+}
+
 /// `rt_enter(ctx, func, frame)`: makes the variables of a frame addressable (checked mode).
 ///
 /// # Safety

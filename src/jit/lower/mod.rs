@@ -55,6 +55,7 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
     &[
         ("rt_check", &[I64, I64, I32, I64], &[I32]),
         ("rt_probe", &[I64, I64, I64, I32], &[I32]),
+        ("rt_probe_access", &[I64, I64, I64, I32], &[I32]),
         ("rt_isspacep", &[I64, I64, I32], &[I32]),
         ("rt_enter", &[I64, I32, I64], &[]),
         ("rt_leave", &[I64, I32], &[]),
@@ -84,7 +85,7 @@ pub const HELPERS: &[(&str, &[ir::Type], &[ir::Type])] = {
 /// the helper's result to `out`: a call that clobbers nothing lets the values live across
 /// it (an accumulator, a loop's addresses) stay in registers on the fast path too, where a
 /// call of the host's convention would make the register allocator keep them in the frame.
-pub const COLD_HELPERS: &[&str] = &["rt_check", "rt_arith_hw", "rt_fma_hw"];
+pub const COLD_HELPERS: &[&str] = &["rt_check", "rt_arith_hw", "rt_fma_hw", "rt_probe_access"];
 
 /// The name of a cold helper's trampoline (see [`COLD_HELPERS`]).
 pub fn cold_name(helper: &str) -> String {

@@ -63,6 +63,7 @@
 //! round function and the schedule, from where every thread stands (`Jit`'s `run_groups`),
 //! so the result is always the schedule's.
 
+mod checked;
 mod collective;
 mod converged;
 mod quiet;
@@ -1578,6 +1579,15 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             Inst::Ld { addr, .. } if !matches!(addr.base, AddrBase::Var(_)) => {
                 refuse("a load outside global and shared memory that may fault")
             }
+            // Checked, a load of a variable the check may refuse: its fault would name the
+            // group's first thread, not the one the schedule meets it in.
+            Inst::Ld {
+                space, addr, ty, ..
+            } if self.lanes.l.sh.checked
+                && !self.lanes.l.known_safe(addr, ty.bytes(), *space, false) =>
+            {
+                refuse("a load outside global and shared memory that may fault")
+            }
             Inst::Fence => refuse("a fence"),
             Inst::Call { .. } => refuse("a call"),
             _ => {
@@ -1886,9 +1896,12 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             },
             addr: *addr,
         };
+        if matches!(ins.inst, Inst::Ld { .. }) {
+            self.wrap_test();
+        }
+        self.check_access(&acc, exec, ran);
         match &ins.inst {
             Inst::Ld { ty, d, .. } => {
-                self.wrap_test();
                 let Operand::Reg(r) = d else {
                     return refuse("a load to a vector of registers");
                 };

@@ -1,0 +1,86 @@
+//! Checked mode in group functions: each global or shared access tests the bytes its
+//! running lanes touch before it runs (a load) or is held (a store or atomic).
+//!
+//! The lanes of an access touch elements of one size at a constant distance (a multiple of
+//! the size), so the first and last running lanes bound them all: the range between them
+//! passes if it lies inside the area the access's recent-area slot last held and its lowest
+//! address is a multiple of the size, the same inline test as a thread's own access. Where
+//! it fails, the runtime is asked (`rt_probe_access`, from a cold block through a trampoline
+//! that clobbers no register) whether the whole range lies in the one area a thread's check
+//! would find for its first byte and passes for that access; if so the area goes into the
+//! slot and the group goes on. If not, the group hands the block over: it has written
+//! nothing in the segment (stores and atomics are held back to its stop), so the block goes
+//! on thread by thread from where each thread stood, and the round function's checks report
+//! the fault at the thread the schedule meets it in, as a launch without group functions
+//! does. Every access the group runs therefore lies where a thread's check would pass it.
+
+use super::{Access, Group};
+use crate::ast::Space;
+use crate::jit::runtime::{AccessDesc, HIT_AREAS, SHARED_HITS};
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+
+impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
+    /// Checked: goes on past access `acc` (its running lanes `exec`, `ran` if any runs)
+    /// only if its bytes pass the checks, else hands the block over (see the module
+    /// documentation). Unchecked, or where the access is known to be safe, nothing.
+    pub(super) fn check_access(&mut self, acc: &Access<P>, exec: Value, ran: Value) {
+        let (m, f) = (self.lanes.l.sh.ptx, self.lanes.l.f);
+        // The space a thread's check gives the access (a generic one names none).
+        let space = crate::interp::access_space(m, f, acc.space, &acc.addr);
+        let (size, store) = (acc.size, acc.writes);
+        if !self.lanes.l.sh.checked || self.lanes.l.known_safe(&acc.addr, size, space, store) {
+            return;
+        }
+        let here = self.b().current_block();
+        let (test, probe, on) = (
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+        );
+        self.b().ins().brif(ran, test, &[], on, &[]);
+        self.b().switch_to_block(test);
+        let lo = self.b().use_var(acc.lo);
+        let (lo, hi) = match acc.stride {
+            None => (lo, self.b().ins().iadd_imm_s(lo, size as i64)),
+            Some(s) => {
+                // The first and last running lanes' elements.
+                let first = self.b().ins().ctz(exec);
+                let zeros = self.b().ins().clz(exec);
+                let top = self.b().ins().iconst(types::I32, 31);
+                let last = self.b().ins().isub(top, zeros);
+                let [first, last] = [first, last].map(|k| {
+                    let k = self.b().ins().uextend(types::I64, k);
+                    let off = self.b().ins().imul_imm_s(k, s);
+                    self.b().ins().iadd(lo, off)
+                });
+                let (low, high) = if s > 0 { (first, last) } else { (last, first) };
+                (low, self.b().ins().iadd_imm_s(high, size as i64))
+            }
+        };
+        let slot = self.lanes.l.checks.slot(acc.addr.base);
+        let slot = match space {
+            Some(Space::Shared) => HIT_AREAS + slot % SHARED_HITS,
+            _ => slot,
+        };
+        let ok = self.lanes.l.in_recent_area(lo, hi, slot, lo, size as u64);
+        self.b().set_cold_block(probe);
+        self.b().ins().brif(ok, on, &[], probe, &[]);
+        self.b().switch_to_block(probe);
+        let desc = AccessDesc {
+            size,
+            space,
+            store,
+            slot,
+        };
+        let desc = self.b().ins().iconst(types::I32, desc.pack() as i64);
+        let ctx = self.lanes.l.ctx;
+        let found = (self.lanes.l)
+            .cold_helper("rt_probe_access", &[ctx, lo, hi, desc])
+            .expect("rt_probe_access returns");
+        let handover = self.handover;
+        self.b().ins().brif(found, on, &[], handover, &[]);
+        self.b().switch_to_block(on);
+        self.lanes.l.note_dominated(on, here);
+        self.fresh_block_keeping_shapes();
+    }
+}

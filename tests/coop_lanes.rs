@@ -1,4 +1,4 @@
-//! Cooperative kernels a warp at a time in SIMD lanes (unchecked JIT, `lower/lanes/rounds.rs`):
+//! Cooperative kernels a warp at a time in SIMD lanes (`lower/lanes/rounds.rs`), unchecked and checked:
 //! results against values worked out here, and the block schedule's order kept where the
 //! lock step of a warp would differ from it (the block is handed to the thread-by-thread
 //! rounds: a racy kernel gets the schedule's defined result, which the interpreter also
@@ -49,9 +49,16 @@ fn run_args(
     scalars: &[u32],
 ) -> (Vec<Vec<u32>>, u64) {
     let jit = unchecked(ptx);
+    let checked = jit_with(
+        ptx,
+        JitOptions {
+            verify: true,
+            ..JitOptions::default()
+        },
+    );
     let interp = Interpreter::new(Module::parse(ptx).expect("test PTX parses"));
     let mut outs = Vec::new();
-    for e in [&jit as &dyn Engine, &interp] {
+    for e in [&jit as &dyn Engine, &interp, &checked] {
         let mut bufs: Vec<Vec<u8>> = buffers.iter().map(|w| vec![0u8; w * 4]).collect();
         let config = LaunchConfig {
             grid: Dim3::x(grid),
@@ -72,6 +79,16 @@ fn run_args(
     assert_eq!(
         outs[0], outs[1],
         "{kernel}: the JIT against the interpreter"
+    );
+    assert_eq!(
+        outs[2], outs[1],
+        "{kernel}: checked against the interpreter"
+    );
+    // Every access is in bounds: checked, the same blocks run in lanes.
+    assert_eq!(
+        checked.lane_threads(),
+        jit.lane_threads(),
+        "{kernel}: threads in lanes, checked"
     );
     (outs.swap_remove(0), jit.lane_threads())
 }

@@ -435,6 +435,9 @@ impl Window {
             ctx.own.truncate(n);
             return;
         }
+        // The shared-space recent-area slots may hold the last window's variables (where
+        // the window is the same, they hold this one's).
+        ctx.hits[runtime::HIT_AREAS..].fill([0; 2]);
         ctx.own.clear();
         for a in &self.areas {
             ctx.own.push(JitArea {
@@ -724,8 +727,6 @@ impl Jit {
                 ctx.nctaid = [grid.x, grid.y, grid.z];
                 ctx.params = params_base;
                 ctx.depth = 0;
-                // The shared-space slots may hold the last block's variables.
-                ctx.hits[runtime::HIT_AREAS..].fill([0; 2]);
                 window.open(ctx, shared);
                 let ended = match step {
                     Some(layout) if group.is_some() => {

@@ -220,10 +220,10 @@ impl JitChoice {
 /// first disagreement, shrunk to as few body lines as still disagree. A program that does
 /// not parse or compile is a disagreement too (the generator promises valid PTX). One
 /// program in four runs on the JIT with the e-graph optimizer on (`--egraph`), one in four
-/// with every call kept a call (`--no-inline`); half the
-/// array programs and a quarter of the cooperative ones, whose accesses all stay in their
-/// buffers and shared arrays (each address computed in the body line that uses it, so also
-/// when shrinking deletes lines), run unchecked. Inputs on which both engines fault alike
+/// with every call kept a call (`--no-inline`); half the array programs and of those made
+/// for the group functions, and a quarter of the other cooperative ones, whose accesses all
+/// stay in their buffers and shared arrays (each address computed in the body line that
+/// uses it, so also when shrinking deletes lines), run unchecked. Inputs on which both engines fault alike
 /// (a cooperative program's stuck block, say) agree; the report counts them.
 pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Report {
     let choice = JitChoice {
@@ -232,8 +232,7 @@ pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Report 
         checked: match program.layout {
             Layout::Slots => true,
             Layout::Arrays { .. } => rng.below(2) == 0,
-            // The group functions run unchecked only.
-            Layout::Coop { lanes: true, .. } => rng.below(8) == 0,
+            Layout::Coop { lanes: true, .. } => rng.below(2) == 0,
             Layout::Coop { .. } => rng.below(4) != 0,
         },
     };

@@ -1,4 +1,4 @@
-//! Random cooperative kernels of the kind the unchecked JIT runs a warp (or a row of 16) at
+//! Random cooperative kernels of the kind the JIT runs a warp (or a row of 16) at
 //! a time in SIMD lanes (`jit/lower/lanes/rounds.rs`): plain barriers, 32-bit
 //! per-thread registers, addresses that are `%tid` sequences. The body mixes arithmetic,
 //! stores of a thread's own `.shared` word, loads of other threads' words (a neighbour's, the

@@ -307,7 +307,7 @@ pub enum Layout {
         grid: Dim3,
         block: Dim3,
         shared_bytes: u32,
-        /// Made for the unchecked JIT's group functions ([`group_program`]).
+        /// Made for the JIT's group functions ([`group_program`]).
         lanes: bool,
     },
 }

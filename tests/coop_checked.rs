@@ -187,6 +187,39 @@ DONE:",
     );
 }
 
+/// A load of a variable that may fault is not made by a group: a misaligned vector load of
+/// `.const` words behind a branch of the threads below 3, and one of 8 bytes of the 4-byte
+/// parameter `n` behind a branch of those below 5, name the first thread past the branch.
+#[test]
+fn a_variable_load_that_may_fault_names_the_thread_past_the_branch() {
+    let misaligned = kernel(
+        "  setp.lt.u32 %p1, %t, 3;
+  @%p1 bra DONE;
+  ld.const.v2.u32 {%r1, %r2}, [cv+4];
+DONE:",
+    )
+    .replace(
+        ".visible .entry",
+        ".const .align 16 .b32 cv[4];\n.visible .entry",
+    );
+    let (r, _) = launch(&misaligned, 1, 64, 0);
+    fault(
+        r,
+        &["const load of 8 bytes", "misaligned", "thread (3,0,0)"],
+    );
+    let past = kernel(
+        "  setp.lt.u32 %p1, %t, 5;
+  @%p1 bra DONE;
+  ld.param.v2.u32 {%r1, %r2}, [n];
+DONE:",
+    );
+    let (r, _) = launch(&past, 1, 64, 0);
+    fault(
+        r,
+        &["param load of 8 bytes", "out of bounds", "thread (5,0,0)"],
+    );
+}
+
 /// Stores held back to the barrier are tested where they are made: each thread stores
 /// `out[t + n]`, `out` of 128 words; for `n = 65`, thread 63 of block 0 writes past it, and
 /// nothing is written by the block's other threads' group before the hand-over (the

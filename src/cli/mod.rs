@@ -306,7 +306,7 @@ impl EngineOpts {
                 let _ = match why {
                     None if cooperative => writeln!(
                         err,
-                        "kernel {name}: SIMD lanes between barriers, {LANES} threads at a time (16 in rows of 16 if it has no shuffles), unchecked"
+                        "kernel {name}: SIMD lanes between barriers, {LANES} threads at a time (16 in rows of 16 if it has no shuffles)"
                     ),
                     None => writeln!(err, "kernel {name}: SIMD lanes, {LANES} threads at a time"),
                     Some(why) => writeln!(err, "kernel {name}: one thread at a time ({why})"),

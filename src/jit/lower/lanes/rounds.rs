@@ -12,8 +12,8 @@
 //! an immediate id, no thread count, no reduction) and warp collectives (`shfl.sync`,
 //! `vote.sync`, `activemask`, `redux.sync`, `elect.sync`, `bar.warp.sync`; not `match.sync`)
 //! outside per-thread branches, it has no calls, `.local` variables or carries, and every
-//! per-thread value the lanes meet has a form they have. The launch uses it, unchecked, for
-//! blocks whose `%ntid.x` is a multiple of 32 (or of 16).
+//! per-thread value the lanes meet has a form they have. The launch uses it, checked or not,
+//! for blocks whose `%ntid.x` is a multiple of 32 (or of 16).
 //!
 //! **Warp collectives.** A group stops at a collective as at a barrier, except that it
 //! goes on in the next round whatever the other groups do (a round after groups stopped at
@@ -61,7 +61,9 @@
 //! would make them), or where a sequence wrapped as it was widened, the group writes nothing
 //! and returns `GROUP_HANDOVER`. The launch then hands the whole block to the thread-by-thread
 //! round function and the schedule, from where every thread stands (`Jit`'s `run_groups`),
-//! so the result is always the schedule's.
+//! so the result is always the schedule's. Checked, an access whose running lanes' bytes do
+//! not pass the checks hands the block over the same way, and the schedule's checks report
+//! the fault (`checked.rs`).
 
 mod checked;
 mod collective;
@@ -1582,9 +1584,13 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             // Checked, a load of a variable the check may refuse: its fault would name the
             // group's first thread, not the one the schedule meets it in.
             Inst::Ld {
-                space, addr, ty, ..
+                space,
+                addr,
+                ty,
+                vec,
+                ..
             } if self.lanes.l.sh.checked
-                && !self.lanes.l.known_safe(addr, ty.bytes(), *space, false) =>
+                && !(self.lanes.l).known_safe(addr, ty.bytes() * *vec as usize, *space, false) =>
             {
                 refuse("a load outside global and shared memory that may fault")
             }

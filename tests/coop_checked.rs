@@ -68,6 +68,13 @@ fn launch(ptx: &str, grid: u32, words: usize, n: u32) -> (Result<Vec<u32>, Strin
     (got.swap_remove(0), jit.lane_threads())
 }
 
+/// [`launch`] in bounds: the words of `out` are `want`, and every block ran in lanes.
+fn in_lanes(ptx: &str, grid: u32, words: usize, n: u32, want: impl Iterator<Item = u32>) {
+    let (r, lanes) = launch(ptx, grid, words, n);
+    assert_eq!(r.expect("in bounds"), want.collect::<Vec<u32>>());
+    assert_eq!(lanes, 64 * grid as u64, "every block ran in lanes");
+}
+
 fn fault(r: Result<Vec<u32>, String>, parts: &[&str]) {
     let msg = r.expect_err("a fault");
     for p in parts {
@@ -88,10 +95,7 @@ fn a_shared_load_past_the_array_names_the_thread() {
   add.s64 %rd8, %rd2, %rd4;
   st.global.u32 [%rd8], %r2;",
     );
-    let (r, lanes) = launch(&ptx, 2, 64, 0);
-    let want: Vec<u32> = (0..64).chain(std::iter::repeat_n(0, 64)).collect();
-    assert_eq!(r.expect("in bounds"), want);
-    assert_eq!(lanes, 128, "both blocks ran in lanes");
+    in_lanes(&ptx, 2, 64, 0, (0..64).chain(std::iter::repeat_n(0, 64)));
     let (r, _) = launch(&ptx, 2, 64, 1);
     fault(
         r,
@@ -116,10 +120,13 @@ fn falling_addresses_are_tested_from_the_last_lane() {
   add.s64 %rd8, %rd2, %rd4;
   st.global.u32 [%rd8], %r2;",
     );
-    let (r, lanes) = launch(&ptx, 2, 64, 0);
-    let want: Vec<u32> = (0..64).rev().chain(std::iter::repeat_n(0, 64)).collect();
-    assert_eq!(r.expect("in bounds"), want);
-    assert_eq!(lanes, 128, "both blocks ran in lanes");
+    in_lanes(
+        &ptx,
+        2,
+        64,
+        0,
+        (0..64).rev().chain(std::iter::repeat_n(0, 64)),
+    );
 }
 
 /// A store two bytes past each thread's word: misaligned from the first thread on.
@@ -149,10 +156,7 @@ fn only_the_running_lanes_are_tested() {
   st.global.u32 [%rd8], %r1;
 DONE:",
     );
-    let (r, lanes) = launch(&ptx, 2, 40, 39);
-    let want: Vec<u32> = (1..40).chain(std::iter::repeat_n(0, 89)).collect();
-    assert_eq!(r.expect("in bounds"), want);
-    assert_eq!(lanes, 128, "both blocks ran in lanes");
+    in_lanes(&ptx, 2, 40, 39, (1..40).chain(std::iter::repeat_n(0, 89)));
     // The other side: `if (t >= n) out[t] = inp[t - n]`, the lanes below `n` (whose
     // addresses lie before `inp`) waiting.
     let above = kernel(
@@ -166,14 +170,15 @@ DONE:",
   st.global.u32 [%rd8], %r2;
 DONE:",
     );
-    let (r, lanes) = launch(&above, 2, 40, 24);
-    let want: Vec<u32> = (0..24)
-        .map(|_| 0)
-        .chain(0..40)
-        .chain(std::iter::repeat_n(0, 64))
-        .collect();
-    assert_eq!(r.expect("in bounds"), want);
-    assert_eq!(lanes, 128, "both blocks ran in lanes");
+    in_lanes(
+        &above,
+        2,
+        40,
+        24,
+        (std::iter::repeat_n(0, 24))
+            .chain(0..40)
+            .chain(std::iter::repeat_n(0, 64)),
+    );
     let (r, _) = launch(&ptx, 2, 40, 40);
     fault(
         r,
@@ -233,10 +238,7 @@ fn a_held_store_past_the_buffer_faults_before_anything_is_written() {
   st.global.u32 [%rd8], %t;
   bar.sync 0;",
     );
-    let (r, lanes) = launch(&ptx, 1, 64, 64);
-    let want: Vec<u32> = std::iter::repeat_n(0, 64).chain(0..64).collect();
-    assert_eq!(r.expect("in bounds"), want);
-    assert_eq!(lanes, 64, "the block ran in lanes");
+    in_lanes(&ptx, 1, 64, 64, std::iter::repeat_n(0, 64).chain(0..64));
     let (r, _) = launch(&ptx, 1, 64, 65);
     fault(
         r,

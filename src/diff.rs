@@ -223,8 +223,9 @@ impl JitChoice {
 /// with every call kept a call (`--no-inline`); half the array programs and of those made
 /// for the group functions, and a quarter of the other cooperative ones, whose accesses all
 /// stay in their buffers and shared arrays (each address computed in the body line that
-/// uses it, so also when shrinking deletes lines), run unchecked. Inputs on which both engines fault alike
-/// (a cooperative program's stuck block, say) agree; the report counts them.
+/// uses it, so also when shrinking deletes lines), run unchecked. Inputs on which both
+/// engines fault alike (a cooperative program's stuck block, say) agree; the report counts
+/// them.
 pub fn check_program(program: &Program, rng: &mut Rng, inputs: usize) -> Report {
     let choice = JitChoice {
         egraph: rng.below(4) == 0,

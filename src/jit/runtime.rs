@@ -242,6 +242,19 @@ impl ThreadCtx {
         self.hits[HIT_AREAS..].fill([0; 2]);
     }
 
+    /// Puts area `e`, which an access `d` passed in, into the access's recent-area slot, if
+    /// the slot keeps such areas: a global-space or generic site's writable global ones, a
+    /// shared-space site's shared ones (an inline test against the slot then passes loads
+    /// and stores alike).
+    fn remember(&mut self, d: AccessDesc, e: Extent) {
+        let shared_site = d.space == Some(Space::Shared);
+        if e.writable && e.space == Space::Global && !shared_site
+            || e.space == Space::Shared && shared_site
+        {
+            self.hits[d.slot] = [e.base, e.base + e.size as u64];
+        }
+    }
+
     fn record(&mut self, message: String, address: Option<u64>, site: u64) {
         self.fault = Some(PendingFault {
             message,
@@ -295,13 +308,7 @@ pub unsafe extern "C" fn rt_check(ctx: *mut ThreadCtx, addr: u64, desc: u32, sit
     let d = AccessDesc::unpack(desc);
     match memcheck::check_in(&ctx.own, shared, addr, d.size, d.space, d.store) {
         Ok((area, _)) => {
-            let e = area.extent;
-            let shared_site = d.space == Some(Space::Shared);
-            if e.writable && e.space == Space::Global && !shared_site
-                || e.space == Space::Shared && shared_site
-            {
-                ctx.hits[d.slot] = [e.base, e.base + e.size as u64];
-            }
+            ctx.remember(d, area.extent);
             0
         }
         Err(v) => {
@@ -387,12 +394,7 @@ pub unsafe extern "C" fn rt_probe_access(ctx: *mut ThreadCtx, lo: u64, hi: u64, 
     if hi <= lo || hi > e.base + e.size as u64 {
         return 0;
     }
-    let shared_site = d.space == Some(Space::Shared);
-    if e.writable && e.space == Space::Global && !shared_site
-        || e.space == Space::Shared && shared_site
-    {
-        ctx.hits[d.slot] = [e.base, e.base + e.size as u64];
-    }
+    ctx.remember(d, e);
     1
 }
 

@@ -248,6 +248,15 @@ impl CheckPlan {
         }
     }
 
+    /// The slot of an access through `base` in `space`: a shared-space access has one of its
+    /// own (`rt_check` keeps only shared areas there).
+    pub(super) fn space_slot(&self, base: AddrBase, space: Option<Space>) -> usize {
+        match space {
+            Some(Space::Shared) => HIT_AREAS + self.slot(base) % SHARED_HITS,
+            _ => self.slot(base),
+        }
+    }
+
     fn close_all(&mut self, open: &mut OpenRuns) {
         for (reg, shared, members) in open.drain(..) {
             self.close(reg, shared, members);
@@ -425,10 +434,7 @@ impl Lower<'_, '_> {
                             .expect("a run starts before its members");
                         self.b.use_var(ok)
                     });
-                    let slot = match space {
-                        Some(Space::Shared) => HIT_AREAS + self.checks.slot(a.base) % SHARED_HITS,
-                        _ => self.checks.slot(a.base),
-                    };
+                    let slot = self.checks.space_slot(a.base, space);
                     let desc = AccessDesc {
                         size,
                         space,
@@ -490,13 +496,13 @@ impl Lower<'_, '_> {
             let r = &self.checks.runs[k];
             (r.reg, r.shared, r.lowest, r.end, r.align)
         };
-        let mut slot = self.checks.slot(AddrBase::Reg(reg));
+        let space = shared.then_some(Space::Shared);
+        let slot = self.checks.space_slot(AddrBase::Reg(reg), space);
         let mut base = self.get(&Operand::Reg(reg), crate::ast::Type::U64);
         if shared {
             // A window offset; the span is tested at its host address, in a shared slot.
             let window = self.shared_base();
             base = self.b.ins().iadd(base, window);
-            slot = HIT_AREAS + slot % SHARED_HITS;
         }
         let lo = self.plus(base, lowest);
         let hi = self.plus(base, end);

@@ -1578,19 +1578,22 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             Inst::St { .. } | Inst::Atom { .. } => {
                 refuse("a store outside global and shared memory")
             }
-            Inst::Ld { addr, .. } if !matches!(addr.base, AddrBase::Var(_)) => {
-                refuse("a load outside global and shared memory that may fault")
-            }
-            // Checked, a load of a variable the check may refuse: its fault would name the
-            // group's first thread, not the one the schedule meets it in.
+            // Checked, a load of a variable the check may refuse also counts: its fault
+            // would name the group's first thread, not the one the schedule meets it in.
             Inst::Ld {
                 space,
                 addr,
                 ty,
                 vec,
                 ..
-            } if self.lanes.l.sh.checked
-                && !(self.lanes.l).known_safe(addr, ty.bytes() * *vec as usize, *space, false) =>
+            } if !matches!(addr.base, AddrBase::Var(_))
+                || self.lanes.l.sh.checked
+                    && !(self.lanes.l).known_safe(
+                        addr,
+                        ty.bytes() * *vec as usize,
+                        *space,
+                        false,
+                    ) =>
             {
                 refuse("a load outside global and shared memory that may fault")
             }

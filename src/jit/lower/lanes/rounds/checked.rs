@@ -15,8 +15,7 @@
 //! does. Every access the group runs therefore lies where a thread's check would pass it.
 
 use super::{Access, Group};
-use crate::ast::Space;
-use crate::jit::runtime::{AccessDesc, HIT_AREAS, SHARED_HITS};
+use crate::jit::runtime::AccessDesc;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 
 impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
@@ -57,11 +56,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
                 (low, self.b().ins().iadd_imm_s(high, size as i64))
             }
         };
-        let slot = self.lanes.l.checks.slot(acc.addr.base);
-        let slot = match space {
-            Some(Space::Shared) => HIT_AREAS + slot % SHARED_HITS,
-            _ => slot,
-        };
+        let slot = self.lanes.l.checks.space_slot(acc.addr.base, space);
         let ok = self.lanes.l.in_recent_area(lo, hi, slot, lo, size as u64);
         self.b().set_cold_block(probe);
         self.b().ins().brif(ok, on, &[], probe, &[]);

@@ -5,13 +5,14 @@
 //! tests/hardware/records/. Every engine (and the JIT's soft-float fallback) must produce the
 //! recorded words, except where [`NOT_FOLLOWED`] says why not.
 //!
-//! A case's header says how it was launched (`// block:`, `// in:`, `// out:`); the generated
+//! A case's header says how it was launched (`// block:`, `// in:`, `// out:`, and
+//! `// shared:` for dynamic shared memory); the generated
 //! cases (tests/hardware/make_cases.py) store each instruction's result in a slot of their
 //! own, so a difference is reported with the instruction that made it.
 
 mod common;
 
-use ptxjit::{Arg, Dim3, Engine, JitOptions};
+use ptxjit::{Arg, Dim3, Engine, JitOptions, LaunchConfig};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -80,6 +81,7 @@ struct Case {
     block: u32,
     words_in: Vec<u32>,
     words_out: usize,
+    shared_bytes: u32,
 }
 
 fn number(text: &str) -> u32 {
@@ -102,7 +104,7 @@ fn number(text: &str) -> u32 {
 
 fn case(path: &Path) -> Case {
     let ptx = std::fs::read_to_string(path).unwrap();
-    let (mut block, mut words_in, mut words_out) = (None, Vec::new(), None);
+    let (mut block, mut words_in, mut words_out, mut shared_bytes) = (None, Vec::new(), None, 0);
     for line in ptx.lines() {
         let Some(comment) = line.trim().strip_prefix("//") else {
             continue;
@@ -111,6 +113,7 @@ fn case(path: &Path) -> Case {
             Some(("block", v)) => block = Some(number(v.trim())),
             Some(("in", v)) => words_in.extend(v.split_whitespace().map(number)),
             Some(("out", v)) => words_out = Some(number(v.trim()) as usize),
+            Some(("shared", v)) => shared_bytes = number(v.trim()),
             _ => {}
         }
     }
@@ -119,6 +122,7 @@ fn case(path: &Path) -> Case {
         block: block.expect("a `// block:` line"),
         words_out: words_out.expect("an `// out:` line"),
         words_in,
+        shared_bytes,
         ptx,
     }
 }
@@ -143,8 +147,8 @@ fn records() -> (String, BTreeMap<String, Vec<u32>>) {
     (device, cases)
 }
 
-/// Launches a case's kernel as its header says (one block, the output buffer zeroed): the
-/// output words.
+/// Launches a case's kernel as its header says (one block, the output buffer zeroed, its
+/// dynamic shared memory): the output words.
 fn launch(engine: &dyn Engine, engine_name: &str, case: &Case) -> Vec<u32> {
     let mut out = vec![0u8; 4 * case.words_out];
     let mut input: Vec<u8> = case.words_in.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -152,8 +156,13 @@ fn launch(engine: &dyn Engine, engine_name: &str, case: &Case) -> Vec<u32> {
         input = vec![0; 4];
     }
     let mut args = [Arg::Buffer(&mut out), Arg::Buffer(&mut input)];
+    let config = LaunchConfig {
+        grid: Dim3::x(1),
+        block: Dim3::x(case.block),
+        shared_bytes: case.shared_bytes,
+    };
     engine
-        .launch("k", Dim3::x(1), Dim3::x(case.block), &mut args)
+        .launch_with("k", config, &mut args)
         .unwrap_or_else(|e| panic!("{} on {engine_name}: {e}", case.name));
     out.chunks(4)
         .map(|c| u32::from_le_bytes(c.try_into().unwrap()))

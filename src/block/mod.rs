@@ -46,10 +46,14 @@ pub struct SharedLayout {
     func: Vec<Vec<Option<u32>>>,
     /// Where the dynamic shared memory starts.
     pub dynamic_offset: u32,
-    /// The bytes the static variables declare (without alignment and gaps): what
-    /// `%total_smem_size` counts besides the dynamic bytes.
+    /// The static variables' bytes as ptxas lays them out: in declaration order, each at
+    /// its own alignment (no gaps), the end aligned for the dynamic arrays if there are any.
+    /// What CUDA reports as a kernel's static shared memory and `%total_smem_size` counts.
     pub static_bytes: u32,
 }
+
+/// `%total_smem_size` is a multiple of this (the hardware's shared memory allocation unit).
+const SMEM_UNIT: u32 = 128;
 
 fn align_up(v: u32, a: u32) -> u32 {
     v.div_ceil(a.max(1)) * a.max(1)
@@ -60,17 +64,19 @@ impl SharedLayout {
         let mut l = SharedLayout::default();
         let mut end = 0u32;
         let mut dynamic_name = None;
+        let mut dynamic_align = 1;
         let mut place = |l: &mut SharedLayout, v: &crate::ast::VarDecl| -> Option<u32> {
             if v.space != Space::Shared {
                 return None;
             }
             if v.dynamic {
                 dynamic_name.get_or_insert_with(|| v.name.clone());
+                dynamic_align = dynamic_align.max(v.align);
                 return Some(u32::MAX);
             }
             let offset = align_up(end, v.align.max(16));
             end = offset + v.size as u32 + GAP;
-            l.static_bytes += v.size as u32;
+            l.static_bytes = align_up(l.static_bytes, v.align) + v.size as u32;
             l.vars.push(SharedVar {
                 offset,
                 size: v.size as u32,
@@ -93,6 +99,7 @@ impl SharedLayout {
             .collect();
         l.dynamic_offset = align_up(end, 16);
         if let Some(name) = dynamic_name {
+            l.static_bytes = align_up(l.static_bytes, dynamic_align);
             l.vars.push(SharedVar {
                 offset: l.dynamic_offset,
                 size: 0,
@@ -134,6 +141,13 @@ impl SharedLayout {
             size: if v.dynamic { dynamic } else { v.size },
             ..v.clone()
         })
+    }
+
+    /// `%total_smem_size` with `dynamic` bytes of dynamic shared memory: the static and
+    /// dynamic bytes together, rounded up to the allocation unit, as an H200 gives it
+    /// (docs/semantics.md, "Shared memory").
+    pub fn total_smem_size(&self, dynamic: u32) -> u32 {
+        align_up(self.static_bytes.saturating_add(dynamic), SMEM_UNIT)
     }
 
     /// Checks a launch's dynamic shared bytes against the limit.

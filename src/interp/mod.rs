@@ -696,7 +696,7 @@ impl<'a> Thread<'a> {
             SpecialRegKind::LanemaskGt => (u32::MAX as u64) & !((2u64 << (linear % 32)) - 1),
             SpecialRegKind::DynamicSmemSize => self.l.shared_bytes as u64,
             SpecialRegKind::TotalSmemSize => {
-                self.l.layout.static_bytes as u64 + self.l.shared_bytes as u64
+                self.l.layout.total_smem_size(self.l.shared_bytes) as u64
             }
             kind => clock(kind),
         }

@@ -405,7 +405,7 @@ impl Window {
             size: (!areas.is_empty()).then(|| layout.window_size(dynamic) as usize),
             areas,
             dynamic,
-            total: layout.static_bytes + dynamic,
+            total: layout.total_smem_size(dynamic),
         }
     }
 

@@ -7,6 +7,7 @@ comments that says how to launch it:
     // block: 48            threads in the one block (x only)
     // in: 5 0xfffffffb     the input buffer, 32-bit words (decimal, negative or hex)
     // out: 96              the output buffer's size in 32-bit words, zeroed before the launch
+    // shared: 200          bytes of dynamic shared memory (optional; 0 without the line)
 
 The kernel is loaded through the CUDA driver API (libcuda, by ctypes: nothing else is
 needed), launched as one block, and the output buffer read back. Each case runs in a
@@ -28,8 +29,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def header(text):
-    """The launch a case's header comments ask for: (block, input words, output words)."""
-    block, words_in, words_out = None, [], None
+    """The launch a case's header comments ask for: (block, input words, output words,
+    dynamic shared bytes)."""
+    block, words_in, words_out, shared = None, [], None, 0
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("//"):
@@ -41,9 +43,11 @@ def header(text):
             words_in += [int(w, 0) & 0xFFFFFFFF for w in value.split()]
         elif key == "out":
             words_out = int(value)
+        elif key == "shared":
+            shared = int(value)
     if block is None or words_out is None:
         raise ValueError("a case needs `// block:` and `// out:` lines")
-    return block, words_in, words_out
+    return block, words_in, words_out, shared
 
 
 class Driver:
@@ -87,7 +91,7 @@ class Driver:
         self.check(self.cu.cuMemcpyHtoD_v2(ptr, host, ctypes.c_size_t(size)), "cuMemcpyHtoD")
         return ptr
 
-    def run(self, ptx, block, words_in, words_out):
+    def run(self, ptx, block, words_in, words_out, shared):
         module = ctypes.c_void_p()
         log = ctypes.create_string_buffer(8192)
         # CU_JIT_ERROR_LOG_BUFFER (5) and CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES (6).
@@ -104,7 +108,7 @@ class Driver:
         inp = self.buffer(words_in)
         params = (ctypes.c_void_p * 2)(ctypes.addressof(out), ctypes.addressof(inp))
         self.check(
-            self.cu.cuLaunchKernel(function, 1, 1, 1, block, 1, 1, 0, None, params, None),
+            self.cu.cuLaunchKernel(function, 1, 1, 1, block, 1, 1, shared, None, params, None),
             "cuLaunchKernel",
         )
         self.check(self.cu.cuCtxSynchronize(), "kernel")
@@ -116,10 +120,10 @@ class Driver:
 def run_one(path):
     """Child mode: runs one case, prints its record line."""
     text = path.read_text()
-    block, words_in, words_out = header(text)
+    block, words_in, words_out, shared = header(text)
     driver = Driver()
     try:
-        words = driver.run(text, block, words_in, words_out)
+        words = driver.run(text, block, words_in, words_out, shared)
         print(path.stem, " ".join(f"{w:08x}" for w in words))
     except RuntimeError as e:
         print(path.stem, "error", str(e).replace("\n", " | "))

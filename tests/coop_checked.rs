@@ -286,3 +286,77 @@ fn the_corpus_reduction_runs_in_lanes_checked() {
         "every block in lanes"
     );
 }
+
+/// Three loads through one base register (`inp[t]`, `inp[t + 1]`, `inp[t + 2]`: one run,
+/// tested as one span): in bounds with 66 words, every block in lanes; with 65 the third
+/// load of thread 63 of block 0 reads past `inp`, the first access in the schedule's order
+/// to do so (the interpreter, compared in `launch`, names the same line).
+#[test]
+fn a_run_of_loads_faults_at_the_member_past_the_buffer() {
+    let ptx = kernel(
+        "  add.s64 %rd7, %rd1, %rd4;
+  ld.global.u32 %r1, [%rd7];
+  ld.global.u32 %r2, [%rd7+4];
+  ld.global.u32 %r3, [%rd7+8];
+  add.u32 %r4, %r1, %r2;
+  add.u32 %r4, %r4, %r3;
+  add.s64 %rd8, %rd2, %rd4;
+  st.global.u32 [%rd8], %r4;",
+    );
+    let sums = (0..64).map(|t| 3 * t + 3);
+    in_lanes(&ptx, 2, 66, 0, sums.chain(std::iter::repeat_n(0, 64)));
+    let (r, _) = launch(&ptx, 2, 65, 0);
+    fault(
+        r,
+        &[
+            "global load of 4 bytes",
+            "out of bounds",
+            "thread (63,0,0)",
+            "block (0,0,0)",
+            "<input>:23:3",
+        ],
+    );
+}
+
+/// The run above with its third load guarded off in thread 63: the run's span (over every
+/// running lane) reaches past `inp` with 65 words, so each load tests its own lanes, and
+/// they pass. The block stays in lanes; thread 63 keeps 0 in `%r3`.
+#[test]
+fn a_run_that_fails_as_a_whole_tests_each_member() {
+    let ptx = kernel(
+        "  add.s64 %rd7, %rd1, %rd4;
+  setp.lt.u32 %p1, %t, 63;
+  ld.global.u32 %r1, [%rd7];
+  ld.global.u32 %r2, [%rd7+4];
+  @%p1 ld.global.u32 %r3, [%rd7+8];
+  add.u32 %r4, %r1, %r2;
+  add.u32 %r4, %r4, %r3;
+  add.s64 %rd8, %rd2, %rd4;
+  st.global.u32 [%rd8], %r4;",
+    );
+    let sums = (0..64).map(|t| if t < 63 { 3 * t + 3 } else { 127 });
+    in_lanes(&ptx, 2, 65, 0, sums.chain(std::iter::repeat_n(0, 64)));
+}
+
+/// A run through falling addresses (`inp[63 - t]` and `inp[64 - t]`): in bounds with 65
+/// words; with 64, thread 0's second load reads past `inp`.
+#[test]
+fn a_run_through_falling_addresses_spans_from_the_last_lane() {
+    let ptx = kernel(
+        "  sub.u32 %r5, 63, %t;
+  mul.wide.u32 %rd6, %r5, 4;
+  add.s64 %rd7, %rd1, %rd6;
+  ld.global.u32 %r1, [%rd7];
+  ld.global.u32 %r2, [%rd7+4];
+  add.u32 %r4, %r1, %r2;
+  add.s64 %rd8, %rd2, %rd4;
+  st.global.u32 [%rd8], %r4;",
+    );
+    let sums = (0..64).map(|t| 127 - 2 * t);
+    in_lanes(&ptx, 2, 65, 0, sums.chain(std::iter::repeat_n(0, 64)));
+    let (r, _) = launch(&ptx, 2, 64, 0);
+    fault(
+        r,
+        &["global load of 4 bytes", "out of bounds", "thread (0,0,0)"],
+    );
+}

@@ -76,6 +76,18 @@ pub(super) enum Area {
     Fixed(Value, Value),
 }
 
+/// What an access knows of the run it belongs to: the run's number, whether the access is
+/// its first, its span's bytes from the base register (`[lowest, end)`) and the alignment
+/// the base needs.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RunSpan {
+    pub run: usize,
+    pub starts: bool,
+    pub lowest: i64,
+    pub end: i64,
+    pub align: u64,
+}
+
 struct CheckRun {
     /// The first and last members' instruction indices.
     first: usize,
@@ -233,6 +245,19 @@ impl CheckPlan {
                 self.stretch_of.insert(i, start);
             }
         }
+    }
+
+    /// The run access `at` belongs to, if any.
+    pub(super) fn run_of(&self, at: usize) -> Option<RunSpan> {
+        let &k = self.member.get(&at)?;
+        let r = &self.runs[k];
+        Some(RunSpan {
+            run: k,
+            starts: r.first == at,
+            lowest: r.lowest,
+            end: r.end,
+            align: r.align,
+        })
     }
 
     /// The stretch whose runs instruction `at` is a member of, by its first instruction.

@@ -414,6 +414,8 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// The running lanes as vectors, by their lane mask: the block they were made in and
     /// the vectors ([`Self::running_vectors`]).
     cur_vectors: HashMap<Value, (Block, Vecs<P>)>,
+    /// Checked: whether each run's span passed (I8, by run; see `checked.rs`).
+    run_ok: HashMap<usize, Variable>,
     /// 128 bytes for lane-by-lane work: a word a lane.
     scratch: ir::StackSlot,
     handover: Block,
@@ -729,6 +731,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             cur,
             pending: HashMap::new(),
             cur_vectors: HashMap::new(),
+            run_ok: HashMap::new(),
             scratch,
             handover,
             plan_live,
@@ -1908,6 +1911,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         if matches!(ins.inst, Inst::Ld { .. }) {
             self.wrap_test();
         }
+        self.start_run(&acc, lo);
         self.check_access(&acc, exec, ran);
         match &ins.inst {
             Inst::Ld { ty, d, .. } => {

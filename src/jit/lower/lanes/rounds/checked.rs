@@ -13,12 +13,63 @@
 //! on thread by thread from where each thread stood, and the round function's checks report
 //! the fault at the thread the schedule meets it in, as a launch without group functions
 //! does. Every access the group runs therefore lies where a thread's check would pass it.
+//!
+//! A *run* (accesses through one base register in straight-line code, as the per-thread
+//! lowering finds them: `CheckPlan`) is tested once at its first access, over the running
+//! lanes and every member's bytes (a tiled product's 16 loads from a row of a tile are one
+//! run). Where that passes, its members skip their own tests; where not, each tests itself
+//! as above. The running lanes cannot change inside a run (a branch or a label ends it),
+//! and a guarded member runs in fewer of them.
 
 use super::{Access, Group};
 use crate::jit::runtime::AccessDesc;
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 
 impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
+    /// Checked, at access `acc` (lane 0's host address `lo`): if it starts a run, tests the
+    /// run's span over the running lanes and keeps the answer for the run's members (see
+    /// the module documentation).
+    pub(super) fn start_run(&mut self, acc: &Access<P>, lo: Value) {
+        let Some(run) = self.lanes.l.checks.run_of(acc.at).filter(|r| r.starts) else {
+            return;
+        };
+        let misaligned_lanes = acc.stride.is_some_and(|s| s % run.align as i64 != 0);
+        if !self.lanes.l.sh.checked || misaligned_lanes {
+            return;
+        }
+        let (m, f) = (self.lanes.l.sh.ptx, self.lanes.l.f);
+        let space = crate::interp::access_space(m, f, acc.space, &acc.addr);
+        let slot = self.lanes.l.checks.space_slot(acc.addr.base, space);
+        // The base register's lanes as host addresses: lane 0's, the lowest and the highest
+        // running lanes'.
+        let base = self.lanes.l.plus(lo, -acc.addr.offset);
+        let cur = self.mask(self.cur);
+        let (low, high) = match acc.stride {
+            None => (base, base),
+            Some(s) => {
+                let first = self.b().ins().ctz(cur);
+                let zeros = self.b().ins().clz(cur);
+                let top = self.b().ins().iconst(types::I32, 31);
+                let last = self.b().ins().isub(top, zeros);
+                let [first, last] = [first, last].map(|k| {
+                    let k = self.b().ins().uextend(types::I64, k);
+                    let off = self.b().ins().imul_imm_s(k, s);
+                    self.b().ins().iadd(base, off)
+                });
+                if s > 0 { (first, last) } else { (last, first) }
+            }
+        };
+        let lo = self.lanes.l.plus(low, run.lowest);
+        let hi = self.lanes.l.plus(high, run.end);
+        let inside = self.lanes.l.in_recent_area(lo, hi, slot, low, run.align);
+        let any = self.b().ins().icmp_imm_u(IntCC::NotEqual, cur, 0);
+        let ok = self.b().ins().band(inside, any);
+        let var = self.seg_var(types::I8);
+        self.b().def_var(var, ok);
+        self.run_ok.insert(run.run, var);
+    }
+
     /// Checked: goes on past access `acc` (its running lanes `exec`, `ran` if any runs)
     /// only if its bytes pass the checks, else hands the block over (see the module
     /// documentation). Unchecked, or where the access is known to be safe, nothing.
@@ -36,6 +87,15 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
             self.b().create_block(),
             self.b().create_block(),
         );
+        // A member of a run whose span passed needs no test of its own.
+        let run_ok =
+            (self.lanes.l.checks.run_of(acc.at)).and_then(|r| self.run_ok.get(&r.run).copied());
+        if let Some(var) = run_ok {
+            let ok = self.b().use_var(var);
+            let own = self.b().create_block();
+            self.b().ins().brif(ok, on, &[], own, &[]);
+            self.b().switch_to_block(own);
+        }
         self.b().ins().brif(ran, test, &[], on, &[]);
         self.b().switch_to_block(test);
         let lo = self.b().use_var(acc.lo);

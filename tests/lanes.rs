@@ -758,3 +758,157 @@ fn more_buffers_than_recent_area_slots() {
         }
     }
 }
+
+/// Division on per-thread values: `div`/`rem` of two loaded words, unsigned and signed, by
+/// a uniform power of two (a shift or a mask of the lanes), of a sequence by a uniform 3, and
+/// `div.rn.f32` with and without `.ftz`: out[k·n + i] for k = 0..10.
+const DIV_OPS: &str = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry divs(.param .u64 pa, .param .u64 pb, .param .u64 pout, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<32>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<24>;
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r3, %r2, %r4;
+  setp.lt.u32 %p1, %r5, %r1;
+  @!%p1 ret;
+  ld.param.u64 %rd1, [pa];
+  ld.param.u64 %rd2, [pb];
+  ld.param.u64 %rd3, [pout];
+  mul.wide.u32 %rd5, %r5, 4;
+  mul.wide.u32 %rd6, %r1, 4;
+  add.s64 %rd7, %rd1, %rd5;
+  add.s64 %rd8, %rd2, %rd5;
+  add.s64 %rd10, %rd3, %rd5;
+  add.s64 %rd11, %rd10, %rd6;
+  add.s64 %rd12, %rd11, %rd6;
+  add.s64 %rd13, %rd12, %rd6;
+  add.s64 %rd14, %rd13, %rd6;
+  add.s64 %rd15, %rd14, %rd6;
+  add.s64 %rd16, %rd15, %rd6;
+  add.s64 %rd17, %rd16, %rd6;
+  add.s64 %rd18, %rd17, %rd6;
+  add.s64 %rd19, %rd18, %rd6;
+  ld.global.u32 %r6, [%rd7];
+  ld.global.u32 %r7, [%rd8];
+  div.u32 %r8, %r6, %r7;
+  rem.u32 %r9, %r6, %r7;
+  div.s32 %r10, %r6, %r7;
+  rem.s32 %r11, %r6, %r7;
+  div.u32 %r12, %r6, 8;
+  rem.u32 %r13, %r6, 8;
+  div.u32 %r14, %r5, 3;
+  rem.s32 %r15, %r6, -7;
+  mov.b32 %f1, %r6;
+  mov.b32 %f2, %r7;
+  div.rn.f32 %f3, %f1, %f2;
+  div.rn.ftz.f32 %f4, %f1, %f2;
+  st.global.u32 [%rd10], %r8;
+  st.global.u32 [%rd11], %r9;
+  st.global.u32 [%rd12], %r10;
+  st.global.u32 [%rd13], %r11;
+  st.global.u32 [%rd14], %r12;
+  st.global.u32 [%rd15], %r13;
+  st.global.u32 [%rd16], %r14;
+  st.global.u32 [%rd17], %r15;
+  st.global.f32 [%rd18], %f3;
+  st.global.f32 [%rd19], %f4;
+  ret;
+}
+"#;
+
+/// PTX's `div`/`rem` (9.7.1.7–8) with the defined results where the manual leaves them
+/// open (docs/semantics.md, "Integer division by zero"): all ones by zero, MININT / -1 =
+/// MININT, MININT % -1 = 0; the remainder takes the dividend's sign.
+fn ptx_div(x: u32, y: u32, signed: bool, rem: bool) -> u32 {
+    match (y, signed) {
+        (0, _) => u32::MAX,
+        (_, false) if rem => x % y,
+        (_, false) => x / y,
+        _ => {
+            let (x, y) = (x as i32, y as i32);
+            (if rem {
+                x.wrapping_rem(y)
+            } else {
+                x.wrapping_div(y)
+            }) as u32
+        }
+    }
+}
+
+#[test]
+fn division_in_lanes_has_the_defined_results() {
+    use rustc_apfloat::Float;
+    use rustc_apfloat::ieee::Single;
+    let mut r = Rng::new(14);
+    let n = 700u32;
+    // Every fourth pair an edge: zero divisors, MININT by -1, divisors of one, floats at
+    // their corners; else random words of random widths.
+    let edges = [
+        (7, 0),
+        (0x8000_0000, 0xffff_ffff),
+        (0x8000_0000, 1),
+        (0xffff_fff9, 2),
+        (5, 0xffff_fffe),
+    ];
+    let (a, b): (Vec<u32>, Vec<u32>) = (0..n as usize)
+        .map(|i| match i % 4 {
+            0 => edges[r.below(edges.len() as u64) as usize],
+            1 => (edgy_f32(&mut r), edgy_f32(&mut r)),
+            _ => (
+                r.next_u64() as u32 >> r.below(32),
+                r.next_u64() as u32 >> r.below(32),
+            ),
+        })
+        .unzip();
+    let rows = 10usize;
+    let mut want = vec![0u32; rows * n as usize];
+    for i in 0..n as usize {
+        let (x, y) = (a[i], b[i]);
+        let quotient = |x: u32, y: u32| {
+            let q = (Single::from_bits(x as u128) / Single::from_bits(y as u128)).value;
+            if q.is_nan() {
+                0x7fff_ffff
+            } else {
+                q.to_bits() as u32
+            }
+        };
+        let v = [
+            ptx_div(x, y, false, false),
+            ptx_div(x, y, false, true),
+            ptx_div(x, y, true, false),
+            ptx_div(x, y, true, true),
+            x >> 3,
+            x & 7,
+            i as u32 / 3,
+            ptx_div(x, -7i32 as u32, true, true),
+            quotient(x, y),
+            ftz(quotient(ftz(x), ftz(y))),
+        ];
+        for (k, v) in v.into_iter().enumerate() {
+            want[k * n as usize + i] = v;
+        }
+    }
+    let module = Module::parse(DIV_OPS).expect("parses");
+    let engines: Vec<(&str, Box<dyn Engine>)> = vec![
+        ("interp", Box::new(Interpreter::new(module))),
+        ("jit", Box::new(jit(DIV_OPS, true, true))),
+        ("jit-unchecked", Box::new(jit(DIV_OPS, false, true))),
+        ("jit-no-lanes", Box::new(jit(DIV_OPS, true, false))),
+    ];
+    for (name, e) in &engines {
+        let got = run_rows(&**e, "divs", &[&a, &b], rows, n, 64)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_rows(name, &got, &want, n);
+        if *name == "jit-unchecked" {
+            assert_eq!(e.lane_threads(), Some(whole_groups(n, 64, n.div_ceil(64))));
+        }
+    }
+}

@@ -231,7 +231,7 @@ impl Lower<'_, '_> {
     /// hardware instruction would trap, and the defined results are selected instead —
     /// x/0 and x%0 are all ones (as on NVIDIA hardware), MININT / -1 = MININT (the negation
     /// wraps), MININT % -1 = 0.
-    fn div_rem(&mut self, op: IntBinOp, ty: Type, x: Value, y: Value) -> Value {
+    pub(super) fn div_rem(&mut self, op: IntBinOp, ty: Type, x: Value, y: Value) -> Value {
         let ct = clif(ty);
         let div = op == IntBinOp::Div;
         // Unsigned by a known power of two: a shift or a mask.

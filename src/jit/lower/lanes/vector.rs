@@ -1,6 +1,6 @@
 //! Operations on varying values, eight `i32x4`s at a time: moves, integer arithmetic and
-//! logic (sequences stay sequences where they can), integer `cvt`, `setp`, `selp`, and f32
-//! arithmetic with the scalar lowering's NaN, `.ftz` and `.sat` rules.
+//! logic (sequences stay sequences where they can), division lane by lane, integer `cvt`,
+//! `setp`, `selp`, and f32 arithmetic with the scalar lowering's NaN, `.ftz` and `.sat` rules.
 
 use super::shape::{norm, same_lanes};
 use super::{LaneVal, Lanes, Res, SeqCmp, Shape, V, Vecs, refuse};
@@ -221,7 +221,7 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                 self.write(d, *ty, LaneVal::Varying(v), mask)
             }
             Inst::FloatBin {
-                op: op @ (FloatBinOp::Add | FloatBinOp::Sub | FloatBinOp::Mul),
+                op: op @ (FloatBinOp::Add | FloatBinOp::Sub | FloatBinOp::Mul | FloatBinOp::Div),
                 ty: Type::F32,
                 prec: Precision::Ieee(Rounding::Rn),
                 ftz,
@@ -236,6 +236,7 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
                     let v = match op {
                         FloatBinOp::Add => self.b().ins().fadd(x[p], y[p]),
                         FloatBinOp::Sub => self.b().ins().fsub(x[p], y[p]),
+                        FloatBinOp::Div => self.b().ins().fdiv(x[p], y[p]),
                         _ => self.b().ins().fmul(x[p], y[p]),
                     };
                     r[p] = self.finish(v, *ftz, *sat);
@@ -320,6 +321,9 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         if !(ty.bits() == 32 || ty == Type::Pred) {
             return refuse(format!("per-thread .{} values", ty.ptx()));
         }
+        if matches!(op, IntBinOp::Div | IntBinOp::Rem) {
+            return self.div_rem(op, ty, x, y);
+        }
         let (x, y) = (self.lanes_of(x, ty)?, self.lanes_of(y, ty)?);
         let signed = ty.is_signed();
         let v = match op {
@@ -330,9 +334,46 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             IntBinOp::Min => self.map2(x, y, |b, x, y| b.ins().umin(x, y)),
             IntBinOp::Max if signed => self.map2(x, y, |b, x, y| b.ins().smax(x, y)),
             IntBinOp::Max => self.map2(x, y, |b, x, y| b.ins().umax(x, y)),
-            _ => return refuse("division on per-thread values"),
+            _ => return refuse("an integer operation the lanes lowering does not have"),
         };
         Ok(LaneVal::Varying(v))
+    }
+
+    /// `div`/`rem` (9.7.1.7–8) of 32-bit lanes: unsigned by a uniform power of two, a shift
+    /// or a mask of the vectors; else lane by lane through the scalar lowering's
+    /// [`Lower::div_rem`](crate::jit::lower::Lower), with its defined results (x/0 and x%0
+    /// all ones, MININT / -1 = MININT, MININT % -1 = 0) and no host trap in any lane.
+    fn div_rem(&mut self, op: IntBinOp, ty: Type, x: LaneVal<P>, y: LaneVal<P>) -> Res<LaneVal<P>> {
+        let div = op == IntBinOp::Div;
+        if let (LaneVal::Uniform(a), LaneVal::Uniform(b)) = (x, y) {
+            return Ok(LaneVal::Uniform(self.l.div_rem(op, ty, a, b)));
+        }
+        if !ty.is_signed()
+            && let LaneVal::Uniform(d) = y
+            && let Some(k) = self.l.known(d)
+            && k.is_power_of_two()
+        {
+            let x = self.lanes_of(x, ty)?;
+            let v = if div {
+                let n = k.trailing_zeros() as i64;
+                std::array::from_fn(|p| self.l.b.ins().ushr_imm_u(x[p], n))
+            } else {
+                let m = self.splat(k as i64 - 1);
+                self.map2(x, [m; P], |b, x, m| b.ins().band(x, m))
+            };
+            return Ok(LaneVal::Varying(v));
+        }
+        let (x, y) = (self.lanes_of(x, ty)?, self.lanes_of(y, ty)?);
+        let mut r = x;
+        for p in 0..P {
+            for lane in 0..4u8 {
+                let a = self.b().ins().extractlane(x[p], lane);
+                let b = self.b().ins().extractlane(y[p], lane);
+                let q = self.l.div_rem(op, ty, a, b);
+                r[p] = self.b().ins().insertlane(r[p], q, lane);
+            }
+        }
+        Ok(LaneVal::Varying(r))
     }
 
     /// `shl`/`shr` by a constant: PTX clamps amounts above the width (9.7.8.8–9).

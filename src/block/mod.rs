@@ -46,17 +46,42 @@ pub struct SharedLayout {
     func: Vec<Vec<Option<u32>>>,
     /// Where the dynamic shared memory starts.
     pub dynamic_offset: u32,
-    /// The static variables' bytes as ptxas lays them out: in declaration order, each at
-    /// its own alignment (no gaps), the end aligned for the dynamic arrays if there are any.
-    /// What CUDA reports as a kernel's static shared memory and `%total_smem_size` counts.
+    /// The static variables' bytes as ptxas lays them out: the functions' own variables,
+    /// then the module's, each in declaration order at its own alignment (no gaps); the end
+    /// aligned to 16 or the dynamic arrays' alignment if there are any. What CUDA reports as
+    /// a kernel's static shared memory and `%total_smem_size` counts.
     pub static_bytes: u32,
 }
 
 /// `%total_smem_size` is a multiple of this (the hardware's shared memory allocation unit).
-const SMEM_UNIT: u32 = 128;
+const SMEM_UNIT: u64 = 128;
 
 fn align_up(v: u32, a: u32) -> u32 {
     v.div_ceil(a.max(1)) * a.max(1)
+}
+
+/// The static `.shared` bytes as ptxas lays them out and an H200 counts them in
+/// `%total_smem_size` (`tests/hardware/cases/smem_sizes*.ptx`): the variables of functions
+/// with a body first, then the module's, each in declaration order at its own alignment;
+/// where the module has dynamic arrays, the end aligned to 16 or their alignment if larger.
+/// Saturates at `u32::MAX` (a launch then fails the size check).
+fn ptxas_static_bytes(m: &Module) -> u32 {
+    let own = (m.functions.iter())
+        .filter(|f| f.body.is_some())
+        .flat_map(|f| f.vars.iter());
+    let shared = || {
+        own.clone()
+            .chain(&m.vars)
+            .filter(|v| v.space == Space::Shared)
+    };
+    let end = (shared().filter(|v| !v.dynamic)).fold(0u64, |end, v| {
+        end.next_multiple_of(v.align.max(1) as u64) + v.size as u64
+    });
+    let end = match shared().filter(|v| v.dynamic).map(|v| v.align).max() {
+        Some(align) => end.next_multiple_of(align.max(16) as u64),
+        None => end,
+    };
+    end.min(u32::MAX as u64) as u32
 }
 
 impl SharedLayout {
@@ -64,19 +89,16 @@ impl SharedLayout {
         let mut l = SharedLayout::default();
         let mut end = 0u32;
         let mut dynamic_name = None;
-        let mut dynamic_align = 1;
         let mut place = |l: &mut SharedLayout, v: &crate::ast::VarDecl| -> Option<u32> {
             if v.space != Space::Shared {
                 return None;
             }
             if v.dynamic {
                 dynamic_name.get_or_insert_with(|| v.name.clone());
-                dynamic_align = dynamic_align.max(v.align);
                 return Some(u32::MAX);
             }
             let offset = align_up(end, v.align.max(16));
             end = offset + v.size as u32 + GAP;
-            l.static_bytes = align_up(l.static_bytes, v.align) + v.size as u32;
             l.vars.push(SharedVar {
                 offset,
                 size: v.size as u32,
@@ -97,9 +119,9 @@ impl SharedLayout {
                     .collect()
             })
             .collect();
+        l.static_bytes = ptxas_static_bytes(m);
         l.dynamic_offset = align_up(end, 16);
         if let Some(name) = dynamic_name {
-            l.static_bytes = align_up(l.static_bytes, dynamic_align);
             l.vars.push(SharedVar {
                 offset: l.dynamic_offset,
                 size: 0,
@@ -147,7 +169,8 @@ impl SharedLayout {
     /// dynamic bytes together, rounded up to the allocation unit, as an H200 gives it
     /// (docs/semantics.md, "Shared memory").
     pub fn total_smem_size(&self, dynamic: u32) -> u32 {
-        align_up(self.static_bytes.saturating_add(dynamic), SMEM_UNIT)
+        let total = (self.static_bytes as u64 + dynamic as u64).next_multiple_of(SMEM_UNIT);
+        total.min(u32::MAX as u64) as u32
     }
 
     /// Checks a launch's dynamic shared bytes against the limit.

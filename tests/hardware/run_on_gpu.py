@@ -38,13 +38,13 @@ def header(text):
             continue
         key, _, value = line[2:].strip().partition(":")
         if key == "block":
-            block = int(value)
+            block = int(value, 0)
         elif key == "in":
             words_in += [int(w, 0) & 0xFFFFFFFF for w in value.split()]
         elif key == "out":
-            words_out = int(value)
+            words_out = int(value, 0)
         elif key == "shared":
-            shared = int(value)
+            shared = int(value, 0)
     if block is None or words_out is None:
         raise ValueError("a case needs `// block:` and `// out:` lines")
     return block, words_in, words_out, shared

@@ -185,7 +185,7 @@ pub extern "C" fn cuFuncSetAttribute(f: CUfunction, attr: i32, value: i32) -> CU
         let k = kernel(f)?;
         match attr {
             8 => {
-                let most = MAX_SHARED_BYTES - k.program.jit.static_shared_bytes();
+                let most = MAX_SHARED_BYTES.saturating_sub(k.program.jit.static_shared_bytes());
                 if value < 0 || value as u32 > most {
                     return Err(Failure::new(
                         CUDA_ERROR_INVALID_VALUE,

@@ -34,10 +34,14 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let Some(run) = self.lanes.l.checks.run_of(acc.at).filter(|r| r.starts) else {
             return;
         };
-        let misaligned_lanes = acc.stride.is_some_and(|s| s % run.align as i64 != 0);
-        if !self.lanes.l.sh.checked || misaligned_lanes {
+        // No answer of an earlier lowering of the run may stand for this one.
+        self.run_ok.remove(&run.run);
+        if !self.lanes.l.sh.checked {
             return;
         }
+        // Every member's lanes are a multiple of its size apart (or the group function is
+        // refused), so the lowest lane's alignment is every lane's.
+        debug_assert!(acc.stride.is_none_or(|s| s % run.align as i64 == 0));
         let (m, f) = (self.lanes.l.sh.ptx, self.lanes.l.f);
         let space = crate::interp::access_space(m, f, acc.space, &acc.addr);
         let slot = self.lanes.l.checks.space_slot(acc.addr.base, space);

@@ -28,10 +28,15 @@ fn checked(ptx: &str) -> Jit {
 /// runs `body` (`%rd1` is `inp`, `%rd2` `out`, `%rd3` the address of `s[t]`, `%rd4` its
 /// offset `4 * t`, `%n` the scalar).
 fn kernel(body: &str) -> String {
+    kernel_with(".shared .align 4 .b32 s[64];", body)
+}
+
+/// [`kernel`] with another declaration of `s` (at least 64 words).
+fn kernel_with(shared: &str, body: &str) -> String {
     format!(
         "{HEAD}.visible .entry k(.param .u64 inp, .param .u64 out, .param .u32 n)\n{{\n  \
          .reg .b32 %r<20>;\n  .reg .b32 %t, %n;\n  .reg .b64 %rd<20>;\n  .reg .pred %p<4>;\n  \
-         .shared .align 4 .b32 s[64];\n  \
+         {shared}\n  \
          ld.param.u64 %rd1, [inp];\n  ld.param.u64 %rd2, [out];\n  ld.param.u32 %n, [n];\n  \
          mov.u32 %t, %tid.x;\n  mul.wide.u32 %rd4, %t, 4;\n  mov.u64 %rd5, s;\n  \
          add.s64 %rd3, %rd5, %rd4;\n  st.shared.u32 [%rd3], %t;\n  bar.sync 0;\n{body}\n  \
@@ -358,5 +363,93 @@ fn a_run_through_falling_addresses_spans_from_the_last_lane() {
     fault(
         r,
         &["global load of 4 bytes", "out of bounds", "thread (0,0,0)"],
+    );
+}
+
+/// Lane 63 leaves the group at a per-thread branch before a run and joins it again at the
+/// label after it, where a second run reads `inp[t]` and `inp[t + 1]`: with 64 words only
+/// lane 63 reads past `inp`, in the run after the label, which tests the lanes running there.
+#[test]
+fn a_run_after_lanes_join_again_tests_them_too() {
+    let ptx = kernel(
+        "  setp.eq.u32 %p1, %t, 63;
+  add.s64 %rd7, %rd1, %rd4;
+  add.s64 %rd8, %rd2, %rd4;
+  @%p1 bra J;
+  ld.global.u32 %r1, [%rd7];
+  ld.global.u32 %r2, [%rd7+4];
+  add.u32 %r4, %r1, %r2;
+  st.global.u32 [%rd8], %r4;
+J:
+  ld.global.u32 %r5, [%rd7];
+  ld.global.u32 %r6, [%rd7+4];
+  add.u32 %r5, %r5, %r6;
+  st.global.u32 [%rd8+256], %r5;",
+    );
+    let first = (0..64).map(|t| if t < 63 { 2 * t + 1 } else { 0 });
+    in_lanes(&ptx, 2, 65, 0, first.chain((0..64).map(|t| 2 * t + 1)));
+    let (r, _) = launch(&ptx, 2, 64, 0);
+    fault(
+        r,
+        &["global load of 4 bytes", "out of bounds", "thread (63,0,0)"],
+    );
+}
+
+/// A run through a uniform base (`inp[n]`, `inp[n + 1]` in every lane): in bounds for
+/// n = 62 of 64 words; for n = 63 the first thread reads past `inp`.
+#[test]
+fn a_run_through_a_uniform_base() {
+    let ptx = kernel(
+        "  mul.wide.u32 %rd9, %n, 4;
+  add.s64 %rd7, %rd1, %rd9;
+  ld.global.u32 %r1, [%rd7];
+  ld.global.u32 %r2, [%rd7+4];
+  add.u32 %r4, %r1, %r2;
+  add.s64 %rd8, %rd2, %rd4;
+  st.global.u32 [%rd8], %r4;",
+    );
+    in_lanes(&ptx, 2, 64, 62, std::iter::repeat_n(125, 64).chain(std::iter::repeat_n(0, 64)));
+    let (r, _) = launch(&ptx, 2, 64, 63);
+    fault(
+        r,
+        &["global load of 4 bytes", "out of bounds", "thread (0,0,0)"],
+    );
+}
+
+/// A shared run of 1-, 2- and 4-byte loads at negative and positive offsets from `s + 4t +
+/// 4` (thread t stored t at `s + 4t`): in bounds with 260 bytes of `s`; with 259, thread
+/// 63's byte load at `+3` is the first access past `s`; with the base 2 bytes further, the
+/// first thread's first load is misaligned.
+#[test]
+fn a_shared_run_of_mixed_sizes() {
+    let body = "  add.s64 %rd7, %rd3, 4;
+  ld.shared.u32 %r1, [%rd7+-4];
+  ld.shared.u16 %r2, [%rd7+-2];
+  ld.shared.u8 %r3, [%rd7+3];
+  ld.shared.u32 %r4, [%rd7];
+  add.u32 %r1, %r1, %r2;
+  add.u32 %r1, %r1, %r3;
+  add.u32 %r1, %r1, %r4;
+  add.s64 %rd8, %rd2, %rd4;
+  st.global.u32 [%rd8], %r1;";
+    // t + (t + 1): the u16 and the u8 read the zero high bytes of small words; past thread
+    // 63's word the window is zero.
+    let sums = (0..64).map(|t| if t < 63 { 2 * t + 1 } else { 63 });
+    let ptx = kernel_with(".shared .align 4 .b8 s[260];", body);
+    in_lanes(&ptx, 2, 64, 0, sums.chain(std::iter::repeat_n(0, 64)));
+    let short = kernel_with(".shared .align 4 .b8 s[259];", body);
+    let (r, _) = launch(&short, 2, 64, 0);
+    fault(
+        r,
+        &["shared load of 1 byte", "out of bounds", "thread (63,0,0)"],
+    );
+    let shifted = kernel_with(
+        ".shared .align 4 .b8 s[260];",
+        &body.replace("add.s64 %rd7, %rd3, 4;", "add.s64 %rd7, %rd3, 6;"),
+    );
+    let (r, _) = launch(&shifted, 2, 64, 0);
+    fault(
+        r,
+        &["shared load of 4 bytes", "misaligned", "thread (0,0,0)"],
     );
 }

@@ -363,12 +363,21 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             };
             return Ok(LaneVal::Varying(v));
         }
+        // A uniform divisor stays one scalar: a constant one then folds the defined cases
+        // away in `div_rem`.
+        let uniform = match y {
+            LaneVal::Uniform(d) => Some(d),
+            _ => None,
+        };
         let (x, y) = (self.lanes_of(x, ty)?, self.lanes_of(y, ty)?);
         let mut r = x;
         for p in 0..P {
             for lane in 0..4u8 {
                 let a = self.b().ins().extractlane(x[p], lane);
-                let b = self.b().ins().extractlane(y[p], lane);
+                let b = match uniform {
+                    Some(d) => d,
+                    None => self.b().ins().extractlane(y[p], lane),
+                };
                 let q = self.l.div_rem(op, ty, a, b);
                 r[p] = self.b().ins().insertlane(r[p], q, lane);
             }

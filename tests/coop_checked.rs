@@ -408,7 +408,13 @@ fn a_run_through_a_uniform_base() {
   add.s64 %rd8, %rd2, %rd4;
   st.global.u32 [%rd8], %r4;",
     );
-    in_lanes(&ptx, 2, 64, 62, std::iter::repeat_n(125, 64).chain(std::iter::repeat_n(0, 64)));
+    in_lanes(
+        &ptx,
+        2,
+        64,
+        62,
+        std::iter::repeat_n(125, 64).chain(std::iter::repeat_n(0, 64)),
+    );
     let (r, _) = launch(&ptx, 2, 64, 63);
     fault(
         r,

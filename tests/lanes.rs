@@ -9,6 +9,8 @@ mod common;
 
 use common::{Rng, jit_with};
 use ptxjit::{Arg, Dim3, Engine, Interpreter, Jit, JitOptions, Module, RunError, Value};
+use rustc_apfloat::Float;
+use rustc_apfloat::ieee::Single;
 
 const SAXPY: &str = include_str!("../examples/saxpy.ptx");
 
@@ -845,8 +847,6 @@ fn ptx_div(x: u32, y: u32, signed: bool, rem: bool) -> u32 {
 
 #[test]
 fn division_in_lanes_has_the_defined_results() {
-    use rustc_apfloat::Float;
-    use rustc_apfloat::ieee::Single;
     let mut r = Rng::new(14);
     let n = 700u32;
     // Every fourth pair an edge: zero divisors, MININT by -1, divisors of one, floats at
@@ -909,6 +909,283 @@ fn division_in_lanes_has_the_defined_results() {
         assert_rows(name, &got, &want, n);
         if *name == "jit-unchecked" {
             assert_eq!(e.lane_threads(), Some(whole_groups(n, 64, n.div_ceil(64))));
+        }
+    }
+}
+
+/// Division by a uniform register (each of 0, 1, -1, 8, 2^31, 3, 7, -8 in turn), signed by a
+/// power of two (no shift: negative dividends round toward zero), by 1 and by 2^31, of
+/// MININT by a sequence that passes 0 and -1, under a guard that leaves out the lanes whose
+/// divisor is 0 (their registers keep what they held), of the thread index by 32 (`shr` and
+/// `and`, which keep its shapes), and of a uniform by a constant under a guard:
+/// out[k·n + i] for k = 0..16, against [`ptx_div`].
+const DIV_UNIFORM: &str = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 pa, .param .u64 pb, .param .u64 pout, .param .u32 n, .param .u32 d)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<40>;
+  .reg .b64 %rd<40>;
+  ld.param.u32 %r1, [n];
+  ld.param.u32 %r20, [d];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r3, %r2, %r4;
+  setp.lt.u32 %p1, %r5, %r1;
+  @!%p1 ret;
+  ld.param.u64 %rd1, [pa];
+  ld.param.u64 %rd2, [pb];
+  ld.param.u64 %rd3, [pout];
+  mul.wide.u32 %rd5, %r5, 4;
+  mul.wide.u32 %rd6, %r1, 4;
+  add.s64 %rd7, %rd1, %rd5;
+  add.s64 %rd8, %rd2, %rd5;
+  add.s64 %rd10, %rd3, %rd5;
+  ld.global.u32 %r6, [%rd7];
+  ld.global.u32 %r7, [%rd8];
+  div.u32 %r8, %r6, %r20;
+  rem.s32 %r9, %r6, %r20;
+  div.s32 %r10, %r6, %r20;
+  div.s32 %r11, %r6, 8;
+  rem.s32 %r12, %r6, 8;
+  div.u32 %r13, %r6, 1;
+  rem.u32 %r14, %r6, 1;
+  rem.u32 %r15, %r6, 0x80000000;
+  setp.ne.u32 %p2, %r7, 0;
+  mov.u32 %r16, 12345;
+  @%p2 div.s32 %r16, -2147483648, %r7;
+  sub.u32 %r18, %r5, 5;
+  div.u32 %r17, %r6, %r18;
+  div.s32 %r19, -2147483648, %r18;
+  div.u32 %r23, %r5, 32;
+  rem.u32 %r24, %r5, 32;
+  mov.u32 %r21, 5;
+  @%p2 rem.u32 %r21, %r20, 7;
+  div.u32 %r22, %r6, -8;
+  st.global.u32 [%rd10], %r8;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r9;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r10;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r11;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r12;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r13;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r14;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r15;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r16;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r17;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r19;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r23;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r24;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r21;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r22;
+  add.s64 %rd10, %rd10, %rd6;
+  st.global.u32 [%rd10], %r18;
+  ret;
+}
+"#;
+
+#[test]
+fn division_by_uniform_registers_guards_and_sequences() {
+    let mut r = Rng::new(99);
+    let n = 512u32;
+    let edges = [
+        0u32,
+        1,
+        0xffff_ffff,
+        0x8000_0000,
+        0x7fff_ffff,
+        8,
+        0xffff_fff8,
+        0x0080_0000,
+    ];
+    let mut pick = |i: u32, every: u32| {
+        if i.is_multiple_of(every) {
+            edges[r.below(edges.len() as u64) as usize]
+        } else {
+            r.next_u64() as u32 >> r.below(32)
+        }
+    };
+    let a: Vec<u32> = (0..n).map(|i| pick(i, 3)).collect();
+    let b: Vec<u32> = (0..n).map(|i| pick(i, 2)).collect();
+    let module = Module::parse(DIV_UNIFORM).expect("parses");
+    let engines: Vec<(&str, Box<dyn Engine>)> = vec![
+        ("interp", Box::new(Interpreter::new(module))),
+        ("jit", Box::new(jit(DIV_UNIFORM, true, true))),
+        ("jit-unchecked", Box::new(jit(DIV_UNIFORM, false, true))),
+        ("jit-no-lanes", Box::new(jit(DIV_UNIFORM, true, false))),
+    ];
+    let rows = 16usize;
+    for d in [0u32, 1, 0xffff_ffff, 8, 0x8000_0000, 3, 7, 0xffff_fff8] {
+        let mut want = vec![0u32; rows * n as usize];
+        for i in 0..n as usize {
+            let (x, y) = (a[i], b[i]);
+            let s = (i as u32).wrapping_sub(5);
+            let v = [
+                ptx_div(x, d, false, false),
+                ptx_div(x, d, true, true),
+                ptx_div(x, d, true, false),
+                ptx_div(x, 8, true, false),
+                ptx_div(x, 8, true, true),
+                x,
+                0,
+                x & 0x7fff_ffff,
+                if y != 0 {
+                    ptx_div(0x8000_0000, y, true, false)
+                } else {
+                    12345
+                },
+                ptx_div(x, s, false, false),
+                ptx_div(0x8000_0000, s, true, false),
+                i as u32 / 32,
+                i as u32 % 32,
+                if y != 0 { d % 7 } else { 5 },
+                x / 0xffff_fff8,
+                s,
+            ];
+            for (k, v) in v.into_iter().enumerate() {
+                want[k * n as usize + i] = v;
+            }
+        }
+        for (name, e) in &engines {
+            let mut bufs = [bytes_u32(&a), bytes_u32(&b)];
+            let mut out = vec![0u8; rows * 4 * n as usize];
+            let [ba, bb] = &mut bufs;
+            let mut args = [
+                Arg::Buffer(ba),
+                Arg::Buffer(bb),
+                Arg::Buffer(&mut out),
+                Arg::Scalar(Value::u32(n)),
+                Arg::Scalar(Value::u32(d)),
+            ];
+            let before = e.lane_threads();
+            e.launch("k", Dim3::x(n / 64), Dim3::x(64), &mut args)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_rows(&format!("{name}, d = {d:#x}"), &u32s(&out), &want, n);
+            if *name == "jit-unchecked" {
+                let ran = e.lane_threads().unwrap() - before.unwrap();
+                assert_eq!(ran, n as u64, "every thread in lanes");
+            }
+        }
+    }
+}
+
+/// Division in a cooperative kernel's group function: threads from 40 on exit, a per-thread
+/// branch skips the divisions where the neighbour's divisor is 0 or -1 (the dividend
+/// MININT there), a guarded division leaves the same lanes out, and `div.rn.f32`. Every lane
+/// still divides something (its registers' values where it does not run): none may trap.
+const DIV_GROUP: &str = r#"
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry g(.param .u64 out, .param .u64 in) {
+  .reg .pred %p<6>; .reg .b32 %r<16>; .reg .b64 %rd<10>; .reg .f32 %f<4>;
+  .shared .align 4 .b32 s[64];
+  ld.param.u64 %rd0, [out];
+  ld.param.u64 %rd6, [in];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd1, %r0, 4;
+  mov.u64 %rd2, s;
+  add.s64 %rd3, %rd2, %rd1;
+  add.s64 %rd7, %rd6, %rd1;
+  ld.global.u32 %r1, [%rd7];
+  st.shared.u32 [%rd3], %r1;
+  bar.sync 0;
+  setp.ge.u32 %p0, %r0, 40;
+  @%p0 bra DONE;
+  add.u32 %r2, %r0, 1;
+  mul.wide.u32 %rd4, %r2, 4;
+  add.s64 %rd5, %rd2, %rd4;
+  ld.shared.u32 %r3, [%rd5];
+  setp.eq.u32 %p1, %r3, 0;
+  setp.eq.u32 %p2, %r3, -1;
+  or.pred %p3, %p1, %p2;
+  mov.u32 %r4, 77;
+  mov.u32 %r5, 88;
+  @%p3 bra SKIP;
+  div.s32 %r4, -2147483648, %r3;
+  rem.s32 %r5, %r1, %r3;
+SKIP:
+  mov.u32 %r6, 99;
+  @!%p3 div.u32 %r6, %r1, %r3;
+  mov.b32 %f1, %r1;
+  mov.b32 %f2, %r3;
+  div.rn.f32 %f3, %f1, %f2;
+  mov.b32 %r7, %f3;
+  mul.wide.u32 %rd8, %r0, 4;
+  add.s64 %rd9, %rd0, %rd8;
+  st.global.u32 [%rd9], %r4;
+  st.global.u32 [%rd9+256], %r5;
+  st.global.u32 [%rd9+512], %r6;
+  st.global.u32 [%rd9+768], %r7;
+DONE:
+  ret;
+}
+"#;
+
+#[test]
+fn division_in_a_group_function() {
+    let mut r = Rng::new(5);
+    let mut input: Vec<u32> = (0..64)
+        .map(|t| match t % 4 {
+            0 => 0,
+            1 => 0xffff_ffff,
+            _ => r.next_u64() as u32 >> r.below(32),
+        })
+        .collect();
+    input[2] = 0x8000_0000;
+    let mut want = vec![0u32; 64 * 4];
+    for t in 0..40usize {
+        let (x, y) = (input[t], input[t + 1]);
+        let skip = y == 0 || y == u32::MAX;
+        want[t] = if skip {
+            77
+        } else {
+            ptx_div(0x8000_0000, y, true, false)
+        };
+        want[64 + t] = if skip { 88 } else { ptx_div(x, y, true, true) };
+        want[128 + t] = if skip {
+            99
+        } else {
+            ptx_div(x, y, false, false)
+        };
+        let q = (Single::from_bits(x as u128) / Single::from_bits(y as u128)).value;
+        want[192 + t] = if q.is_nan() {
+            0x7fff_ffff
+        } else {
+            q.to_bits() as u32
+        };
+    }
+    let module = Module::parse(DIV_GROUP).expect("parses");
+    let engines: Vec<(&str, Box<dyn Engine>)> = vec![
+        ("interp", Box::new(Interpreter::new(module))),
+        ("jit", Box::new(jit(DIV_GROUP, true, true))),
+        ("jit-unchecked", Box::new(jit(DIV_GROUP, false, true))),
+    ];
+    for (name, e) in &engines {
+        let mut out = vec![0u8; 64 * 16];
+        let mut inb = bytes_u32(&input);
+        let mut args = [Arg::Buffer(&mut out), Arg::Buffer(&mut inb)];
+        e.launch("g", Dim3::x(2), Dim3::x(64), &mut args)
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert_eq!(u32s(&out), want, "{name}");
+        if *name != "interp" {
+            assert_eq!(e.lane_threads(), Some(128), "{name}: both blocks in lanes");
         }
     }
 }

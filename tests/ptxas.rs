@@ -82,6 +82,8 @@ fn malformed_forms_are_rejected_by_both() {
     Module::parse(&valid).unwrap();
     for line in [
         "sad.b32 %d, %a, %b, %c;",
+        "div.rn.sat.f32 %f, %f, %f;",
+        "div.rn.ftz.sat.f32 %f, %f, %f;",
         "mad24.lo.sat.s32 %d, %a, %b, %c;",
         "mul24.s32 %d, %a, %b;",
         "bfind.b32 %d, %a;",

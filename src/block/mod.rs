@@ -24,6 +24,10 @@ pub const GAP: u32 = 64;
 /// Most shared memory a block may have, static and dynamic together (sm_80's limit).
 pub const MAX_SHARED_BYTES: u32 = 227 << 10;
 
+/// `%nwarpid`: the warp identifiers an SM has (64 on sm_80 and sm_90), as an H200 gives it
+/// (`tests/hardware/cases/warp_ids.ptx`), whatever the block's size.
+pub const NWARPID: u32 = 64;
+
 /// One shared variable in the window.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SharedVar {

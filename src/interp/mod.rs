@@ -687,7 +687,7 @@ impl<'a> Thread<'a> {
             SpecialRegKind::Nctaid => dim(self.l.grid),
             SpecialRegKind::Laneid => linear % 32,
             SpecialRegKind::Warpid => linear / 32,
-            SpecialRegKind::Nwarpid => b.count().div_ceil(32),
+            SpecialRegKind::Nwarpid => crate::block::NWARPID as u64,
             // PTX ISA 10: the lanes below, at or above this one's.
             SpecialRegKind::LanemaskEq => 1 << (linear % 32),
             SpecialRegKind::LanemaskLe => (2u64 << (linear % 32)) - 1,

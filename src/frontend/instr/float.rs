@@ -22,7 +22,9 @@ pub(super) fn float_bin(cx: &mut Cx, ops: &[Opnd]) -> R<Inst> {
     let approx = cx.flag("approx");
     let full = cx.flag("full");
     let minmax = matches!(op, FloatBinOp::Min | FloatBinOp::Max);
-    let (ftz, sat) = float_ftz_sat(cx, ty, !minmax)?;
+    // ptxas takes no `.sat` on `div` ("Illegal modifier").
+    let sat_ok = !minmax && op != FloatBinOp::Div;
+    let (ftz, sat) = float_ftz_sat(cx, ty, sat_ok)?;
     let prec = match (op, rnd, approx, full) {
         (_, Some(r), false, false) if !minmax => Precision::Ieee(r),
         (FloatBinOp::Div, None, true, false) if ty == Type::F32 => Precision::Approx,

@@ -1403,37 +1403,29 @@ impl<'a, 'f> Lower<'a, 'f> {
                 Some(k) => k.nctaid[d],
                 None => from_ctx(self, offset_of!(ThreadCtx, nctaid)),
             },
-            SpecialRegKind::Laneid | SpecialRegKind::Warpid | SpecialRegKind::Nwarpid => {
+            SpecialRegKind::Nwarpid => {
+                (self.b.ins()).iconst(types::I32, crate::block::NWARPID as i64)
+            }
+            SpecialRegKind::Laneid | SpecialRegKind::Warpid => {
                 let at = |l: &mut Self, kind, k| l.special(ast::SpecialReg { kind, dim: k });
                 let (x, y, z) = (
                     at(self, SpecialRegKind::Tid, 0),
                     at(self, SpecialRegKind::Tid, 1),
                     at(self, SpecialRegKind::Tid, 2),
                 );
-                let (nx, ny, nz) = (
+                let (nx, ny) = (
                     at(self, SpecialRegKind::Ntid, 0),
                     at(self, SpecialRegKind::Ntid, 1),
-                    at(self, SpecialRegKind::Ntid, 2),
                 );
-                match s.kind {
-                    SpecialRegKind::Nwarpid => {
-                        let n = self.b.ins().imul(nx, ny);
-                        let n = self.b.ins().imul(n, nz);
-                        let n = self.b.ins().iadd_imm_s(n, 31);
-                        self.b.ins().ushr_imm_s(n, 5)
-                    }
-                    kind => {
-                        // linear = x + nx * (y + ny * z)
-                        let t = self.b.ins().imul(ny, z);
-                        let t = self.b.ins().iadd(y, t);
-                        let t = self.b.ins().imul(nx, t);
-                        let linear = self.b.ins().iadd(x, t);
-                        if kind == SpecialRegKind::Laneid {
-                            self.b.ins().band_imm_s(linear, 31)
-                        } else {
-                            self.b.ins().ushr_imm_s(linear, 5)
-                        }
-                    }
+                // linear = x + nx * (y + ny * z)
+                let t = self.b.ins().imul(ny, z);
+                let t = self.b.ins().iadd(y, t);
+                let t = self.b.ins().imul(nx, t);
+                let linear = self.b.ins().iadd(x, t);
+                if s.kind == SpecialRegKind::Laneid {
+                    self.b.ins().band_imm_s(linear, 31)
+                } else {
+                    self.b.ins().ushr_imm_s(linear, 5)
                 }
             }
             SpecialRegKind::LanemaskEq

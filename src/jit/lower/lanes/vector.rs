@@ -303,16 +303,10 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         }
         if op == IntBinOp::And
             && ty.bits() == 32
-            && let (LaneVal::Affine(base, s), Operand::Imm(m)) = (x, b)
-            && let m = m.bits_for(Type::U32)
-            && m != u32::MAX as u64
-            && (m + 1).is_power_of_two()
-            && s > 0
-            && (Self::LANES as i64 - 1) * s <= m as i64
+            && let Operand::Imm(m) = b
+            && let Some(low) = self.sequence_low_bits(x, m.bits_for(Type::U32))
         {
-            // A sequence's low bits (`%tid.x & 31`, the lane): a sequence again.
-            let low = self.low_bits(base, s, m as i64);
-            return Ok(LaneVal::Affine(low, s));
+            return Ok(low);
         }
         let y = self.read(b, ty)?;
         if matches!(op, IntBinOp::Add | IntBinOp::Sub) {
@@ -339,8 +333,22 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
         Ok(LaneVal::Varying(v))
     }
 
-    /// `div`/`rem` (9.7.1.7–8) of 32-bit lanes: unsigned by a uniform power of two, a shift
-    /// or a mask of the vectors; else lane by lane through the scalar lowering's
+    /// A sequence's low bits, `x & m` for `m` one less than a power of two below 2^32
+    /// (`%tid.x & 31`, the lane), where they are a sequence again: the lanes' values stay
+    /// below `m + 1` apart.
+    fn sequence_low_bits(&mut self, x: LaneVal<P>, m: u64) -> Option<LaneVal<P>> {
+        let LaneVal::Affine(base, s) = x else {
+            return None;
+        };
+        let fits = m != u32::MAX as u64
+            && (m + 1).is_power_of_two()
+            && s > 0
+            && (Self::LANES as i64 - 1) * s <= m as i64;
+        fits.then(|| LaneVal::Affine(self.low_bits(base, s, m as i64), s))
+    }
+
+    /// `div`/`rem` (9.7.1.7–8) of 32-bit lanes: unsigned by a uniform power of two, `shr` or
+    /// `and` (so a sequence keeps the shapes those give it); else lane by lane through the scalar lowering's
     /// [`Lower::div_rem`](crate::jit::lower::Lower), with its defined results (x/0 and x%0
     /// all ones, MININT / -1 = MININT, MININT % -1 = 0) and no host trap in any lane.
     fn div_rem(&mut self, op: IntBinOp, ty: Type, x: LaneVal<P>, y: LaneVal<P>) -> Res<LaneVal<P>> {
@@ -353,15 +361,17 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
             && let Some(k) = self.l.known(d)
             && k.is_power_of_two()
         {
+            if div {
+                return self.shift(IntBinOp::Shr, ty, x, k.trailing_zeros() as u64);
+            }
+            if let Some(low) = self.sequence_low_bits(x, k - 1) {
+                return Ok(low);
+            }
             let x = self.lanes_of(x, ty)?;
-            let v = if div {
-                let n = k.trailing_zeros() as i64;
-                std::array::from_fn(|p| self.l.b.ins().ushr_imm_u(x[p], n))
-            } else {
-                let m = self.splat(k as i64 - 1);
-                self.map2(x, [m; P], |b, x, m| b.ins().band(x, m))
-            };
-            return Ok(LaneVal::Varying(v));
+            let m = self.splat(k as i64 - 1);
+            return Ok(LaneVal::Varying(
+                self.map2(x, [m; P], |b, x, m| b.ins().band(x, m)),
+            ));
         }
         // A uniform divisor stays one scalar: a constant one then folds the defined cases
         // away in `div_rem`.

@@ -1189,3 +1189,81 @@ fn division_in_a_group_function() {
         }
     }
 }
+
+/// `div.u32`/`rem.u32` by constants that are no power of two (a multiplication by the
+/// inverse in the lowering), in lanes and on the thread loop, over edge and random dividends:
+/// out[i] = x / D, out[n + i] = x % D, against Rust's integer division.
+#[test]
+fn unsigned_division_by_constants() {
+    let mut r = Rng::new(15);
+    let mut divisors = vec![
+        3u32,
+        5,
+        6,
+        7,
+        10,
+        11,
+        12,
+        13,
+        100,
+        641,
+        1000,
+        65_537,
+        0x7fff_ffff,
+        0x8000_0001,
+        0xaaaa_aaab,
+        0xffff_fffe,
+        0xffff_ffff,
+    ];
+    divisors.extend((0..8).map(|_| (r.next_u64() as u32 >> r.below(30)) | 3));
+    for d in divisors {
+        let ptx = format!(
+            ".version 7.8\n.target sm_80\n.address_size 64\n\
+             .visible .entry q(.param .u64 px, .param .u64 pout, .param .u32 n)\n{{\n  \
+             .reg .pred %p;\n  .reg .b32 %r<8>;\n  .reg .b64 %rd<8>;\n  \
+             ld.param.u32 %r1, [n];\n  mov.u32 %r2, %ctaid.x;\n  mov.u32 %r3, %ntid.x;\n  \
+             mov.u32 %r4, %tid.x;\n  mad.lo.s32 %r5, %r2, %r3, %r4;\n  \
+             setp.ge.u32 %p, %r5, %r1;\n  @%p bra DONE;\n  \
+             ld.param.u64 %rd1, [px];\n  ld.param.u64 %rd2, [pout];\n  \
+             mul.wide.u32 %rd3, %r5, 4;\n  mul.wide.u32 %rd4, %r1, 4;\n  \
+             add.s64 %rd5, %rd1, %rd3;\n  add.s64 %rd6, %rd2, %rd3;\n  \
+             add.s64 %rd7, %rd6, %rd4;\n  ld.global.u32 %r6, [%rd5];\n  \
+             div.u32 %r7, %r6, {d};\n  st.global.u32 [%rd6], %r7;\n  \
+             rem.u32 %r7, %r6, {d};\n  st.global.u32 [%rd7], %r7;\n\
+             DONE:\n  ret;\n}}\n"
+        );
+        let near = [
+            0,
+            1,
+            d - 1,
+            d,
+            d.wrapping_add(1),
+            d.wrapping_mul(2).wrapping_sub(1),
+        ];
+        let mut x: Vec<u32> = near.to_vec();
+        x.extend([
+            u32::MAX,
+            u32::MAX - 1,
+            u32::MAX / d * d,
+            (u32::MAX / d * d).wrapping_sub(1),
+        ]);
+        x.extend((0..1014).map(|_| r.next_u64() as u32 >> r.below(32)));
+        let n = x.len() as u32;
+        let want: Vec<u32> = x
+            .iter()
+            .map(|v| v / d)
+            .chain(x.iter().map(|v| v % d))
+            .collect();
+        let module = Module::parse(&ptx).expect("parses");
+        let engines: Vec<(&str, Box<dyn Engine>)> = vec![
+            ("interp", Box::new(Interpreter::new(module))),
+            ("jit", Box::new(jit(&ptx, true, true))),
+            ("jit-no-lanes", Box::new(jit(&ptx, false, false))),
+        ];
+        for (name, e) in &engines {
+            let got =
+                run_rows(&**e, "q", &[&x], 2, n, 128).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_rows(&format!("{name}, d = {d}"), &got, &want, n);
+        }
+    }
+}

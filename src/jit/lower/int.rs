@@ -247,6 +247,26 @@ impl Lower<'_, '_> {
                 self.combine(Combine::And, x, m)
             };
         }
+        // Unsigned 32-bit by another known divisor (2 < d < 2^32): a multiplication by its
+        // inverse, where `div` takes tens of cycles. With M = ⌊(2^64 − 1) / d⌋ + 1, every
+        // 32-bit x has x / d = ⌊M·x / 2^64⌋ and x % d = ⌊(M·x mod 2^64)·d / 2^64⌋ (Lemire,
+        // Kaser and Kurz, "Faster remainder by direct computation", 2019).
+        if !ty.is_signed()
+            && ty.bits() == 32
+            && let Some(d) = self.known(y)
+            && d > 2
+        {
+            let m = self.b.ins().iconst(types::I64, (u64::MAX / d + 1) as i64);
+            let wide = self.b.ins().uextend(types::I64, x);
+            let v = if div {
+                self.b.ins().umulhi(wide, m)
+            } else {
+                let low = self.b.ins().imul(wide, m);
+                let d = self.b.ins().iconst(types::I64, d as i64);
+                self.b.ins().umulhi(low, d)
+            };
+            return self.b.ins().ireduce(types::I32, v);
+        }
         let zero = self.icmp_imm_k(IntCC::Equal, y, 0);
         let one = self.iconst(ct, 1);
         let all = self.iconst(ct, u64::MAX);

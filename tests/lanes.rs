@@ -75,6 +75,40 @@ fn assert_rows(name: &str, got: &[u32], want: &[u32], n: u32) {
     }
 }
 
+/// Runs `kernel` of `ptx` over `inputs` ([`run_rows`], blocks of `block`) on the
+/// interpreter and on the JIT with memory checks on and off and, if `without_lanes`, with
+/// lanes off: each gives `want`, and the unchecked JIT runs `lanes` threads in lanes.
+#[allow(clippy::too_many_arguments)]
+fn every_engine_gives(
+    ptx: &str,
+    kernel: &str,
+    inputs: &[&[u32]],
+    rows: usize,
+    n: u32,
+    block: u32,
+    want: &[u32],
+    lanes: u64,
+    without_lanes: bool,
+) {
+    let module = Module::parse(ptx).expect("parses");
+    let mut engines: Vec<(&str, Box<dyn Engine>)> = vec![
+        ("interp", Box::new(Interpreter::new(module))),
+        ("jit", Box::new(jit(ptx, true, true))),
+        ("jit-unchecked", Box::new(jit(ptx, false, true))),
+    ];
+    if without_lanes {
+        engines.push(("jit-no-lanes", Box::new(jit(ptx, true, false))));
+    }
+    for (name, e) in &engines {
+        let got = run_rows(&**e, kernel, inputs, rows, n, block)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_rows(name, &got, want, n);
+        if *name == "jit-unchecked" {
+            assert_eq!(e.lane_threads(), Some(lanes), "threads in lanes");
+        }
+    }
+}
+
 /// f32 bit patterns that reach the corners: zeros, subnormals, the smallest normals, values
 /// around 1, huge values, infinities, NaNs; else random bits.
 fn edgy_f32(r: &mut Rng) -> u32 {
@@ -290,21 +324,18 @@ fn float_operations_in_lanes_follow_ftz_sat_and_nan_rules() {
             want[k * n as usize + i] = v;
         }
     }
-    let module = Module::parse(FLOAT_OPS).expect("parses");
-    let engines: Vec<(&str, Box<dyn Engine>)> = vec![
-        ("interp", Box::new(Interpreter::new(module))),
-        ("jit", Box::new(jit(FLOAT_OPS, true, true))),
-        ("jit-unchecked", Box::new(jit(FLOAT_OPS, false, true))),
-        ("jit-no-lanes", Box::new(jit(FLOAT_OPS, true, false))),
-    ];
-    for (name, e) in &engines {
-        let got = run_rows(&**e, "fops", &[&x, &y, &z], 7, n, 128)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_rows(name, &got, &want, n);
-        if *name == "jit-unchecked" {
-            assert_eq!(e.lane_threads(), Some(whole_groups(n, 128, 8)));
-        }
-    }
+    let lanes = whole_groups(n, 128, 8);
+    every_engine_gives(
+        FLOAT_OPS,
+        "fops",
+        &[&x, &y, &z],
+        7,
+        n,
+        128,
+        &want,
+        lanes,
+        true,
+    );
 }
 
 /// Integer operations on per-thread values, with a guarded write, a combined setp and selp:
@@ -417,20 +448,8 @@ fn integer_operations_in_lanes_match_wrapping_arithmetic() {
         }
         // The guarded mad (%r22) is not stored: it only has to lower.
     }
-    let module = Module::parse(INT_OPS).expect("parses");
-    let engines: Vec<(&str, Box<dyn Engine>)> = vec![
-        ("interp", Box::new(Interpreter::new(module))),
-        ("jit", Box::new(jit(INT_OPS, true, true))),
-        ("jit-unchecked", Box::new(jit(INT_OPS, false, true))),
-    ];
-    for (name, e) in &engines {
-        let got = run_rows(&**e, "iops", &[&a, &b], rows, n, 64)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_rows(name, &got, &want, n);
-        if *name == "jit-unchecked" {
-            assert_eq!(e.lane_threads(), Some(whole_groups(n, 64, n.div_ceil(64))));
-        }
-    }
+    let lanes = whole_groups(n, 64, n.div_ceil(64));
+    every_engine_gives(INT_OPS, "iops", &[&a, &b], rows, n, 64, &want, lanes, false);
 }
 
 /// `y[i + d] = y[i] + 1` for i + d < n, one block: with d = 1 each thread reads what the one
@@ -896,21 +915,8 @@ fn division_in_lanes_has_the_defined_results() {
             want[k * n as usize + i] = v;
         }
     }
-    let module = Module::parse(DIV_OPS).expect("parses");
-    let engines: Vec<(&str, Box<dyn Engine>)> = vec![
-        ("interp", Box::new(Interpreter::new(module))),
-        ("jit", Box::new(jit(DIV_OPS, true, true))),
-        ("jit-unchecked", Box::new(jit(DIV_OPS, false, true))),
-        ("jit-no-lanes", Box::new(jit(DIV_OPS, true, false))),
-    ];
-    for (name, e) in &engines {
-        let got = run_rows(&**e, "divs", &[&a, &b], rows, n, 64)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_rows(name, &got, &want, n);
-        if *name == "jit-unchecked" {
-            assert_eq!(e.lane_threads(), Some(whole_groups(n, 64, n.div_ceil(64))));
-        }
-    }
+    let lanes = whole_groups(n, 64, n.div_ceil(64));
+    every_engine_gives(DIV_OPS, "divs", &[&a, &b], rows, n, 64, &want, lanes, true);
 }
 
 /// Division by a uniform register (each of 0, 1, -1, 8, 2^31, 3, 7, -8 in turn), signed by a
@@ -1254,16 +1260,7 @@ fn unsigned_division_by_constants() {
             .map(|v| v / d)
             .chain(x.iter().map(|v| v % d))
             .collect();
-        let module = Module::parse(&ptx).expect("parses");
-        let engines: Vec<(&str, Box<dyn Engine>)> = vec![
-            ("interp", Box::new(Interpreter::new(module))),
-            ("jit", Box::new(jit(&ptx, true, true))),
-            ("jit-no-lanes", Box::new(jit(&ptx, false, false))),
-        ];
-        for (name, e) in &engines {
-            let got =
-                run_rows(&**e, "q", &[&x], 2, n, 128).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_rows(&format!("{name}, d = {d}"), &got, &want, n);
-        }
+        let lanes = whole_groups(n, 128, n.div_ceil(128));
+        every_engine_gives(&ptx, "q", &[&x], 2, n, 128, &want, lanes, true);
     }
 }

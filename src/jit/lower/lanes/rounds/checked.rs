@@ -51,18 +51,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let cur = self.mask(self.cur);
         let (low, high) = match acc.stride {
             None => (base, base),
-            Some(s) => {
-                let first = self.b().ins().ctz(cur);
-                let zeros = self.b().ins().clz(cur);
-                let top = self.b().ins().iconst(types::I32, 31);
-                let last = self.b().ins().isub(top, zeros);
-                let [first, last] = [first, last].map(|k| {
-                    let k = self.b().ins().uextend(types::I64, k);
-                    let off = self.b().ins().imul_imm_s(k, s);
-                    self.b().ins().iadd(base, off)
-                });
-                if s > 0 { (first, last) } else { (last, first) }
-            }
+            Some(s) => self.lowest_and_highest(cur, base, s),
         };
         let lo = self.lanes.l.plus(low, run.lowest);
         let hi = self.lanes.l.plus(high, run.end);
@@ -106,17 +95,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let (lo, hi) = match acc.stride {
             None => (lo, self.b().ins().iadd_imm_s(lo, size as i64)),
             Some(s) => {
-                // The first and last running lanes' elements.
-                let first = self.b().ins().ctz(exec);
-                let zeros = self.b().ins().clz(exec);
-                let top = self.b().ins().iconst(types::I32, 31);
-                let last = self.b().ins().isub(top, zeros);
-                let [first, last] = [first, last].map(|k| {
-                    let k = self.b().ins().uextend(types::I64, k);
-                    let off = self.b().ins().imul_imm_s(k, s);
-                    self.b().ins().iadd(lo, off)
-                });
-                let (low, high) = if s > 0 { (first, last) } else { (last, first) };
+                let (low, high) = self.lowest_and_highest(exec, lo, s);
                 (low, self.b().ins().iadd_imm_s(high, size as i64))
             }
         };
@@ -141,5 +120,24 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.b().switch_to_block(on);
         self.lanes.l.note_dominated(on, here);
         self.fresh_block_keeping_shapes();
+    }
+
+    /// The lowest and the highest address of the lanes in lane mask `lanes` (not empty),
+    /// lane k's at `lane0 + k × stride`: the first and last lanes', in the stride's order.
+    fn lowest_and_highest(&mut self, lanes: Value, lane0: Value, stride: i64) -> (Value, Value) {
+        let first = self.b().ins().ctz(lanes);
+        let zeros = self.b().ins().clz(lanes);
+        let top = self.b().ins().iconst(types::I32, 31);
+        let last = self.b().ins().isub(top, zeros);
+        let [first, last] = [first, last].map(|k| {
+            let k = self.b().ins().uextend(types::I64, k);
+            let off = self.b().ins().imul_imm_s(k, stride);
+            self.b().ins().iadd(lane0, off)
+        });
+        if stride > 0 {
+            (first, last)
+        } else {
+            (last, first)
+        }
     }
 }

@@ -1081,39 +1081,3 @@ SKIP:
         .collect();
     expect_out(&ptx, "k", 1, Dim3::x(32), 0, &want);
 }
-
-/// Each kernel counts the `.shared` variables it uses, as ptxas does and an H200's
-/// `%total_smem_size` tells (`tests/hardware/cases/smem_sizes_other_kernel.ptx`): six kernels
-/// of one module each use a 40 KiB array of their own, 240 KiB together, more than a block
-/// may have. Each launches and reads 40,960; a kernel using one of them and an 8-byte
-/// variable reads 41,088 (40,968 rounded up to 128).
-#[test]
-fn each_kernel_counts_the_shared_memory_it_uses() {
-    let mut ptx = String::from(".version 7.8\n.target sm_80\n.address_size 64\n");
-    for k in 0..6 {
-        ptx += &format!(".shared .align 4 .b8 s{k}[40960];\n");
-    }
-    ptx += ".shared .align 8 .b8 t[8];\n";
-    let body = |uses: &[&str]| {
-        let touch: String = (uses.iter())
-            .map(|v| format!("  st.shared.u32 [{v}], %r;\n"))
-            .collect();
-        format!(
-            "{{\n  .reg .b32 %r, %t;\n  .reg .b64 %rd;\n  ld.param.u64 %rd, [out];\n  \
-             mov.u32 %r, 7;\n{touch}  mov.u32 %t, %total_smem_size;\n  \
-             st.global.u32 [%rd], %t;\n  ret;\n}}\n"
-        )
-    };
-    for k in 0..6 {
-        let array = format!("s{k}+40956");
-        ptx += &format!(".visible .entry k{k}(.param .u64 out)\n{}", body(&[&array]));
-    }
-    ptx += &format!(
-        ".visible .entry both(.param .u64 out)\n{}",
-        body(&["s1", "t+4"])
-    );
-    for k in 0..6 {
-        expect_out(&ptx, &format!("k{k}"), 2, Dim3::x(32), 0, &[40_960]);
-    }
-    expect_out(&ptx, "both", 1, Dim3::x(32), 0, &[41_088]);
-}

@@ -16,7 +16,7 @@
 pub mod schedule;
 pub mod warp;
 
-use crate::ast::{FuncId, Inst, LabelId, Module, Names, RegId, Space, VarId};
+use crate::ast::{Module, Space, VarId};
 
 /// Bytes after each shared variable that belong to none.
 pub const GAP: u32 = 64;
@@ -50,10 +50,11 @@ pub struct SharedLayout {
     func: Vec<Vec<Option<u32>>>,
     /// Where the dynamic shared memory starts.
     pub dynamic_offset: u32,
-    /// By function: the static `.shared` bytes a launch of it (or a host call) uses, as
-    /// ptxas lays them out ([`ptxas_static_bytes`]). What CUDA reports as a kernel's static
-    /// shared memory and `%total_smem_size` counts.
-    statics: Vec<u32>,
+    /// The static variables' bytes as ptxas lays them out: the functions' own variables,
+    /// then the module's, each in declaration order at its own alignment (no gaps); the end
+    /// aligned to 16 or the dynamic arrays' alignment if there are any. What CUDA reports as
+    /// a kernel's static shared memory and `%total_smem_size` counts.
+    pub static_bytes: u32,
 }
 
 /// `%total_smem_size` is a multiple of this (the hardware's shared memory allocation unit).
@@ -63,61 +64,28 @@ fn align_up(v: u32, a: u32) -> u32 {
     v.div_ceil(a.max(1)) * a.max(1)
 }
 
-/// The static `.shared` bytes of function `f` as ptxas lays them out and an H200 counts them
-/// in `%total_smem_size` (`tests/hardware/cases/smem_sizes*.ptx`): the variables `f` and the
-/// functions it calls declare, then the module's variables they name, each in declaration
-/// order at its own alignment; where they name a dynamic array, the end aligned to 16 or its
-/// alignment if larger. A function without a body uses none. Saturates at `u32::MAX` (a
-/// launch then fails the size check).
-fn ptxas_static_bytes(m: &Module, f: FuncId) -> u32 {
-    // The functions a launch of `f` runs, in the order calls reach them.
-    let mut runs = vec![f];
-    let mut k = 0;
-    while let Some(&g) = runs.get(k) {
-        k += 1;
-        for ins in m.func(g).body.iter().flatten() {
-            if let Inst::Call { func, .. } = ins.inst
-                && !runs.contains(&func)
-            {
-                runs.push(func);
-            }
-        }
-    }
-    runs.retain(|&g| m.func(g).body.is_some());
-    // The module variables they name.
-    let mut named = ModuleVars(vec![false; m.vars.len()]);
-    for &g in &runs {
-        for ins in m.func(g).body.iter().flatten() {
-            ins.clone().visit_names(&mut named);
-        }
-    }
-    let own = runs.iter().flat_map(|&g| m.func(g).vars.iter());
-    let module = (m.vars.iter().zip(&named.0)).filter_map(|(v, &n)| n.then_some(v));
-    let shared: Vec<_> = own
-        .chain(module)
-        .filter(|v| v.space == Space::Shared)
-        .collect();
-    let end = (shared.iter().filter(|v| !v.dynamic)).fold(0u64, |end, v| {
+/// The static `.shared` bytes as ptxas lays them out and an H200 counts them in
+/// `%total_smem_size` (`tests/hardware/cases/smem_sizes*.ptx`): the variables of functions
+/// with a body first, then the module's, each in declaration order at its own alignment;
+/// where the module has dynamic arrays, the end aligned to 16 or their alignment if larger.
+/// Saturates at `u32::MAX` (a launch then fails the size check).
+fn ptxas_static_bytes(m: &Module) -> u32 {
+    let own = (m.functions.iter())
+        .filter(|f| f.body.is_some())
+        .flat_map(|f| f.vars.iter());
+    let shared = || {
+        own.clone()
+            .chain(&m.vars)
+            .filter(|v| v.space == Space::Shared)
+    };
+    let end = (shared().filter(|v| !v.dynamic)).fold(0u64, |end, v| {
         end.next_multiple_of(v.align.max(1) as u64) + v.size as u64
     });
-    let end = match shared.iter().filter(|v| v.dynamic).map(|v| v.align).max() {
+    let end = match shared().filter(|v| v.dynamic).map(|v| v.align).max() {
         Some(align) => end.next_multiple_of(align.max(16) as u64),
         None => end,
     };
     end.min(u32::MAX as u64) as u32
-}
-
-/// Which module variables instructions name.
-struct ModuleVars(Vec<bool>);
-
-impl Names for ModuleVars {
-    fn reg(&mut self, _: &mut RegId) {}
-    fn var(&mut self, v: &mut VarId) {
-        if let VarId::Module(i) = *v {
-            self.0[i as usize] = true;
-        }
-    }
-    fn label(&mut self, _: &mut LabelId) {}
 }
 
 impl SharedLayout {
@@ -155,9 +123,7 @@ impl SharedLayout {
                     .collect()
             })
             .collect();
-        l.statics = (0..m.functions.len() as u32)
-            .map(|f| ptxas_static_bytes(m, FuncId(f)))
-            .collect();
+        l.static_bytes = ptxas_static_bytes(m);
         l.dynamic_offset = align_up(end, 16);
         if let Some(name) = dynamic_name {
             l.vars.push(SharedVar {
@@ -203,26 +169,21 @@ impl SharedLayout {
         })
     }
 
-    /// The static `.shared` bytes a launch of function `f` (or a host call of it) uses.
-    pub fn static_bytes(&self, f: FuncId) -> u32 {
-        self.statics.get(f.0 as usize).copied().unwrap_or(0)
-    }
-
-    /// `%total_smem_size` in function `f` with `dynamic` bytes of dynamic shared memory: the
-    /// static and dynamic bytes together, rounded up to the allocation unit, as an H200
-    /// gives it (docs/semantics.md, "Shared memory").
-    pub fn total_smem_size(&self, f: FuncId, dynamic: u32) -> u32 {
-        let total = (self.static_bytes(f) as u64 + dynamic as u64).next_multiple_of(SMEM_UNIT);
+    /// `%total_smem_size` with `dynamic` bytes of dynamic shared memory: the static and
+    /// dynamic bytes together, rounded up to the allocation unit, as an H200 gives it
+    /// (docs/semantics.md, "Shared memory").
+    pub fn total_smem_size(&self, dynamic: u32) -> u32 {
+        let total = (self.static_bytes as u64 + dynamic as u64).next_multiple_of(SMEM_UNIT);
         total.min(u32::MAX as u64) as u32
     }
 
-    /// Checks a launch of kernel `f` with `dynamic` shared bytes against the limit.
-    pub fn check_launch(&self, f: FuncId, dynamic: u32) -> Result<(), String> {
-        let fixed = self.static_bytes(f);
-        let total = fixed as u64 + dynamic as u64;
+    /// Checks a launch's dynamic shared bytes against the limit.
+    pub fn check_launch(&self, dynamic: u32) -> Result<(), String> {
+        let total = self.static_bytes as u64 + dynamic as u64;
         if total > MAX_SHARED_BYTES as u64 {
             return Err(format!(
-                "the block needs {total} bytes of shared memory ({fixed} static, {dynamic} dynamic); at most {MAX_SHARED_BYTES}"
+                "the block needs {total} bytes of shared memory ({} static, {dynamic} dynamic); at most {MAX_SHARED_BYTES}",
+                self.static_bytes
             ));
         }
         Ok(())

@@ -146,7 +146,6 @@ impl Engine for Interpreter {
             atomics: &self.atomics,
             layout: &self.shared_layout,
             shared_bytes: 0,
-            total_smem: self.shared_layout.total_smem_size(id, 0),
         };
         // A host call runs as the one thread of a block of its own.
         let block_memory = BlockMemory::new(&self.shared_layout, 0);
@@ -210,7 +209,6 @@ impl Engine for Interpreter {
             atomics: &self.atomics,
             layout: &self.shared_layout,
             shared_bytes,
-            total_smem: self.shared_layout.total_smem_size(id, shared_bytes),
         };
         let cooperative = has_sync_points(func);
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
@@ -378,9 +376,8 @@ struct LaunchCtx<'a> {
     block: Dim3,
     atomics: &'a Mutex<()>,
     layout: &'a SharedLayout,
-    /// Dynamic shared memory per block, and `%total_smem_size`.
+    /// Dynamic shared memory per block.
     shared_bytes: u32,
-    total_smem: u32,
 }
 
 /// One activation of a function.
@@ -698,7 +695,9 @@ impl<'a> Thread<'a> {
             SpecialRegKind::LanemaskGe => (u32::MAX as u64) & !((1u64 << (linear % 32)) - 1),
             SpecialRegKind::LanemaskGt => (u32::MAX as u64) & !((2u64 << (linear % 32)) - 1),
             SpecialRegKind::DynamicSmemSize => self.l.shared_bytes as u64,
-            SpecialRegKind::TotalSmemSize => self.l.total_smem as u64,
+            SpecialRegKind::TotalSmemSize => {
+                self.l.layout.total_smem_size(self.l.shared_bytes) as u64
+            }
             kind => clock(kind),
         }
     }

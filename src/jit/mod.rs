@@ -298,8 +298,7 @@ impl Jit {
         let hosts = compile::finalized(&jm, &wrappers.typed);
         let slot_hosts = compile::finalized(&jm, &wrappers.slots);
         let step_layouts = frames.step_layouts(&module, &declared.cooperative);
-        // A host call's `%total_smem_size` is its function's (set where the call opens it).
-        let call_window = Window::of(&shared_layout, 0, 0);
+        let call_window = Window::of(&shared_layout, 0);
         Ok(Jit {
             id,
             module,
@@ -389,9 +388,7 @@ struct Window {
 }
 
 impl Window {
-    /// The window of a launch with `dynamic` bytes of dynamic shared memory, whose
-    /// `%total_smem_size` is `total`.
-    fn of(layout: &SharedLayout, dynamic: u32, total: u32) -> Window {
+    fn of(layout: &SharedLayout, dynamic: u32) -> Window {
         let areas: Vec<JitArea> = layout
             .sized(dynamic)
             .map(|v| JitArea {
@@ -408,7 +405,7 @@ impl Window {
             size: (!areas.is_empty()).then(|| layout.window_size(dynamic) as usize),
             areas,
             dynamic,
-            total,
+            total: layout.total_smem_size(dynamic),
         }
     }
 
@@ -679,12 +676,11 @@ impl Jit {
         Some((a.extent.base, a.extent.size))
     }
 
-    /// Bytes of static `.shared` memory a block of kernel `name` uses, as ptxas counts them
-    /// (CUDA's `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`; 0 for a name the module lacks);
-    /// dynamic shared memory may add up to [`crate::block::MAX_SHARED_BYTES`] in all.
-    pub fn static_shared_bytes(&self, name: &str) -> u32 {
-        let f = (self.module.functions.iter()).position(|f| f.name == name);
-        f.map_or(0, |f| self.shared_layout.static_bytes(FuncId(f as u32)))
+    /// Bytes of static `.shared` memory a block of this module uses (CUDA's
+    /// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`); dynamic shared memory may add up to
+    /// [`crate::block::MAX_SHARED_BYTES`] in all.
+    pub fn static_shared_bytes(&self) -> u32 {
+        self.shared_layout.static_bytes
     }
 
     /// Runs every block of kernel `id` with its parameter block at `params_base` and
@@ -714,8 +710,7 @@ impl Jit {
             .find(|(_, plan)| groups::Groups::fits(plan, block));
         let firsts = group.map_or_else(Vec::new, |(_, plan)| groups::Groups::firsts(plan, block));
         let firsts = &firsts;
-        let total = self.shared_layout.total_smem_size(id, shared_bytes);
-        let window = Window::of(&self.shared_layout, shared_bytes, total);
+        let window = Window::of(&self.shared_layout, shared_bytes);
         let window = &window;
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling (as the interpreter).
@@ -866,12 +861,10 @@ impl Engine for Jit {
         // A call runs as the one thread of a block of its own, with a shared window, on this
         // thread's host-call context of this Jit (see `host::rt_host_enter`).
         let window = &self.call_window;
-        let total_smem = self.shared_layout.total_smem_size(id, 0);
         let fault = self.call_on_stack(move || {
             host::with_host_ctx(self, |ctx| {
                 let mut storage = Vec::new();
                 window.open(ctx, &mut storage);
-                ctx.total_smem = total_smem;
                 // SAFETY: `entry` is the finalized internal function of this `.func`,
                 // compiled with the signature `InternalFunc`; the two buffers lie in `buf`,
                 // which has the sizes its layout needs and outlives this closure (the caller

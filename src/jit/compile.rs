@@ -11,7 +11,7 @@ use super::lower::{
 };
 use super::runtime::{AreaName, JitArea, ModuleInfo, Site};
 use super::{Emit, FRAME_OVERHEAD, JitOptions, SMALL_STACK, compile_error, host};
-use crate::ast::{FuncId, FuncKind, Inst, Module, Space};
+use crate::ast::{FuncId, FuncKind, Function, Inst, Module, Space};
 use crate::engine::{MAX_CALL_DEPTH, RunError};
 use crate::memcheck::{self, Extent};
 use cranelift_codegen::ir::{self, InstBuilder};
@@ -409,6 +409,45 @@ impl LanesFunctions {
     }
 }
 
+/// The most loads in a stretch of a body that no label, branch or sync point breaks,
+/// above which a group function is not given to the e-graph pass.
+///
+/// The pass leaves loads where they are (they may trap) and moves pure arithmetic down to
+/// its first use by a side effect: in a stretch of many loads, the arithmetic on them (a
+/// tiled product's sixteen multiply-adds, whose sum is next used at the barrier's save)
+/// comes after the last load, and every loaded vector lives until then, spilled. The tiled
+/// product ran 25% slower so (32 loads in a stretch), in fewer host instructions; the
+/// other cooperative kernels of the corpus have at most 4.
+const FEW_LOADS: usize = 8;
+
+/// Whether no stretch of `f`'s body between labels, branches and sync points holds more
+/// than [`FEW_LOADS`] loads.
+pub(super) fn loads_stay_few(f: &Function) -> bool {
+    let Some(body) = &f.body else {
+        return true;
+    };
+    let mut loads = 0;
+    for (at, i) in body.iter().enumerate() {
+        if f.labels.contains(&at) {
+            loads = 0;
+        }
+        match i.inst {
+            // Parameters are read once, at the top.
+            Inst::Ld {
+                space: Some(Space::Param),
+                ..
+            } => {}
+            Inst::Ld { .. } => loads += 1,
+            Inst::Bra { .. } | Inst::Sync { .. } | Inst::Ret | Inst::Exit => loads = 0,
+            _ => {}
+        }
+        if loads > FEW_LOADS {
+            return false;
+        }
+    }
+    true
+}
+
 /// Lowers and defines every function with a body, and each kernel's lanes function after it;
 /// returns how many PTX instructions were compiled.
 pub(super) fn define_functions(
@@ -442,6 +481,7 @@ pub(super) fn define_functions(
             define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;
         }
         let groups = std::mem::take(&mut lanes.groups[i]);
+        let group_isa = group_isa.filter(|_| loads_stay_few(f));
         for (&id, (code, plan)) in lanes.group_ids[i].iter().zip(groups) {
             let name = format!("{}.groups{}", f.name, plan.lanes);
             ctx.func = code;
@@ -582,4 +622,44 @@ pub(super) fn finalized(jm: &JITModule, ids: &[Option<CodeId>]) -> Vec<Option<us
     ids.iter()
         .map(|id| id.map(|id| jm.get_finalized_function(id) as usize))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel whose body loads `n` words of shared memory in a row, then again after a
+    /// barrier (parameters are not counted).
+    fn loads(n: usize) -> Module {
+        let step: String = (0..n)
+            .map(|k| format!("ld.shared.u32 %r{k}, [s+{}];\n", 4 * k))
+            .collect();
+        Module::parse(&format!(
+            ".version 8.0\n.target sm_80\n.address_size 64\n\
+             .visible .entry k(.param .u64 a, .param .u64 b, .param .u64 c, .param .u64 d,\n\
+             .param .u64 e, .param .u64 f, .param .u64 g, .param .u64 h, .param .u64 i)\n{{\n\
+             .reg .b32 %r<40>;\n.reg .b64 %rd<10>;\n.shared .align 4 .b8 s[256];\n\
+             ld.param.u64 %rd1, [a];\nld.param.u64 %rd2, [b];\nld.param.u64 %rd3, [c];\n\
+             ld.param.u64 %rd4, [d];\nld.param.u64 %rd5, [e];\nld.param.u64 %rd6, [f];\n\
+             ld.param.u64 %rd7, [g];\nld.param.u64 %rd8, [h];\nld.param.u64 %rd9, [i];\n\
+             {step}bar.sync 0;\n{step}ret;\n}}\n"
+        ))
+        .expect("the test kernel parses")
+    }
+
+    #[test]
+    fn group_functions_that_load_much_in_a_stretch_are_not_optimized() {
+        assert!(loads_stay_few(&loads(FEW_LOADS).functions[0]));
+        assert!(!loads_stay_few(&loads(FEW_LOADS + 1).functions[0]));
+        // The tiled product's 32 loads in a stretch, the tree reduction's 2.
+        let corpus = |name| {
+            let path = format!(
+                "{}/tests/corpus/coop/{name}.ptx",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            Module::parse(&std::fs::read_to_string(path).expect("corpus file")).expect("parses")
+        };
+        assert!(!loads_stay_few(&corpus("matmul_tiled").functions[0]));
+        assert!(loads_stay_few(&corpus("reduce_sum").functions[0]));
+    }
 }

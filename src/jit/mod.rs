@@ -70,9 +70,10 @@ pub struct JitOptions {
     /// bignum workloads it doubles the code and its spills (mul1024: 184 KB → 98 KB, 16,361
     /// → 5,954 stack accesses, 3.2× faster without it), and no loop kernel measured here gains
     /// from it (docs/performance.md, "Cranelift's e-graph pass"). The group functions of
-    /// cooperative kernels (`lower/lanes/rounds.rs`) are optimized either way: their rounds
-    /// repeat tests and loads that the pass merges (a tree reduction's group function runs
-    /// 18% fewer host instructions, at the same compile time).
+    /// cooperative kernels (`lower/lanes/rounds.rs`) are optimized either way where their
+    /// stretches of straight-line code load little (`compile::loads_stay_few`): their
+    /// rounds repeat tests and loads that the pass merges (a tree reduction's group function
+    /// runs 18% fewer host instructions, at the same compile time).
     pub egraph: bool,
     /// Run kernels that allow it a warp (32 threads) at a time in SIMD lanes (the default is
     /// on; see `lower/lanes/`).

@@ -67,14 +67,16 @@ struct EngineOpts {
     /// JIT: drop the memory checks (faster; a bad access may crash the process)
     #[arg(long)]
     unchecked: bool,
-    /// JIT: print the Cranelift IR (clif) or the x86-64 code (asm) of each compiled
-    /// function (and each .func's host wrapper) before the results
+    /// JIT: print the Cranelift IR (clif, as lowered: before Cranelift's own passes) or the
+    /// x86-64 code (asm) of each compiled function (and each .func's host wrapper) before the
+    /// results
     #[arg(long, value_name = "clif|asm", value_parser = parse_emit)]
     emit: Option<Emit>,
-    /// JIT: also run Cranelift's e-graph optimizer
+    /// JIT: also run Cranelift's e-graph optimizer on every function
     ///
     /// Off by default: it lengthens live ranges in unrolled code and slows the bignum
-    /// kernels (see docs/performance.md, "Cranelift's e-graph pass").
+    /// kernels (see docs/performance.md, "Cranelift's e-graph pass"). The group functions of
+    /// cooperative kernels get it either way, unless their straight-line code loads much.
     #[arg(long)]
     egraph: bool,
     /// JIT: run kernels one thread at a time

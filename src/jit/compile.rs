@@ -474,11 +474,20 @@ pub(super) fn define_functions(
         Lower::function(b, shared, jm, FuncId(i as u32));
         context_free[i] = !reads_first_param(&ctx.func);
         let what = format!("`{}`", f.name);
-        define(jm, &mut ctx, id, &f.name, &what, emit, listing)?;
+        define(jm, None, &mut ctx, id, &f.name, &what, emit, listing)?;
         if let (Some(id), Some(code)) = (shared.lanes[i], lanes.code[i].take()) {
             let name = format!("{}.lanes", f.name);
             ctx.func = code;
-            define(jm, &mut ctx, id, &name, &format!("`{name}`"), emit, listing)?;
+            define(
+                jm,
+                None,
+                &mut ctx,
+                id,
+                &name,
+                &format!("`{name}`"),
+                emit,
+                listing,
+            )?;
         }
         let groups = std::mem::take(&mut lanes.groups[i]);
         let group_isa = group_isa.filter(|_| loads_stay_few(f));
@@ -486,7 +495,7 @@ pub(super) fn define_functions(
             let name = format!("{}.groups{}", f.name, plan.lanes);
             ctx.func = code;
             let what = format!("`{name}`");
-            define_with(jm, group_isa, &mut ctx, id, &name, &what, emit, listing)?;
+            define(jm, group_isa, &mut ctx, id, &name, &what, emit, listing)?;
         }
     }
     Ok(Defined {
@@ -527,7 +536,7 @@ pub(super) fn define_cold_trampolines(
         }
         b.ins().return_(&[]);
         b.finalize(jm.isa().frontend_config());
-        define(jm, &mut ctx, id, &full, &full, emit, listing)?;
+        define(jm, None, &mut ctx, id, &full, &full, emit, listing)?;
     }
     Ok(())
 }
@@ -554,23 +563,11 @@ fn reads_first_param(func: &ir::Function) -> bool {
 }
 
 /// Compiles the function in `ctx` as `id` and clears `ctx` for the next one; `name` is its
-/// listing's title (when `emit` asks for one), `what` names it in an error.
-pub(super) fn define(
-    jm: &mut JITModule,
-    ctx: &mut cranelift_codegen::Context,
-    id: CodeId,
-    name: &str,
-    what: &str,
-    emit: Emit,
-    listing: &mut Listing,
-) -> Result<(), RunError> {
-    define_with(jm, None, ctx, id, name, what, emit, listing)
-}
-
-/// [`define`], compiling with `isa` where one is given instead of the module's own (whose
-/// flags it must share but for the optimization level).
+/// listing's title (when `emit` asks for one), `what` names it in an error. Where an `isa` is
+/// given, it compiles with that one instead of the module's own (whose flags it must share
+/// but for the optimization level).
 #[allow(clippy::too_many_arguments)]
-fn define_with(
+pub(super) fn define(
     jm: &mut JITModule,
     isa: Option<&dyn TargetIsa>,
     ctx: &mut cranelift_codegen::Context,

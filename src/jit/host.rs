@@ -370,7 +370,7 @@ pub(super) fn define_wrappers(
                     &mut wrappers.slots,
                 ),
             };
-            define(jm, &mut ctx, id, &name, &what, emit, listing)?;
+            define(jm, None, &mut ctx, id, &name, &what, emit, listing)?;
             ids.push(Some(id));
         }
     }

@@ -426,9 +426,15 @@ pub(super) fn loads_stay_few(f: &Function) -> bool {
     let Some(body) = &f.body else {
         return true;
     };
+    let mut labelled = vec![false; body.len() + 1];
+    for &at in &f.labels {
+        if let Some(l) = labelled.get_mut(at) {
+            *l = true;
+        }
+    }
     let mut loads = 0;
     for (at, i) in body.iter().enumerate() {
-        if f.labels.contains(&at) {
+        if labelled[at] {
             loads = 0;
         }
         match i.inst {
@@ -478,16 +484,8 @@ pub(super) fn define_functions(
         if let (Some(id), Some(code)) = (shared.lanes[i], lanes.code[i].take()) {
             let name = format!("{}.lanes", f.name);
             ctx.func = code;
-            define(
-                jm,
-                None,
-                &mut ctx,
-                id,
-                &name,
-                &format!("`{name}`"),
-                emit,
-                listing,
-            )?;
+            let what = format!("`{name}`");
+            define(jm, None, &mut ctx, id, &name, &what, emit, listing)?;
         }
         let groups = std::mem::take(&mut lanes.groups[i]);
         let group_isa = group_isa.filter(|_| loads_stay_few(f));

@@ -594,8 +594,7 @@ pub(super) fn define(
             let relocs: Vec<_> = (code.buffer.relocs().iter())
                 .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
                 .collect();
-            let bytes = code.code_buffer().to_vec();
-            jm.define_function_bytes(id, align, &bytes, &relocs)
+            jm.define_function_bytes(id, align, code.code_buffer(), &relocs)
                 .map_err(|e| failed(format!("{e:?}")))?;
         }
     }

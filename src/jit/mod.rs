@@ -262,11 +262,13 @@ impl Jit {
         let group_plans: Vec<Vec<GroupPlan>> = (lanes.groups.iter())
             .map(|gs| gs.iter().map(|(_, plan)| plan.clone()).collect())
             .collect();
-        // Group functions gain from the e-graph pass where the rest does not (see `egraph`).
-        let group_isa = if options.egraph {
-            None
-        } else {
+        // Group functions gain from the e-graph pass where the rest does not (see `egraph`);
+        // its ISA is made only for a module that has some.
+        let has_groups = group_plans.iter().any(|plans| !plans.is_empty());
+        let group_isa = if has_groups && !options.egraph {
             Some(compile::host_isa(&options, "speed")?)
+        } else {
+            None
         };
         let defined = compile::define_functions(
             &mut jm,

@@ -251,6 +251,24 @@ fn time_alternately<const N: usize>(
     best
 }
 
+/// Adds the rows of one cooperative workload: the checked JIT, the unchecked JIT and Rust
+/// (`[checked, unchecked, rust]`) timed in turn over `ops` operations, the interpreter alone
+/// over `interp_ops`.
+fn add_cooperative(
+    t: &mut Table,
+    name: &str,
+    ops: u64,
+    jit_and_rust: [&mut dyn FnMut(); 3],
+    interp_ops: u64,
+    interp: impl FnMut(),
+) {
+    let [c, u, r] = time_alternately(5, ops, jit_and_rust);
+    let i = time_runs(3, interp_ops, interp);
+    for (imp, ns) in [("jit", c), ("jit-unchecked", u), ("interp", i), ("rust", r)] {
+        t.add(name, imp, ns);
+    }
+}
+
 /// The little-endian bytes of `v`.
 fn u32s(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -317,16 +335,19 @@ fn cooperative(t: &mut Table, rng: &mut Rng) {
             })
             .sum()
     };
-    let name = "shared reduce 16M";
     let (mut on_checked, mut on_unchecked) = (
         reduce_on(&checked, &input, n),
         reduce_on(&unchecked, &input, n),
     );
+    let mut on_interp = reduce_on(&interp, &input, n >> 4);
     let want = rust_reduce(&input);
     assert_eq!(on_checked(), want, "jit: reduce_sum");
     assert_eq!(on_unchecked(), want, "jit-unchecked: reduce_sum");
-    let [c, u, r] = time_alternately(
-        5,
+    let want = rust_reduce(&input[..n >> 4]);
+    assert_eq!(on_interp(), want, "interp: reduce_sum");
+    add_cooperative(
+        t,
+        "shared reduce 16M",
         n as u64,
         [
             &mut || {
@@ -339,20 +360,11 @@ fn cooperative(t: &mut Table, rng: &mut Rng) {
                 black_box(rust_reduce(black_box(&input)));
             },
         ],
+        (n >> 4) as u64,
+        || {
+            black_box(on_interp());
+        },
     );
-    drop((on_checked, on_unchecked));
-    let mut on_interp = reduce_on(&interp, &input, n >> 4);
-    assert_eq!(
-        on_interp(),
-        rust_reduce(&input[..n >> 4]),
-        "interp: reduce_sum"
-    );
-    let i = time_runs(3, (n >> 4) as u64, || {
-        black_box(on_interp());
-    });
-    for (imp, ns) in [("jit", c), ("jit-unchecked", u), ("interp", i), ("rust", r)] {
-        t.add(name, imp, ns);
-    }
 
     // Tiled 512×512 f32 product (128×128 for the interpreter), ns per multiply-add.
     let ptx = include_str!("../tests/corpus/coop/matmul_tiled.ptx");
@@ -390,16 +402,20 @@ fn cooperative(t: &mut Table, rng: &mut Rng) {
         });
         c
     };
-    let name = "tiled matmul 512";
     let (mut on_checked, mut on_unchecked) = (
         matmul_on(&checked, &a, &b, m),
         matmul_on(&unchecked, &a, &b, m),
     );
+    // The interpreter multiplies the first 128×128 words of each (a product of its own).
+    let mut on_interp = matmul_on(&interp, &a, &b, 128);
     let want = words_of(&rust_tiled(m));
     assert_eq!(on_checked(true), want, "jit: matmul_tiled");
     assert_eq!(on_unchecked(true), want, "jit-unchecked: matmul_tiled");
-    let [c, u, r] = time_alternately(
-        5,
+    let want = words_of(&rust_tiled(128));
+    assert_eq!(on_interp(true), want, "interp: matmul_tiled");
+    add_cooperative(
+        t,
+        "tiled matmul 512",
         (m * m * m) as u64,
         [
             &mut || {
@@ -412,17 +428,11 @@ fn cooperative(t: &mut Table, rng: &mut Rng) {
                 black_box(rust_tiled(m));
             },
         ],
+        128 * 128 * 128,
+        || {
+            black_box(on_interp(false));
+        },
     );
-    // The interpreter multiplies the first 128×128 words of each (a product of its own).
-    let mut on_interp = matmul_on(&interp, &a, &b, 128);
-    let want = words_of(&rust_tiled(128));
-    assert_eq!(on_interp(true), want, "interp: matmul_tiled");
-    let i = time_runs(3, 128 * 128 * 128, || {
-        black_box(on_interp(false));
-    });
-    for (imp, ns) in [("jit", c), ("jit-unchecked", u), ("interp", i), ("rust", r)] {
-        t.add(name, imp, ns);
-    }
 
     // Warp-shuffle reduction of 4M u32 (256K for the interpreter), ns per element.
     let ptx = include_str!("../tests/corpus/coop/warp_sum.ptx");
@@ -449,16 +459,18 @@ fn cooperative(t: &mut Table, rng: &mut Rng) {
             })
             .collect()
     };
-    let name = "warp shuffle sum 4M";
     let (mut on_checked, mut on_unchecked) = (
         warps_on(&checked, &input, n),
         warps_on(&unchecked, &input, n),
     );
+    let mut on_interp = warps_on(&interp, &input, n >> 4);
     let want = rust_warps(&input[..n]);
     assert_eq!(on_checked(true), want, "jit: warp_sum");
     assert_eq!(on_unchecked(true), want, "jit-unchecked: warp_sum");
-    let [c, u, r] = time_alternately(
-        5,
+    assert_eq!(on_interp(true), want[..(n >> 4) / 32], "interp: warp_sum");
+    add_cooperative(
+        t,
+        "warp shuffle sum 4M",
         n as u64,
         [
             &mut || {
@@ -471,15 +483,11 @@ fn cooperative(t: &mut Table, rng: &mut Rng) {
                 black_box(rust_warps(&input[..n]));
             },
         ],
+        (n >> 4) as u64,
+        || {
+            black_box(on_interp(false));
+        },
     );
-    let mut on_interp = warps_on(&interp, &input, n >> 4);
-    assert_eq!(on_interp(true), want[..(n >> 4) / 32], "interp: warp_sum");
-    let i = time_runs(3, (n >> 4) as u64, || {
-        black_box(on_interp(false));
-    });
-    for (imp, ns) in [("jit", c), ("jit-unchecked", u), ("interp", i), ("rust", r)] {
-        t.add(name, imp, ns);
-    }
 }
 
 /// A launch of `reduce_sum` over the first `n` words of `input` on `e`, giving the total.
@@ -564,7 +572,6 @@ fn words_of(v: &[f32]) -> Vec<u32> {
 /// by the interpreter itself (`Interpreter::executed`): ns per PTX instruction, and the rate
 /// per core.
 fn interpreter_rate(t: &mut Table) {
-    let u32s = |v: &[u32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
     let starts: Vec<u32> = (0..1024u32).map(|i| 27 + 7 * i).collect();
     let matrix: Vec<u32> = (0..32 * 32u32)
         .map(|i| ((i % 7) as f32).to_bits())

@@ -10,7 +10,7 @@ use super::lower::{
     group_signature, internal_signature, lanes_signature, lower_group, signature,
 };
 use super::runtime::{AreaName, JitArea, ModuleInfo, Site};
-use super::{Emit, FRAME_OVERHEAD, JitOptions, SMALL_STACK, compile_error, host};
+use super::{Emit, FRAME_OVERHEAD, JitOptions, SMALL_STACK, branches, compile_error, host};
 use crate::ast::{FuncId, FuncKind, Function, Inst, Module, Space};
 use crate::engine::{MAX_CALL_DEPTH, RunError};
 use crate::memcheck::{self, Extent};
@@ -493,6 +493,10 @@ pub(super) fn define_functions(
             let name = format!("{}.groups{}", f.name, plan.lanes);
             ctx.func = code;
             let what = format!("`{name}`");
+            if group_isa.is_none() {
+                branches::fold(&mut ctx, jm.isa())
+                    .map_err(|e| compile_error(format!("{what}: {e:?}")))?;
+            }
             define(jm, group_isa, &mut ctx, id, &name, &what, emit, listing)?;
         }
     }

@@ -9,6 +9,7 @@
 //! - Memory is checked by default (see [`crate::memcheck`]); [`JitOptions::checked`] off
 //!   drops the checks.
 
+mod branches;
 mod compile;
 mod groups;
 pub mod host;

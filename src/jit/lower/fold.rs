@@ -36,7 +36,7 @@ fn signed(v: u64, bits: u32) -> i64 {
 }
 
 /// An integer comparison of two values of `bits` bits (zero-extended), as Cranelift's `icmp`.
-pub(super) fn eval_cc(cc: IntCC, a: u64, b: u64, bits: u32) -> bool {
+pub(in crate::jit) fn eval_cc(cc: IntCC, a: u64, b: u64, bits: u32) -> bool {
     let (sa, sb) = (signed(a, bits), signed(b, bits));
     match cc {
         IntCC::Equal => a == b,

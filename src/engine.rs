@@ -347,7 +347,7 @@ pub fn launched_kernel<'m>(
     let (id, func) = find_function(module, name, FuncKind::Entry)?;
     check_dims(config.grid, config.block)?;
     shared
-        .check_launch(config.shared_bytes)
+        .check_launch(id, config.shared_bytes)
         .map_err(RunError::Usage)?;
     check_arity(func, args)?;
     Ok((id, func))

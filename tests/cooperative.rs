@@ -663,8 +663,9 @@ fn host_calls_have_a_shared_window() {
          st.shared.b32 [box+8], %r1;\n  ld.shared.b32 %r3, [box+8];\n  \
          mov.u32 %r4, %total_smem_size;\n  mad.lo.u32 %r5, %r4, 1000, %r3;\n  add.u32 %r5, %r5, %r2;\n  \
          st.param.b32 [r], %r5;\n  ret;\n}}\n\
-         .visible .func (.param .b32 r) g(.param .b32 a)\n{{\n  .reg .b32 %r<2>;\n  \
-         ld.param.b32 %r1, [a];\n  st.shared.b32 [%r1], %r1;\n  st.param.b32 [r], %r1;\n  ret;\n}}\n"
+         .visible .func (.param .b32 r) g(.param .b32 a)\n{{\n  .reg .b32 %r<3>;\n  \
+         ld.param.b32 %r1, [a];\n  mov.u32 %r2, box;\n  add.u32 %r2, %r2, %r1;\n  \
+         st.shared.b32 [%r2], %r1;\n  st.param.b32 [r], %r1;\n  ret;\n}}\n"
     );
     for (name, e) in engines(&ptx) {
         // Each call starts from zeros: 16 bytes of shared memory (`%total_smem_size` rounds
@@ -677,7 +678,8 @@ fn host_calls_have_a_shared_window() {
                 "{name}"
             );
         }
-        // Past `box` (16 bytes) is out of bounds.
+        // Past `box` (16 bytes, which `g` names: a call's window holds the variables its
+        // function uses) is out of bounds.
         let err = e
             .call("g", &[ptxjit::Value::u32(16)])
             .unwrap_err()
@@ -1080,4 +1082,40 @@ SKIP:
         })
         .collect();
     expect_out(&ptx, "k", 1, Dim3::x(32), 0, &want);
+}
+
+/// Each kernel counts the `.shared` variables it uses, as ptxas does and an H200's
+/// `%total_smem_size` tells (`tests/hardware/cases/smem_sizes_other_kernel.ptx`): six kernels
+/// of one module each use a 40 KiB array of their own, 240 KiB together, more than a block
+/// may have. Each launches and reads 40,960; a kernel using one of them and an 8-byte
+/// variable reads 41,088 (40,968 rounded up to 128).
+#[test]
+fn each_kernel_counts_the_shared_memory_it_uses() {
+    let mut ptx = String::from(".version 7.8\n.target sm_80\n.address_size 64\n");
+    for k in 0..6 {
+        ptx += &format!(".shared .align 4 .b8 s{k}[40960];\n");
+    }
+    ptx += ".shared .align 8 .b8 t[8];\n";
+    let body = |uses: &[&str]| {
+        let touch: String = (uses.iter())
+            .map(|v| format!("  st.shared.u32 [{v}], %r;\n"))
+            .collect();
+        format!(
+            "{{\n  .reg .b32 %r, %t;\n  .reg .b64 %rd;\n  ld.param.u64 %rd, [out];\n  \
+             mov.u32 %r, 7;\n{touch}  mov.u32 %t, %total_smem_size;\n  \
+             st.global.u32 [%rd], %t;\n  ret;\n}}\n"
+        )
+    };
+    for k in 0..6 {
+        let array = format!("s{k}+40956");
+        ptx += &format!(".visible .entry k{k}(.param .u64 out)\n{}", body(&[&array]));
+    }
+    ptx += &format!(
+        ".visible .entry both(.param .u64 out)\n{}",
+        body(&["s1", "t+4"])
+    );
+    for k in 0..6 {
+        expect_out(&ptx, &format!("k{k}"), 2, Dim3::x(32), 0, &[40_960]);
+    }
+    expect_out(&ptx, "both", 1, Dim3::x(32), 0, &[41_088]);
 }

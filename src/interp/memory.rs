@@ -7,7 +7,7 @@
 //! the same buffers without undefined behaviour in Rust (racing PTX gets a racy result, as on
 //! a GPU, never a host fault).
 
-use crate::ast::Space;
+use crate::ast::{FuncId, Space};
 use crate::block::SharedLayout;
 use crate::memcheck::{Area, AreaMap, Extent};
 use std::sync::Arc;
@@ -153,10 +153,12 @@ pub struct BlockMemory {
 }
 
 impl BlockMemory {
-    pub fn new(layout: &SharedLayout, dynamic: u32) -> BlockMemory {
+    /// The shared memory of a block of a launch of `f` with `dynamic` bytes of dynamic
+    /// shared memory: the variables it uses.
+    pub fn new(layout: &SharedLayout, f: FuncId, dynamic: u32) -> BlockMemory {
         BlockMemory {
             vars: layout
-                .sized(dynamic)
+                .sized(f, dynamic)
                 .map(|v| {
                     let r = Region::new(&[], v.size as usize, Space::Shared, true, v.name);
                     (v.offset as u64, r)

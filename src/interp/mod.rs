@@ -128,6 +128,7 @@ impl Engine for Interpreter {
     fn call(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, RunError> {
         let (id, func) = find_function(&self.module, name, FuncKind::Func)?;
         check_arity(func, args.len())?;
+        (self.shared_layout.check_launch(id, 0)).map_err(RunError::Usage)?;
         let mut io = Vec::new();
         for (p, v) in func.params.iter().zip(args) {
             io.extend(arg_bytes(func, p, *v)?);
@@ -146,9 +147,10 @@ impl Engine for Interpreter {
             atomics: &self.atomics,
             layout: &self.shared_layout,
             shared_bytes: 0,
+            total_smem: self.shared_layout.total_smem_size(id, 0),
         };
         // A host call runs as the one thread of a block of its own.
-        let block_memory = BlockMemory::new(&self.shared_layout, 0);
+        let block_memory = BlockMemory::new(&self.shared_layout, id, 0);
         let mut thread = Thread::new(&launch, &block_memory, [0; 3], [0; 3]);
         let ended = thread.run(id, &mut io);
         self.executed.fetch_add(thread.executed, Ordering::Relaxed);
@@ -209,6 +211,7 @@ impl Engine for Interpreter {
             atomics: &self.atomics,
             layout: &self.shared_layout,
             shared_bytes,
+            total_smem: self.shared_layout.total_smem_size(id, shared_bytes),
         };
         let cooperative = has_sync_points(func);
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
@@ -221,7 +224,7 @@ impl Engine for Interpreter {
                     skipped.store(true, Ordering::Relaxed);
                     return Ok(());
                 }
-                let block_memory = BlockMemory::new(&self.shared_layout, shared_bytes);
+                let block_memory = BlockMemory::new(&self.shared_layout, id, shared_bytes);
                 let ctaid = grid.point(b);
                 if cooperative {
                     return self.run_cooperative(&launch, &block_memory, id, ctaid);
@@ -376,8 +379,9 @@ struct LaunchCtx<'a> {
     block: Dim3,
     atomics: &'a Mutex<()>,
     layout: &'a SharedLayout,
-    /// Dynamic shared memory per block.
+    /// Dynamic shared memory per block, and `%total_smem_size`.
     shared_bytes: u32,
+    total_smem: u32,
 }
 
 /// One activation of a function.
@@ -695,9 +699,7 @@ impl<'a> Thread<'a> {
             SpecialRegKind::LanemaskGe => (u32::MAX as u64) & !((1u64 << (linear % 32)) - 1),
             SpecialRegKind::LanemaskGt => (u32::MAX as u64) & !((2u64 << (linear % 32)) - 1),
             SpecialRegKind::DynamicSmemSize => self.l.shared_bytes as u64,
-            SpecialRegKind::TotalSmemSize => {
-                self.l.layout.total_smem_size(self.l.shared_bytes) as u64
-            }
+            SpecialRegKind::TotalSmemSize => self.l.total_smem as u64,
             kind => clock(kind),
         }
     }

@@ -153,8 +153,9 @@ pub struct Jit {
     groups: Vec<Vec<(usize, GroupPlan)>>,
     /// Where `.shared` variables lie in a block's window.
     shared_layout: SharedLayout,
-    /// The shared window of a call (no dynamic shared memory), opened afresh by each.
-    call_window: Window,
+    /// By function: the shared window of a host call of it (no dynamic shared memory),
+    /// opened afresh by each.
+    call_windows: Vec<Window>,
 }
 
 /// How long a launch runs blocks on the calling thread before it hands the rest to the
@@ -312,7 +313,9 @@ impl Jit {
         let hosts = compile::finalized(&jm, &wrappers.typed);
         let slot_hosts = compile::finalized(&jm, &wrappers.slots);
         let step_layouts = frames.step_layouts(&module, &declared.cooperative);
-        let call_window = Window::of(&shared_layout, 0);
+        let call_windows = (0..module.functions.len() as u32)
+            .map(|f| Window::of(&shared_layout, FuncId(f), 0))
+            .collect();
         Ok(Jit {
             id,
             module,
@@ -336,7 +339,7 @@ impl Jit {
             step_layouts,
             groups,
             shared_layout,
-            call_window,
+            call_windows,
         })
     }
 
@@ -402,9 +405,10 @@ struct Window {
 }
 
 impl Window {
-    fn of(layout: &SharedLayout, dynamic: u32) -> Window {
+    /// The window of a launch of `f` with `dynamic` bytes of dynamic shared memory.
+    fn of(layout: &SharedLayout, f: FuncId, dynamic: u32) -> Window {
         let areas: Vec<JitArea> = layout
-            .sized(dynamic)
+            .sized(f, dynamic)
             .map(|v| JitArea {
                 extent: Extent {
                     base: v.offset as u64,
@@ -416,10 +420,10 @@ impl Window {
             })
             .collect();
         Window {
-            size: (!areas.is_empty()).then(|| layout.window_size(dynamic) as usize),
+            size: (!areas.is_empty()).then(|| layout.window_size(f, dynamic) as usize),
             areas,
             dynamic,
-            total: layout.total_smem_size(dynamic),
+            total: layout.total_smem_size(f, dynamic),
         }
     }
 
@@ -690,11 +694,12 @@ impl Jit {
         Some((a.extent.base, a.extent.size))
     }
 
-    /// Bytes of static `.shared` memory a block of this module uses (CUDA's
-    /// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`); dynamic shared memory may add up to
-    /// [`crate::block::MAX_SHARED_BYTES`] in all.
-    pub fn static_shared_bytes(&self) -> u32 {
-        self.shared_layout.static_bytes
+    /// Bytes of static `.shared` memory a block of kernel `name` uses, as ptxas counts them
+    /// (CUDA's `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`; 0 for a name the module lacks);
+    /// dynamic shared memory may add up to [`crate::block::MAX_SHARED_BYTES`] in all.
+    pub fn static_shared_bytes(&self, name: &str) -> u32 {
+        let f = (self.module.functions.iter()).position(|f| f.name == name);
+        f.map_or(0, |f| self.shared_layout.static_bytes(FuncId(f as u32)))
     }
 
     /// Runs every block of kernel `id` with its parameter block at `params_base` and
@@ -724,7 +729,7 @@ impl Jit {
             .find(|(_, plan)| groups::Groups::fits(plan, block));
         let firsts = group.map_or_else(Vec::new, |(_, plan)| groups::Groups::firsts(plan, block));
         let firsts = &firsts;
-        let window = Window::of(&self.shared_layout, shared_bytes);
+        let window = Window::of(&self.shared_layout, id, shared_bytes);
         let window = &window;
         // Every block runs; the fault reported is that of the lowest-numbered block, so a
         // faulting launch reports the same fault whatever the scheduling (as the interpreter).
@@ -874,7 +879,8 @@ impl Engine for Jit {
         let rets_at = args_at + layout.args_size as usize;
         // A call runs as the one thread of a block of its own, with a shared window, on this
         // thread's host-call context of this Jit (see `host::rt_host_enter`).
-        let window = &self.call_window;
+        (self.shared_layout.check_launch(id, 0)).map_err(RunError::Usage)?;
+        let window = &self.call_windows[id.0 as usize];
         let fault = self.call_on_stack(move || {
             host::with_host_ctx(self, |ctx| {
                 let mut storage = Vec::new();

@@ -148,7 +148,7 @@ pub unsafe extern "C" fn cuFuncGetAttribute(value: *mut i32, attr: i32, f: CUfun
         let jit = &k.program.jit;
         let v = match attr {
             0 => 1024,
-            1 => jit.static_shared_bytes() as i32,
+            1 => jit.static_shared_bytes(&k.program.functions[k.index].name) as i32,
             2 => jit
                 .module()
                 .vars
@@ -185,7 +185,9 @@ pub extern "C" fn cuFuncSetAttribute(f: CUfunction, attr: i32, value: i32) -> CU
         let k = kernel(f)?;
         match attr {
             8 => {
-                let most = MAX_SHARED_BYTES.saturating_sub(k.program.jit.static_shared_bytes());
+                let jit = &k.program.jit;
+                let name = &k.program.functions[k.index].name;
+                let most = MAX_SHARED_BYTES.saturating_sub(jit.static_shared_bytes(name));
                 if value < 0 || value as u32 > most {
                     return Err(Failure::new(
                         CUDA_ERROR_INVALID_VALUE,

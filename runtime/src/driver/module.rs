@@ -250,7 +250,7 @@ pub unsafe extern "C" fn cuModuleGetFunction(
         })?;
         let mut kernels = dm.kernels.lock().unwrap_or_else(|e| e.into_inner());
         let k = kernels.entry(name.to_string()).or_insert_with(|| {
-            let static_shared = dm.program.jit.static_shared_bytes();
+            let static_shared = dm.program.jit.static_shared_bytes(name);
             let k = Box::new(Kernel {
                 program: dm.program.clone(),
                 index,

@@ -582,7 +582,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         );
         let dynamic = l.b.ins().uextend(types::I64, dynamic);
         let window_end = l.b.ins().iadd(shared_base, dynamic);
-        let fixed_window = sh.shared_layout.window_size(0) as i64;
+        let fixed_window = sh.shared_layout.window_size(fid, 0) as i64;
         let window_end = l.b.ins().iadd_imm_s(window_end, fixed_window);
         let nregs = l.f.regs.len();
         let vregs = (0..nregs)

@@ -1,8 +1,9 @@
 //! Branches decided when a function is built, made jumps before code generation, and the
 //! blocks they leave in a chain merged.
 //!
-//! Functions compiled without Cranelift's e-graph pass (`opt_level=none`) keep every `brif`
-//! as the lowering built it, and the lowering cannot always see a condition's value while it
+//! Functions compiled without Cranelift's e-graph pass (`opt_level=none`; the pass folds
+//! these itself) keep every `brif` as the lowering built it, and the lowering cannot always
+//! see a condition's value while it
 //! builds: a group function's lane masks reach later blocks through block parameters that
 //! the SSA construction resolves only when it seals those blocks. So a tiled product's inner
 //! step tested "every lane running" (a constant mask compared with itself) and "any lane
@@ -12,10 +13,11 @@
 //! logic, extensions and selects of constants), turns their `brif`s into `jump`s to the
 //! taken side, and lets Cranelift remove what became unreachable and the block parameters
 //! that became constant; it repeats while a round folds anything. Then [`merge_chains`]
-//! joins each block to the one predecessor that jumps to it: the register allocator, which
-//! reloads a spilled value in every block that uses it, then reloads it once a stretch.
+//! joins each block to the one predecessor that jumps to it. In the tiled product's listing
+//! the merged stretches also reload a spilled base once where each of the blocks had
+//! reloaded it.
 
-use super::lower::eval_cc;
+use super::lower::{eval_cc, mask_of, signed};
 use cranelift_codegen::ir::{Block, Function, InstructionData, Opcode, Value, ValueDef};
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_codegen::{CodegenError, Context};
@@ -37,7 +39,7 @@ pub(super) fn fold(ctx: &mut Context, isa: &dyn TargetIsa) -> Result<usize, Code
         let now = fold_once(&mut ctx.func);
         if now == 0 {
             merge_chains(&mut ctx.func);
-            // What the verifier checks the function against.
+            // `define` verifies the function against these before it recomputes them.
             ctx.compute_cfg();
             ctx.compute_domtree();
             return Ok(folded);
@@ -48,7 +50,7 @@ pub(super) fn fold(ctx: &mut Context, isa: &dyn TargetIsa) -> Result<usize, Code
 
 /// Merges each block into its predecessor where that is its only one and ends with a jump to
 /// it (as folding leaves them); returns how many blocks it merged.
-pub(super) fn merge_chains(func: &mut Function) -> usize {
+fn merge_chains(func: &mut Function) -> usize {
     let entry = func.layout.entry_block();
     // Edges into each block; merging keeps every other block's count.
     let mut into: HashMap<Block, usize> = HashMap::new();
@@ -68,17 +70,16 @@ pub(super) fn merge_chains(func: &mut Function) -> usize {
             continue;
         }
         while let Some(last) = func.layout.last_inst(block)
-            && let InstructionData::Jump {
-                opcode: Opcode::Jump,
-                destination,
-            } = func.dfg.insts[last]
+            && let InstructionData::Jump { destination, .. } = func.dfg.insts[last]
         {
             let next = destination.block(&func.dfg.value_lists);
+            if into.get(&next) != Some(&1) || next == block || Some(next) == entry {
+                break;
+            }
             let args: Option<Vec<Value>> = (destination.args(&func.dfg.value_lists))
                 .map(|a| a.as_value())
                 .collect();
-            let alone = into.get(&next) == Some(&1) && next != block && Some(next) != entry;
-            let (Some(args), true) = (args, alone) else {
+            let Some(args) = args else {
                 break;
             };
             func.layout.remove_inst(last);
@@ -134,12 +135,6 @@ fn constant(func: &Function, v: Value, depth: u32) -> Option<u64> {
     if !ty.is_int() || ty.bits() > 64 || depth == 0 {
         return None;
     }
-    let bits = ty.bits();
-    let mask = if bits == 64 {
-        u64::MAX
-    } else {
-        (1 << bits) - 1
-    };
     let ValueDef::Result(inst, 0) = dfg.value_def(v) else {
         return None;
     };
@@ -161,35 +156,29 @@ fn constant(func: &Function, v: Value, depth: u32) -> Option<u64> {
             opcode,
             args: [x, y],
         } => {
-            let (a, b) = (of(x)?, of(y)?);
-            match opcode {
-                Opcode::Band => a & b,
-                Opcode::Bor => a | b,
-                Opcode::Bxor => a ^ b,
-                Opcode::Iadd => a.wrapping_add(b),
-                Opcode::Isub => a.wrapping_sub(b),
+            let op: fn(u64, u64) -> u64 = match opcode {
+                Opcode::Band => |a, b| a & b,
+                Opcode::Bor => |a, b| a | b,
+                Opcode::Bxor => |a, b| a ^ b,
+                Opcode::Iadd => u64::wrapping_add,
+                Opcode::Isub => u64::wrapping_sub,
                 _ => return None,
-            }
+            };
+            op(of(x)?, of(y)?)
         }
-        InstructionData::Unary { opcode, arg } => {
-            let a = of(arg)?;
-            match opcode {
-                Opcode::Bnot => !a,
-                Opcode::Uextend | Opcode::Ireduce => a,
-                Opcode::Sextend => {
-                    let from = 64 - dfg.value_type(arg).bits();
-                    (((a << from) as i64) >> from) as u64
-                }
-                _ => return None,
-            }
-        }
+        InstructionData::Unary { opcode, arg } => match opcode {
+            Opcode::Bnot => !of(arg)?,
+            Opcode::Uextend | Opcode::Ireduce => of(arg)?,
+            Opcode::Sextend => signed(of(arg)?, dfg.value_type(arg).bits()) as u64,
+            _ => return None,
+        },
         InstructionData::Ternary {
             opcode: Opcode::Select,
             args: [c, t, f],
         } => of(if of(c)? != 0 { t } else { f })?,
         _ => return None,
     };
-    Some(r & mask)
+    Some(r & mask_of(ty))
 }
 
 #[cfg(test)]
@@ -264,8 +253,8 @@ mod tests {
         let isa = isa();
         let mut ctx = Context::for_function(masked());
         assert_eq!(count(&ctx.func, Opcode::Brif), 2);
-        // The mask's test folds (in the second round, once its block parameter is gone);
-        // the test of x stays.
+        // The mask's test folds (Cranelift's constant-phi pass, run before the first round,
+        // gives it the constant); the test of x stays.
         assert_eq!(fold(&mut ctx, &*isa).expect("folds"), 1);
         assert_eq!(count(&ctx.func, Opcode::Brif), 1);
         assert_eq!(

@@ -493,7 +493,8 @@ pub(super) fn define_functions(
             let name = format!("{}.groups{}", f.name, plan.lanes);
             ctx.func = code;
             let what = format!("`{name}`");
-            if group_isa.is_none() {
+            // Optimized code (here or with `--egraph`) has the e-graph pass fold them.
+            if group_isa.is_none() && jm.isa().flags().opt_level() == settings::OptLevel::None {
                 branches::fold(&mut ctx, jm.isa())
                     .map_err(|e| compile_error(format!("{what}: {e:?}")))?;
             }

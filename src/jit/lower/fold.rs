@@ -21,7 +21,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self, InstBuilder, Value};
 
 /// The bits of an integer type.
-fn mask_of(ty: ir::Type) -> u64 {
+pub(in crate::jit) fn mask_of(ty: ir::Type) -> u64 {
     if ty.bits() >= 64 {
         u64::MAX
     } else {
@@ -30,7 +30,7 @@ fn mask_of(ty: ir::Type) -> u64 {
 }
 
 /// `v` (the low `bits` bits) sign-extended to i64.
-fn signed(v: u64, bits: u32) -> i64 {
+pub(in crate::jit) fn signed(v: u64, bits: u32) -> i64 {
     let s = 64 - bits.min(64);
     ((v << s) as i64) >> s
 }

@@ -23,7 +23,7 @@ pub(super) mod sync;
 mod video;
 
 use convert::{float_cc, int_cc};
-pub(super) use fold::eval_cc;
+pub(super) use fold::{eval_cc, mask_of, signed};
 pub use lanes::rounds::{
     GROUP_ENDED, GROUP_FAULT, GROUP_HANDOVER, GROUP_MIXED, GROUP_ONLY_COLLECTIVES, GroupPlan, Home,
     group_signature, lower_group,

@@ -112,11 +112,11 @@ fn decl(m: &Module, d: Decl) -> &VarDecl {
     }
 }
 
-/// The `.shared` variables a launch of `f` uses: those of the functions it runs
-/// ([`reached`]) in the order it reaches them, then the module variables they name, each
-/// in declaration order (the order ptxas lays them out in).
+/// The `.shared` variables a launch of `f` uses, in the order ptxas lays them out (`ptxas
+/// -v` on kernels with callees): `f`'s own, the module variables that the functions it runs
+/// ([`reached`]) name, then those functions' own, each in declaration order.
 fn used_vars(m: &Module, f: FuncId) -> Vec<Decl> {
-    let runs = reached(m, f);
+    let mut runs = reached(m, f);
     let mut named = vec![false; m.vars.len()];
     for &g in &runs {
         for ins in m.func(g).body.iter().flatten() {
@@ -127,27 +127,35 @@ fn used_vars(m: &Module, f: FuncId) -> Vec<Decl> {
             }
         }
     }
-    let own =
-        (runs.iter()).flat_map(|&g| (0..m.func(g).vars.len() as u32).map(move |i| (Some(g), i)));
+    runs[1..].sort_unstable_by_key(|g| g.0);
+    let own = |g: FuncId| (0..m.func(g).vars.len() as u32).map(move |i| (Some(g), i));
     let module = (0..m.vars.len() as u32)
         .filter(|&i| named[i as usize])
         .map(|i| (None, i));
-    own.chain(module)
+    (own(f).chain(module))
+        .chain(runs[1..].iter().flat_map(|&g| own(g)))
         .filter(|&d| decl(m, d).space == Space::Shared)
         .collect()
 }
 
 /// The static `.shared` bytes of the variables `used` as ptxas lays them out and an H200
 /// counts them in `%total_smem_size` (`tests/hardware/cases/smem_sizes*.ptx`): in order,
-/// each at its own alignment; where a dynamic array is among them, the end aligned to 16 or
-/// its alignment if larger. Saturates at `u32::MAX` (a launch then fails the size check).
+/// each at its own alignment; where the module has dynamic arrays (named or not), the end
+/// aligned to 16 or their largest alignment. Saturates at `u32::MAX` (a launch then fails
+/// the size check).
 fn ptxas_static_bytes(m: &Module, used: &[Decl]) -> u32 {
-    let vars = || used.iter().map(|&d| decl(m, d));
-    let end = (vars().filter(|v| !v.dynamic)).fold(0u64, |end, v| {
-        end.next_multiple_of(v.align.max(1) as u64)
-            .saturating_add(v.size as u64)
-    });
-    let end = match vars().filter(|v| v.dynamic).map(|v| v.align).max() {
+    let end = (used.iter().map(|&d| decl(m, d)))
+        .filter(|v| !v.dynamic)
+        .fold(0u64, |end, v| {
+            end.next_multiple_of(v.align.max(1) as u64)
+                .saturating_add(v.size as u64)
+        });
+    let functions = (m.functions.iter()).filter(|f| f.body.is_some());
+    let dynamic = (functions.flat_map(|f| f.vars.iter()).chain(&m.vars))
+        .filter(|v| v.space == Space::Shared && v.dynamic)
+        .map(|v| v.align)
+        .max();
+    let end = match dynamic {
         Some(align) => end.next_multiple_of(align.max(16) as u64),
         None => end,
     };
@@ -161,10 +169,24 @@ impl SharedLayout {
     /// apart, and variables that no launch uses together may share bytes: a module whose
     /// kernels each use their own arrays needs the largest kernel's window, not their sum.
     /// The dynamic memory starts after the static variables of every function that names
-    /// it (one offset, as the code of a function called from several kernels has it).
+    /// it and fits the limit (one offset, as the code of a function called from several
+    /// kernels has it).
     /// Variables that only launches over the limit use are placed last.
     pub fn of(m: &Module) -> SharedLayout {
         let n = m.functions.len();
+        let mut l = SharedLayout {
+            module: vec![None; m.vars.len()],
+            func: (m.functions.iter())
+                .map(|f| vec![None; f.vars.len()])
+                .collect(),
+            uses: vec![None; n],
+            ..SharedLayout::default()
+        };
+        let shared = (m.functions.iter().flat_map(|f| &f.vars).chain(&m.vars))
+            .any(|v| v.space == Space::Shared);
+        if !shared {
+            return l;
+        }
         let used: Vec<Option<Vec<Decl>>> = (0..n as u32)
             .map(|f| {
                 m.func(FuncId(f))
@@ -198,13 +220,6 @@ impl SharedLayout {
             })
             .collect();
         decls.sort_by_key(|&d| !users(d).iter().any(|&f| fits[f]));
-        let mut l = SharedLayout {
-            module: vec![None; m.vars.len()],
-            func: (m.functions.iter())
-                .map(|f| vec![None; f.vars.len()])
-                .collect(),
-            ..SharedLayout::default()
-        };
         // Placed static variables: (offset, end with the gap, launches using it).
         let mut placed: Vec<(u64, u64, Vec<usize>)> = Vec::new();
         let mut index = HashMap::new();
@@ -217,7 +232,7 @@ impl SharedLayout {
                 continue;
             }
             if v.dynamic {
-                dynamic.get_or_insert((d, v.name.clone()));
+                dynamic.get_or_insert(v.name.clone());
                 continue;
             }
             let align = v.align.max(16) as u64;
@@ -257,14 +272,18 @@ impl SharedLayout {
             })
             .collect();
         let names_dynamic = |u: &[Decl]| u.iter().any(|&d| decl(m, d).dynamic);
-        let dynamic_offset = (used.iter().zip(&ends))
-            .filter(|(u, _)| u.as_deref().is_some_and(names_dynamic))
-            .map(|(_, &e)| e)
+        // Over the launches that fit: one over the limit is refused anyway.
+        let dynamic_offset = (used.iter().zip(&ends).zip(&fits))
+            .filter(|((u, _), fits)| **fits && u.as_deref().is_some_and(names_dynamic))
+            .map(|((_, &e), _)| e)
             .max()
             .unwrap_or(0);
         l.dynamic_offset = dynamic_offset.min(MAX_WINDOW) as u32;
-        if let Some((d, name)) = dynamic {
-            index.insert(d, l.vars.len());
+        if let Some(name) = dynamic {
+            // Every dynamic array is the one dynamic memory.
+            for &d in decls.iter().filter(|&&d| decl(m, d).dynamic) {
+                index.insert(d, l.vars.len());
+            }
             l.vars.push(SharedVar {
                 offset: l.dynamic_offset,
                 size: 0,
@@ -288,10 +307,11 @@ impl SharedLayout {
             .map(|(u, end)| {
                 let u = u.as_ref()?;
                 let end = if names_dynamic(u) {
-                    dynamic_offset
+                    end.max(dynamic_offset)
                 } else {
                     end
                 };
+
                 let mut vars: Vec<usize> =
                     (u.iter()).filter_map(|d| index.get(d).copied()).collect();
                 vars.sort_by_key(|&k| (l.vars[k].offset, l.vars[k].dynamic));
@@ -454,8 +474,9 @@ mod tests {
         }
         // `u1` and `u2` are never used together.
         assert_eq!(u1.start, u2.start);
-        // ptxas order: the kernel's own variables, then its callee's, then the module's.
-        assert_eq!(l.static_bytes(id(&m, "k1")), 20 + 100 + 300);
+        // ptxas order: the kernel's own variables, the module's it and its callee name,
+        // then its callee's own.
+        assert_eq!(l.static_bytes(id(&m, "k1")), 100 + 300 + 20);
         assert_eq!(l.static_bytes(f), 20 + 100);
     }
 
@@ -470,6 +491,17 @@ mod tests {
             + &kernel("k_both", &["big", "dyn"]);
         let (m, l) = layout(&ptx);
         let dynamic = l.offset(0, VarId::Module(2)).unwrap();
+        // Another dynamic array names the same bytes, and a kernel that names only it has
+        // the dynamic memory in its window's variables.
+        let other =
+            ptx.clone() + ".extern .shared .align 4 .b8 dyn2[];\n" + &kernel("k2", &["dyn2"]);
+        let (m2, l2) = layout(&other);
+        assert_eq!(l2.offset(0, VarId::Module(3)), Some(dynamic));
+        let names: Vec<_> = l2
+            .sized(id(&m2, "k2"), 8)
+            .map(|v| (v.name, v.size))
+            .collect();
+        assert_eq!(names, [(".shared variable `dyn`".to_string(), 8)]);
         // After `big` and its gap (k_both), which also covers k_small's `small`.
         assert_eq!(dynamic, 1000 + 64 + 8);
         assert_eq!(l.window_size(id(&m, "k_small"), 32), dynamic + 32 + GAP);

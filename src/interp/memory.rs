@@ -167,11 +167,15 @@ impl BlockMemory {
         }
     }
     /// The host address of window offset `w` (`cvta.shared`): in the region of the last
-    /// variable at or below it; past every region when the module has none.
+    /// variable at or below it where that holds it or its red zone; else (below the first
+    /// variable, or in bytes of the window that other launches' variables use) `w` itself,
+    /// which no region holds.
     pub fn host(&self, w: u64) -> u64 {
         match self.vars.iter().rev().find(|(off, _)| *off <= w) {
-            Some((off, r)) => r.base().wrapping_add(w - off),
-            None => w,
+            Some((off, r)) if w - off < (r.size() + RED_ZONE) as u64 => {
+                r.base().wrapping_add(w - off)
+            }
+            _ => w,
         }
     }
     /// The window offset of host address `h` (`cvta.to.shared`), if it lies in a variable's

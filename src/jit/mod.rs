@@ -856,6 +856,7 @@ impl Engine for Jit {
     fn call(&self, name: &str, args: &[Value]) -> Result<Vec<Value>, RunError> {
         let (id, func) = find_function(&self.module, name, FuncKind::Func)?;
         check_arity(func, args.len())?;
+        (self.shared_layout.check_launch(id, 0)).map_err(RunError::Usage)?;
         check_scalar_rets(func)?;
         let layout = &self.layouts[id.0 as usize];
         // The argument and return buffers, on the stack when they are small.
@@ -879,7 +880,6 @@ impl Engine for Jit {
         let rets_at = args_at + layout.args_size as usize;
         // A call runs as the one thread of a block of its own, with a shared window, on this
         // thread's host-call context of this Jit (see `host::rt_host_enter`).
-        (self.shared_layout.check_launch(id, 0)).map_err(RunError::Usage)?;
         let window = &self.call_windows[id.0 as usize];
         let fault = self.call_on_stack(move || {
             host::with_host_ctx(self, |ctx| {

@@ -52,8 +52,6 @@ pub struct SharedLayout {
     module: Vec<Option<u32>>,
     /// Window offset of each function's `.shared` variables, by function and variable.
     func: Vec<Vec<Option<u32>>>,
-    /// Where the dynamic shared memory starts.
-    dynamic_offset: u32,
     /// By function: what a launch of it uses (none for a function without a body).
     uses: Vec<Option<Uses>>,
 }
@@ -141,21 +139,16 @@ fn used_vars(m: &Module, f: FuncId) -> Vec<Decl> {
 /// The static `.shared` bytes of the variables `used` as ptxas lays them out and an H200
 /// counts them in `%total_smem_size` (`tests/hardware/cases/smem_sizes*.ptx`): in order,
 /// each at its own alignment; where the module has dynamic arrays (named or not), the end
-/// aligned to 16 or their largest alignment. Saturates at `u32::MAX` (a launch then fails
-/// the size check).
-fn ptxas_static_bytes(m: &Module, used: &[Decl]) -> u32 {
+/// aligned to 16 or their largest alignment, `dynamic_align`. Saturates at `u32::MAX` (a
+/// launch then fails the size check).
+fn ptxas_static_bytes(m: &Module, used: &[Decl], dynamic_align: Option<u32>) -> u32 {
     let end = (used.iter().map(|&d| decl(m, d)))
         .filter(|v| !v.dynamic)
         .fold(0u64, |end, v| {
             end.next_multiple_of(v.align.max(1) as u64)
                 .saturating_add(v.size as u64)
         });
-    let functions = (m.functions.iter()).filter(|f| f.body.is_some());
-    let dynamic = (functions.flat_map(|f| f.vars.iter()).chain(&m.vars))
-        .filter(|v| v.space == Space::Shared && v.dynamic)
-        .map(|v| v.align)
-        .max();
-    let end = match dynamic {
+    let end = match dynamic_align {
         Some(align) => end.next_multiple_of(align.max(16) as u64),
         None => end,
     };
@@ -211,13 +204,20 @@ impl SharedLayout {
             }
         }
         let users = |d: Decl| users.get(&d).map_or(&[][..], Vec::as_slice);
+        // A function without a body never runs: its arrays do not count.
+        let dynamic_align = (decls.iter())
+            .filter(|&&(f, _)| f.is_none_or(|f| m.func(f).body.is_some()))
+            .map(|&d| decl(m, d))
+            .filter(|v| v.dynamic)
+            .map(|v| v.align)
+            .max();
+        let counts: Vec<Option<u32>> = (used.iter())
+            .map(|u| Some(ptxas_static_bytes(m, u.as_ref()?, dynamic_align)))
+            .collect();
         // The variables of launches that may run first: one that may not (over the limit as
         // ptxas counts, which ptxas refuses) then cannot push theirs up.
-        let fits: Vec<bool> = (used.iter())
-            .map(|u| {
-                u.as_ref()
-                    .is_some_and(|u| ptxas_static_bytes(m, u) <= MAX_SHARED_BYTES)
-            })
+        let fits: Vec<bool> = (counts.iter())
+            .map(|c| c.is_some_and(|c| c <= MAX_SHARED_BYTES))
             .collect();
         decls.sort_by_key(|&d| !users(d).iter().any(|&f| fits[f]));
         // Placed static variables: (offset, end with the gap, launches using it).
@@ -278,14 +278,14 @@ impl SharedLayout {
             .map(|((_, &e), _)| e)
             .max()
             .unwrap_or(0);
-        l.dynamic_offset = dynamic_offset.min(MAX_WINDOW) as u32;
+        let dynamic_at = dynamic_offset.min(MAX_WINDOW) as u32;
         if let Some(name) = dynamic {
             // Every dynamic array is the one dynamic memory.
             for &d in decls.iter().filter(|&&d| decl(m, d).dynamic) {
                 index.insert(d, l.vars.len());
             }
             l.vars.push(SharedVar {
-                offset: l.dynamic_offset,
+                offset: dynamic_at,
                 size: 0,
                 name: format!(".shared variable `{name}`"),
                 dynamic: true,
@@ -294,7 +294,7 @@ impl SharedLayout {
         // Every dynamic array names the dynamic memory.
         for &d in &decls {
             let offset = if decl(m, d).dynamic {
-                Some(l.dynamic_offset)
+                Some(dynamic_at)
             } else {
                 index.get(&d).map(|&k| l.vars[k].offset)
             };
@@ -303,15 +303,14 @@ impl SharedLayout {
                 (Some(f), i) => l.func[f.0 as usize][i as usize] = offset,
             }
         }
-        l.uses = (used.iter().zip(ends))
-            .map(|(u, end)| {
-                let u = u.as_ref()?;
+        l.uses = (used.iter().zip(ends).zip(counts))
+            .map(|((u, end), count)| {
+                let (u, ptxas_bytes) = (u.as_ref()?, count?);
                 let end = if names_dynamic(u) {
                     end.max(dynamic_offset)
                 } else {
                     end
                 };
-
                 let mut vars: Vec<usize> =
                     (u.iter()).filter_map(|d| index.get(d).copied()).collect();
                 vars.sort_by_key(|&k| (l.vars[k].offset, l.vars[k].dynamic));
@@ -320,7 +319,7 @@ impl SharedLayout {
                     vars,
                     end: end.min(MAX_WINDOW),
                     too_big: end > MAX_WINDOW,
-                    ptxas_bytes: ptxas_static_bytes(m, u),
+                    ptxas_bytes,
                 })
             })
             .collect();

@@ -49,8 +49,8 @@ pub(super) fn fold(ctx: &mut Context, isa: &dyn TargetIsa) -> Result<usize, Code
 }
 
 /// Merges each block into its predecessor where that is its only one and ends with a jump to
-/// it (as folding leaves them); returns how many blocks it merged.
-fn merge_chains(func: &mut Function) -> usize {
+/// it (as folding leaves them).
+fn merge_chains(func: &mut Function) {
     let entry = func.layout.entry_block();
     // Edges into each block; merging keeps every other block's count.
     let mut into: HashMap<Block, usize> = HashMap::new();
@@ -64,7 +64,6 @@ fn merge_chains(func: &mut Function) -> usize {
         }
     }
     let blocks: Vec<Block> = func.layout.blocks().collect();
-    let mut merged = 0;
     for block in blocks {
         if !func.layout.is_block_inserted(block) {
             continue;
@@ -93,11 +92,9 @@ fn merge_chains(func: &mut Function) -> usize {
                 func.layout.append_inst(inst, block);
             }
             func.layout.remove_block(next);
-            merged += 1;
         }
     }
     func.dfg.resolve_all_aliases();
-    merged
 }
 
 /// One pass over the function's branches; returns how many it made jumps.

@@ -1786,6 +1786,10 @@ pub struct Function {
     /// Calls the JIT replaced by the callee's body ([`InlinedCall`]), so that a fault inside
     /// one is reported as the call's, as the interpreter reports it.
     pub inlined_calls: Vec<InlinedCall>,
+    /// The static `.shared` bytes a launch of it uses, as ptxas counts them
+    /// ([`crate::block::ptxas_counts`]), counted before the functions with barriers are
+    /// inlined into it (ptxas lays their variables out as a callee's); 0 without a body.
+    pub static_shared: u32,
 }
 
 /// A call replaced by its callee's body: instructions `body` of the caller are the callee's

@@ -387,3 +387,121 @@ fn a_call_before_the_declaration_is_rejected_by_both() {
     assemble(&ptxas, &declared, "sm_80", "declared").unwrap();
     Module::parse(&declared).unwrap();
 }
+
+/// A kernel `name` that stores to each of `vars` and calls each of `calls`.
+fn shared_kernel(name: &str, vars: &[&str], calls: &[&str]) -> String {
+    let stores: String = (vars.iter())
+        .map(|v| format!("  st.shared.u8 [{v}], %r;\n"))
+        .collect();
+    let calls: String = calls.iter().map(|f| format!("  call {f}, ();\n")).collect();
+    format!(
+        ".visible .entry {name}()\n{{\n  .reg .b32 %r;\n  mov.u32 %r, %tid.x;\n{stores}{calls}  \
+         ret;\n}}\n"
+    )
+}
+
+/// A `.func` `name` with its own `.shared` array `own` (`decl`), storing to it and to each
+/// module variable of `names`, with a barrier if `barrier` (it is then inlined).
+fn shared_func(name: &str, decl: &str, names: &[&str], barrier: bool) -> String {
+    let stores: String = (names.iter())
+        .map(|v| format!("  st.shared.u8 [{v}], %r;\n"))
+        .collect();
+    let bar = if barrier { "  bar.sync 0;\n" } else { "" };
+    format!(
+        ".func {name}()\n{{\n  .shared {decl};\n  .reg .b32 %r;\n  mov.u32 %r, %tid.x;\n  \
+         st.shared.u8 [own_{name}], %r;\n{stores}{bar}  ret;\n}}\n"
+    )
+}
+
+#[test]
+fn static_shared_bytes_are_counted_as_ptxas_counts_them() {
+    let Some(ptxas) = ptxas::require("static_shared_bytes_are_counted_as_ptxas_counts_them") else {
+        return;
+    };
+    let header = ".version 8.3\n.target sm_80\n.address_size 64\n";
+    let modules = [
+        // ptxas lays out the kernel's own variables, then the module's that it and its
+        // callees name, then the callees' own: 2, then 8 at 8, then 4 at 16 (20 bytes),
+        // with the callee inlined (a barrier) or called.
+        ".shared .align 8 .b8 m[8];\n".to_string()
+            + &shared_func("f", ".align 4 .b8 own_f[4]", &[], true)
+            + ".visible .entry k()\n{\n  .shared .align 1 .b8 a[2];\n  .reg .b32 %r;\n  \
+               st.shared.u8 [a], %r;\n  st.shared.u8 [m], %r;\n  call f, ();\n  ret;\n}\n",
+        ".shared .align 8 .b8 m[8];\n".to_string()
+            + &shared_func("f", ".align 4 .b8 own_f[4]", &[], false)
+            + ".visible .entry k()\n{\n  .shared .align 1 .b8 a[2];\n  .reg .b32 %r;\n  \
+               st.shared.u8 [a], %r;\n  st.shared.u8 [m], %r;\n  call f, ();\n  ret;\n}\n",
+        // Module variables a callee names; two callees in the kernel and another order.
+        ".shared .align 2 .b8 m1[3];\n.shared .align 16 .b8 m2[5];\n".to_string()
+            + &shared_func("g", ".align 8 .b8 own_g[9]", &["m2"], false)
+            + &shared_func("h", ".align 4 .b8 own_h[1]", &["m1"], true)
+            + &shared_kernel("k1", &[], &["h", "g"])
+            + &shared_kernel("k2", &["m1"], &["g"]),
+        // A dynamic array aligns every kernel's static end, named or not.
+        ".extern .shared .align 64 .b8 dyn[];\n.shared .align 1 .b8 x[3];\n".to_string()
+            + &shared_kernel("named", &["x", "dyn"], &[])
+            + &shared_kernel("unnamed", &["x"], &[]),
+        // Kernels that each use their own module arrays.
+        ".shared .align 4 .b8 a[40000];\n.shared .align 4 .b8 b[4000];\n".to_string()
+            + &shared_kernel("ka", &["a"], &[])
+            + &shared_kernel("kab", &["a", "b"], &[]),
+    ];
+    for (i, body) in modules.iter().enumerate() {
+        let text = format!("{header}{body}");
+        let theirs = ptxas::smem_bytes(&ptxas, &text, "sm_80", &format!("smem{i}"))
+            .unwrap_or_else(|e| panic!("ptxas rejects module {i}: {e}\n{text}"));
+        assert!(!theirs.is_empty(), "no kernels in module {i}");
+        let m = Module::parse(&text).unwrap_or_else(|e| panic!("module {i}:\n{e}"));
+        for (name, bytes) in theirs {
+            let f = m.functions.iter().find(|f| f.name == name).expect("kernel");
+            assert_eq!(f.static_shared, bytes, "module {i}, kernel {name}:\n{text}");
+        }
+    }
+}
+
+#[test]
+fn kernels_over_48_kib_of_static_shared_memory_are_rejected_by_both() {
+    let Some(ptxas) = ptxas::require("kernels_over_48_kib_of_static_shared_memory_are_rejected")
+    else {
+        return;
+    };
+    let header = ".version 8.3\n.target sm_80\n.address_size 64\n";
+    let own = |n: usize| {
+        format!(
+            ".visible .entry k()\n{{\n  .shared .align 4 .b8 s[{n}];\n  .reg .b32 %r;\n  \
+             st.shared.u32 [s], %r;\n  ret;\n}}\n"
+        )
+    };
+    let with_callee = |barrier: bool| {
+        ".shared .align 4 .b8 s[30000];\n".to_string()
+            + &shared_func("f", ".align 4 .b8 own_f[20000]", &[], barrier)
+            + &shared_kernel("k", &["s"], &["f"])
+    };
+    // A `.func` over the limit by itself is not a kernel: both take it.
+    let lone_func =
+        shared_func("f", ".align 4 .b8 own_f[50000]", &[], false) + &shared_kernel("k", &[], &[]);
+    for (body, over) in [
+        (own(49152), false),
+        (own(49153), true),
+        (with_callee(false), true),
+        (with_callee(true), true),
+        (lone_func, false),
+    ] {
+        let text = format!("{header}{body}");
+        let theirs = assemble(&ptxas, &text, "sm_80", "smem_limit");
+        let ours = Module::parse(&text);
+        if !over {
+            theirs.unwrap_or_else(|e| panic!("ptxas rejects:\n{text}\n{e}"));
+            ours.unwrap_or_else(|e| panic!("we reject:\n{text}\n{e}"));
+            continue;
+        }
+        let e = theirs.expect_err("ptxas takes a kernel over 48 KiB");
+        assert!(e.contains("too much shared data"), "{e}");
+        let e = ours.expect_err("a kernel over 48 KiB").to_string();
+        let line = text.lines().position(|l| l.contains(".entry k")).unwrap() + 1;
+        assert!(
+            e.contains(&format!("<input>:{line}:")) && e.contains("allows 49152"),
+            "{e}"
+        );
+    }
+}

@@ -26,6 +26,11 @@ pub const GAP: u32 = 64;
 /// Most shared memory a block may have, static and dynamic together (sm_80's limit).
 pub const MAX_SHARED_BYTES: u32 = 227 << 10;
 
+/// Most static shared memory a kernel may have, as ptxas counts it (its `.shared`
+/// variables and those of the functions it calls): more is refused ("uses too much shared
+/// data (0xc001 bytes, 0xc000 max)", sm_80 and sm_90 alike).
+pub const MAX_STATIC_SHARED_BYTES: u32 = 48 << 10;
+
 /// `%nwarpid`: the warp identifiers an SM has (64 on sm_80 and sm_90), as an H200 gives it
 /// (`tests/hardware/cases/warp_ids.ptx`), whatever the block's size.
 pub const NWARPID: u32 = 64;
@@ -76,20 +81,23 @@ struct Uses {
 const SMEM_UNIT: u64 = 128;
 
 /// The most bytes a block's window may span before its dynamic memory: the variables at
-/// their offsets, with their gaps. Past it a launch is refused (ptxas allows 48 KiB of
-/// static shared memory a kernel; the limit keeps offsets far from wrapping).
+/// their offsets, with their gaps. Past it a launch is refused. (A kernel has at most
+/// [`MAX_STATIC_SHARED_BYTES`]; a host-called `.func` has no such limit, and this one keeps
+/// its offsets far from wrapping.)
 const MAX_WINDOW: u64 = 1 << 30;
 
 /// The functions a launch of `f` runs (`f` first, then in the order calls reach them), those
 /// with a body.
 fn reached(m: &Module, f: FuncId) -> Vec<FuncId> {
     let mut runs = vec![f];
+    let mut seen = vec![false; m.functions.len()];
+    seen[f.0 as usize] = true;
     let mut k = 0;
     while let Some(&g) = runs.get(k) {
         k += 1;
         for ins in m.func(g).body.iter().flatten() {
             if let Inst::Call { func, .. } = ins.inst
-                && !runs.contains(&func)
+                && !std::mem::replace(&mut seen[func.0 as usize], true)
             {
                 runs.push(func);
             }
@@ -155,6 +163,33 @@ fn ptxas_static_bytes(m: &Module, used: &[Decl], dynamic_align: Option<u32>) -> 
     end.min(u32::MAX as u64) as u32
 }
 
+/// The largest alignment of the module's dynamic shared arrays (in functions with a body,
+/// or at module level), which ptxas aligns every kernel's static end to.
+fn dynamic_align(m: &Module) -> Option<u32> {
+    let in_bodies = (m.functions.iter())
+        .filter(|f| f.body.is_some())
+        .flat_map(|f| &f.vars);
+    (m.vars.iter().chain(in_bodies))
+        .filter(|v| v.space == Space::Shared && v.dynamic)
+        .map(|v| v.align)
+        .max()
+}
+
+/// The static `.shared` bytes a launch of each function uses as ptxas counts them
+/// ([`ptxas_static_bytes`] of [`used_vars`]); 0 for a function without a body. The front
+/// end keeps them in [`crate::ast::Function::static_shared`], counted before it inlines
+/// the functions with barriers.
+pub fn ptxas_counts(m: &Module) -> Vec<u32> {
+    let dynamic_align = dynamic_align(m);
+    (0..m.functions.len() as u32)
+        .map(FuncId)
+        .map(|f| match m.func(f).body {
+            Some(_) => ptxas_static_bytes(m, &used_vars(m, f), dynamic_align),
+            None => 0,
+        })
+        .collect()
+}
+
 impl SharedLayout {
     /// Lays out the module's `.shared` variables: each at the lowest offset (aligned to
     /// its alignment, at least 16) where it and its [`GAP`] overlap no variable placed
@@ -204,15 +239,8 @@ impl SharedLayout {
             }
         }
         let users = |d: Decl| users.get(&d).map_or(&[][..], Vec::as_slice);
-        // A function without a body never runs: its arrays do not count.
-        let dynamic_align = (decls.iter())
-            .filter(|&&(f, _)| f.is_none_or(|f| m.func(f).body.is_some()))
-            .map(|&d| decl(m, d))
-            .filter(|v| v.dynamic)
-            .map(|v| v.align)
-            .max();
-        let counts: Vec<Option<u32>> = (used.iter())
-            .map(|u| Some(ptxas_static_bytes(m, u.as_ref()?, dynamic_align)))
+        let counts: Vec<Option<u32>> = (used.iter().zip(&m.functions))
+            .map(|(u, f)| u.as_ref().map(|_| f.static_shared))
             .collect();
         // The variables of launches that may run first: one that may not (over the limit as
         // ptxas counts, which ptxas refuses) then cannot push theirs up.
@@ -511,7 +539,8 @@ mod tests {
     #[test]
     fn a_window_too_big_refuses_only_its_launches() {
         // Five arrays of 1 GiB (the most a variable may have) put `tiny` past 4 GiB in
-        // `k_huge`'s window.
+        // `f_huge`'s window. (A kernel over 48 KiB does not load; a host-called `.func`
+        // has no such limit.)
         let huge: Vec<String> = (0..5).map(|k| format!("h{k}")).collect();
         let mut ptx: String = (huge.iter())
             .map(|h| format!(".shared .align 4 .b8 {h}[1073741824];\n"))
@@ -519,12 +548,28 @@ mod tests {
         ptx += ".shared .align 4 .b8 tiny[4];\n";
         let mut all: Vec<&str> = huge.iter().map(String::as_str).collect();
         all.push("tiny");
-        ptx += &kernel("k_huge", &all);
+        let func = |k: String| k.replace(".visible .entry", ".visible .func");
+        ptx += &func(kernel("f_huge", &all));
+        ptx += &func(kernel("f_tiny", &["tiny"]));
         ptx += &kernel("k_tiny", &["tiny"]);
         let (m, l) = layout(&ptx);
-        let err = l.check_launch(id(&m, "k_huge"), 0).expect_err("too big");
+        let err = l.check_launch(id(&m, "f_huge"), 0).expect_err("too big");
         assert!(err.contains("at most 232448"), "{err}");
-        assert!(l.check_launch(id(&m, "k_tiny"), 0).is_ok());
-        assert!(l.window_size(id(&m, "k_tiny"), 0) < 1 << 20);
+        for small in ["f_tiny", "k_tiny"] {
+            assert!(l.check_launch(id(&m, small), 0).is_ok());
+            assert!(l.window_size(id(&m, small), 0) < 1 << 20);
+        }
+    }
+
+    #[test]
+    fn a_kernel_over_48_kib_does_not_load() {
+        let arrays = ".shared .align 4 .b8 a[40960];\n.shared .align 4 .b8 b[8192];\n";
+        let fits = format!("{HEAD}{arrays}{}", kernel("fits", &["a", "b"]));
+        let m = Module::parse(&fits).expect("48 KiB loads");
+        assert_eq!(m.functions[id(&m, "fits").0 as usize].static_shared, 49152);
+        // Its own byte first, then `a` aligned to 4: 1 + 3 + 49,152.
+        let over = kernel("over", &["a", "b", "c"]).replace("{\n", "{\n  .shared .b8 c[1];\n");
+        let e = Module::parse(&format!("{fits}{over}")).expect_err("over 48 KiB");
+        assert!(e.to_string().contains("`over` uses 49156 bytes"), "{e}");
     }
 }

@@ -12,6 +12,7 @@ mod instr;
 pub mod literal;
 
 use crate::ast::*;
+use crate::block::MAX_STATIC_SHARED_BYTES;
 pub use diag::{Diagnostic, ParseError};
 use pest::Parser;
 use pest::iterators::Pair;
@@ -528,10 +529,31 @@ impl<'s> ModuleBuilder<'s> {
         }
         // Syntax errors outside function bodies are errors of the module.
         self.diags.extend(skipped.into_iter().map(|(d, _)| d));
-        self.diags.sort_by_key(|d| d.span.start);
         refuse_callers(&mut module);
+        self.count_static_shared(&mut module);
+        self.diags.sort_by_key(|d| d.span.start);
         inline::inline_sync_calls(&mut module);
         module
+    }
+
+    /// Gives each function its static shared bytes as ptxas counts them, and refuses a
+    /// kernel over ptxas's limit as ptxas does ("Entry function uses too much shared data").
+    fn count_static_shared(&mut self, module: &mut Module) {
+        let counts = crate::block::ptxas_counts(module);
+        for (f, count) in module.functions.iter_mut().zip(counts) {
+            f.static_shared = count;
+            if f.kind == FuncKind::Entry && count > MAX_STATIC_SHARED_BYTES {
+                self.err(
+                    f.span,
+                    format!(
+                        "kernel `{}` uses {count} bytes of static shared memory (its \
+                         `.shared` variables and those of the functions it calls); ptxas \
+                         allows {MAX_STATIC_SHARED_BYTES}",
+                        f.name
+                    ),
+                );
+            }
+        }
     }
 
     /// Parses a variable declaration (`module_var`, `body_var` or `param_decl`).
@@ -969,6 +991,7 @@ fn placeholder_function() -> Function {
         refused: Vec::new(),
         inlined: false,
         inlined_calls: Vec::new(),
+        static_shared: 0,
     }
 }
 

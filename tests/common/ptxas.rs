@@ -65,3 +65,44 @@ pub fn assemble(ptxas: &Path, text: &str, arch: &str, name: &str) -> Result<(), 
         Err(err.lines().next().unwrap_or("").to_string())
     }
 }
+
+/// Each kernel's static shared bytes as `ptxas -v` reports them (`N bytes smem`, 0 where it
+/// says none), by kernel name; or ptxas's first error line.
+#[allow(dead_code)] // Not every test that includes this module asks for it.
+pub fn smem_bytes(
+    ptxas: &Path,
+    text: &str,
+    arch: &str,
+    name: &str,
+) -> Result<Vec<(String, u32)>, String> {
+    let dir = std::env::temp_dir().join(format!("ptxjit-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{name}-v-{:?}.ptx", std::thread::current().id()));
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(ptxas)
+        .args([&format!("-arch={arch}"), "-v"])
+        .arg(&file)
+        .args(["-o", "/dev/null"])
+        .output()
+        .expect("ptxas runs");
+    std::fs::remove_file(&file).ok();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(err.lines().next().unwrap_or("").to_string());
+    }
+    let mut kernels: Vec<(String, u32)> = Vec::new();
+    for line in err.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            let name = rest.split('\'').next().unwrap_or("");
+            kernels.push((name.to_string(), 0));
+        } else if let (Some(k), Some(used)) = (kernels.last_mut(), line.split(" bytes smem").next())
+            && line.contains(" bytes smem")
+        {
+            let n = used.rsplit(' ').next().unwrap_or("");
+            k.1 = n
+                .parse()
+                .unwrap_or_else(|_| panic!("ptxas -v says `{line}`"));
+        }
+    }
+    Ok(kernels)
+}

@@ -248,14 +248,19 @@ impl SharedLayout {
             .map(|c| c.is_some_and(|c| c <= MAX_SHARED_BYTES))
             .collect();
         decls.sort_by_key(|&d| !users(d).iter().any(|&f| fits[f]));
-        // Placed static variables: (offset, end with the gap, launches using it).
-        let mut placed: Vec<(u64, u64, Vec<usize>)> = Vec::new();
+        // Placed static variables: (offset, end with the gap, launches using it as a set
+        // of bits, so that a deep call chain, whose variables each many launches use, costs
+        // a word per 64 launches to test, not a search).
+        let mut placed: Vec<(u64, u64, Vec<u64>)> = Vec::new();
         let mut index = HashMap::new();
         let mut dynamic = None;
         for &d in &decls {
             let v = decl(m, d);
-            let by = users(d).to_vec();
-            if by.is_empty() {
+            let mut by = vec![0u64; n.div_ceil(64)];
+            for &f in users(d) {
+                by[f / 64] |= 1 << (f % 64);
+            }
+            if users(d).is_empty() {
                 // Named by nothing that runs: no room.
                 continue;
             }
@@ -267,7 +272,7 @@ impl SharedLayout {
             let mut at = 0u64;
             // First fit among the variables it must stay apart from, lowest first.
             let mut apart: Vec<(u64, u64)> = (placed.iter())
-                .filter(|(_, _, u)| u.iter().any(|f| by.contains(f)))
+                .filter(|(_, _, u)| u.iter().zip(&by).any(|(a, b)| a & b != 0))
                 .map(|&(o, e, _)| (o, e))
                 .collect();
             apart.sort_unstable();

@@ -409,6 +409,11 @@ struct Group<'l, 'a, 'f, const P: usize> {
     /// The lanes that have not exited and those running: [lane masks](Self::mask).
     alive: Variable,
     cur: Variable,
+    /// Whether `alive` holds every lane wherever the lowering now stands: the segment
+    /// started with every lane there and no exit of it is lowered yet (blocks are lowered
+    /// in an order where every edge goes forward). Collectives then need not mask the
+    /// sources of exited lanes.
+    every_alive: bool,
     /// Lanes waiting at each target of a per-thread branch.
     pending: HashMap<usize, Variable>,
     /// The running lanes as vectors, by their lane mask: the block they were made in and
@@ -729,6 +734,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             window_end,
             alive,
             cur,
+            every_alive: false,
             pending: HashMap::new(),
             cur_vectors: HashMap::new(),
             run_ok: HashMap::new(),
@@ -1201,6 +1207,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let (alive, cur) = (self.alive, self.cur);
         self.b().def_var(alive, a);
         self.b().def_var(cur, a);
+        self.every_alive = all_there;
         // Every target waited for in the kernel starts with no lanes.
         let targets: BTreeSet<usize> = self.open.iter().flatten().copied().collect();
         let none = self.b().ins().iconst(types::I32, 0);
@@ -1727,6 +1734,7 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let alive = self.mask(self.alive);
         let a = self.b().ins().band_not(alive, m);
         self.set_mask(self.alive, a);
+        self.every_alive = false;
         self.seg_exits.push(i);
         let cur = self.mask(self.cur);
         let c = self.b().ins().band_not(cur, m);

@@ -251,14 +251,22 @@ impl<const P: usize> Group<'_, '_, '_, P> {
     /// membermask computed in each thread is mostly the same in all of them, as CUDA
     /// requires of the lanes a collective waits for).
     fn same_in_every_lane(&mut self, v: Vecs<P>) -> ir::Value {
-        let alive = self.mask(self.alive);
-        let alive = self.bit_lanes(alive);
-        let ones = self.lanes.splat(-1);
-        let b = &mut self.lanes.l.b;
-        let low: Vec<ir::Value> = (0..P)
-            .map(|q| b.ins().bitselect(alive[q], v[q], ones))
-            .collect();
-        let high: Vec<ir::Value> = (0..P).map(|q| b.ins().band(alive[q], v[q])).collect();
+        let (low, high): (Vec<ir::Value>, Vec<ir::Value>) = if self.every_alive {
+            (v.to_vec(), v.to_vec())
+        } else {
+            let alive = self.mask(self.alive);
+            let alive = self.bit_lanes(alive);
+            let ones = self.lanes.splat(-1);
+            let b = &mut self.lanes.l.b;
+            (0..P)
+                .map(|q| {
+                    (
+                        b.ins().bitselect(alive[q], v[q], ones),
+                        b.ins().band(alive[q], v[q]),
+                    )
+                })
+                .unzip()
+        };
         let and = self.fold_lanes(&low, |b, x, y| b.ins().band(x, y));
         let or = self.fold_lanes(&high, |b, x, y| b.ins().bor(x, y));
         let b = &mut self.lanes.l.b;
@@ -339,10 +347,13 @@ impl<const P: usize> Group<'_, '_, '_, P> {
     fn shuffle(&mut self, mode: ShflMode, d: &Operand, p: &Operand, srcs: &[Operand]) -> Res<()> {
         let a = self.lanes.read(&srcs[0], Type::B32)?;
 
-        let a = self.lanes.lanes_of(a, Type::B32)?;
-        let alive = self.mask(self.alive);
-        let alive = self.bit_lanes(alive);
-        let a = self.and(a, alive);
+        let mut a = self.lanes.lanes_of(a, Type::B32)?;
+        // An exited lane's source reads as 0.
+        if !self.every_alive {
+            let alive = self.mask(self.alive);
+            let alive = self.bit_lanes(alive);
+            a = self.and(a, alive);
+        }
         let want_p = matches!(p, Operand::Reg(_));
         let (dv, pv) = match (self.constant(&srcs[1]), self.constant(&srcs[2])) {
             (Some(b), Some(c)) => self.known_shuffle(mode, b, c, a, want_p),
@@ -382,7 +393,7 @@ impl<const P: usize> Group<'_, '_, '_, P> {
                 (r.d as usize, r.p)
             })
             .collect();
-        let d = std::array::from_fn(|q| self.gather(a, &reads[4 * q..4 * q + 4], q));
+        let d = std::array::from_fn(|q| self.gather(a, &reads[4 * q..4 * q + 4]));
         let p = want_p.then(|| {
             std::array::from_fn(|q| {
                 let lanes = std::array::from_fn(|k| -(reads[4 * q + k].1 as i32));
@@ -392,11 +403,18 @@ impl<const P: usize> Group<'_, '_, '_, P> {
         (d, p)
     }
 
-    /// Result vector `q`, whose four lanes read source lanes `from`: a byte shuffle of the
+    /// A result vector whose four lanes read source lanes `from`: a byte shuffle of the
     /// first two source vectors it draws on, then of that and each further one.
-    fn gather(&mut self, a: Vecs<P>, from: &[(usize, bool)], q: usize) -> ir::Value {
-        if from.iter().enumerate().all(|(k, &(j, _))| j == 4 * q + k) {
-            return a[q];
+    fn gather(&mut self, a: Vecs<P>, from: &[(usize, bool)]) -> ir::Value {
+        // One source vector's lanes in order: that vector (a byte shuffle of it with
+        // itself would be an instruction that moves nothing).
+        let part = from[0].0 / 4;
+        if from
+            .iter()
+            .enumerate()
+            .all(|(k, &(j, _))| j == 4 * part + k)
+        {
+            return a[part];
         }
         let mut parts: Vec<usize> = Vec::new();
         for &(j, _) in from {

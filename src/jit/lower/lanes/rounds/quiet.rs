@@ -235,6 +235,8 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let (alive, cur) = (self.alive, self.cur);
         self.b().def_var(alive, every);
         self.b().def_var(cur, every);
+        // (Lanes may have exited: no collective may leave their sources unmasked.)
+        self.every_alive = false;
         let wrap = self.lanes.wrap.expect("set");
         let no = self.b().ins().iconst(types::I8, 0);
         self.b().def_var(wrap, no);

@@ -1788,7 +1788,8 @@ pub struct Function {
     pub inlined_calls: Vec<InlinedCall>,
     /// The static `.shared` bytes a launch of it uses, as ptxas counts them
     /// ([`crate::block::ptxas_counts`]), counted before the functions with barriers are
-    /// inlined into it (ptxas lays their variables out as a callee's); 0 without a body.
+    /// inlined into it (ptxas lays their variables out as a callee's); for a function the
+    /// front end refused, its own variables.
     pub static_shared: u32,
 }
 

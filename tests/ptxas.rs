@@ -477,6 +477,12 @@ fn kernels_over_48_kib_of_static_shared_memory_are_rejected_by_both() {
             + &shared_func("f", ".align 4 .b8 own_f[20000]", &[], barrier)
             + &shared_kernel("k", &["s"], &["f"])
     };
+    // A kernel refused for an instruction ptxjit does not run is still counted (its own
+    // variables) and refused for its size, as ptxas refuses the module.
+    let refused = ".visible .entry k()\n{\n  .shared .align 8 .b8 tile[49152];\n  \
+                   .shared .align 8 .b64 bar;\n  mbarrier.init.shared.b64 [bar], 32;\n  \
+                   ret;\n}\n"
+        .to_string();
     // A `.func` over the limit by itself is not a kernel: both take it.
     let lone_func =
         shared_func("f", ".align 4 .b8 own_f[50000]", &[], false) + &shared_kernel("k", &[], &[]);
@@ -485,6 +491,7 @@ fn kernels_over_48_kib_of_static_shared_memory_are_rejected_by_both() {
         (own(49153), true),
         (with_callee(false), true),
         (with_callee(true), true),
+        (refused, true),
         (lone_func, false),
     ] {
         let text = format!("{header}{body}");

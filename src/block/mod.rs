@@ -86,25 +86,55 @@ const SMEM_UNIT: u64 = 128;
 /// its offsets far from wrapping.)
 const MAX_WINDOW: u64 = 1 << 30;
 
-/// The functions a launch of `f` runs (`f` first, then in the order calls reach them), those
-/// with a body.
-fn reached(m: &Module, f: FuncId) -> Vec<FuncId> {
-    let mut runs = vec![f];
-    let mut seen = vec![false; m.functions.len()];
-    seen[f.0 as usize] = true;
-    let mut k = 0;
-    while let Some(&g) = runs.get(k) {
-        k += 1;
-        for ins in m.func(g).body.iter().flatten() {
-            if let Inst::Call { func, .. } = ins.inst
-                && !std::mem::replace(&mut seen[func.0 as usize], true)
-            {
-                runs.push(func);
+/// What each function's body calls and which module variables it names, gathered once a
+/// module (so that what a launch reaches is a walk over these lists, not over bodies).
+struct Bodies {
+    calls: Vec<Vec<FuncId>>,
+    named: Vec<Vec<u32>>,
+}
+
+impl Bodies {
+    fn of(m: &Module) -> Bodies {
+        let mut calls = Vec::with_capacity(m.functions.len());
+        let mut named = Vec::with_capacity(m.functions.len());
+        for f in &m.functions {
+            let (mut c, mut v) = (Vec::new(), Vec::new());
+            for ins in f.body.iter().flatten() {
+                if let Inst::Call { func, .. } = ins.inst {
+                    c.push(func);
+                }
+                for var in ins.vars() {
+                    if let VarId::Module(i) = var {
+                        v.push(i);
+                    }
+                }
+            }
+            v.sort_unstable();
+            v.dedup();
+            calls.push(c);
+            named.push(v);
+        }
+        Bodies { calls, named }
+    }
+
+    /// The functions a launch of `f` runs (`f` first, then in the order calls reach them),
+    /// those with a body.
+    fn reached(&self, m: &Module, f: FuncId) -> Vec<FuncId> {
+        let mut runs = vec![f];
+        let mut seen = vec![false; m.functions.len()];
+        seen[f.0 as usize] = true;
+        let mut k = 0;
+        while let Some(&g) = runs.get(k) {
+            k += 1;
+            for &func in &self.calls[g.0 as usize] {
+                if !std::mem::replace(&mut seen[func.0 as usize], true) {
+                    runs.push(func);
+                }
             }
         }
+        runs.retain(|&g| m.func(g).body.is_some());
+        runs
     }
-    runs.retain(|&g| m.func(g).body.is_some());
-    runs
 }
 
 /// A `.shared` variable of a module: a module variable (no function) or a function's.
@@ -120,17 +150,13 @@ fn decl(m: &Module, d: Decl) -> &VarDecl {
 
 /// The `.shared` variables a launch of `f` uses, in the order ptxas lays them out (`ptxas
 /// -v` on kernels with callees): `f`'s own, the module variables that the functions it runs
-/// ([`reached`]) name, then those functions' own, each in declaration order.
-fn used_vars(m: &Module, f: FuncId) -> Vec<Decl> {
-    let mut runs = reached(m, f);
+/// ([`Bodies::reached`]) name, then those functions' own, each in declaration order.
+fn used_vars(m: &Module, bodies: &Bodies, f: FuncId) -> Vec<Decl> {
+    let mut runs = bodies.reached(m, f);
     let mut named = vec![false; m.vars.len()];
     for &g in &runs {
-        for ins in m.func(g).body.iter().flatten() {
-            for v in ins.vars() {
-                if let VarId::Module(i) = v {
-                    named[i as usize] = true;
-                }
-            }
+        for &i in &bodies.named[g.0 as usize] {
+            named[i as usize] = true;
         }
     }
     runs[1..].sort_unstable_by_key(|g| g.0);
@@ -175,17 +201,33 @@ fn dynamic_align(m: &Module) -> Option<u32> {
         .max()
 }
 
+/// Whether any variable of the module, at module level or in a function, is `.shared`.
+fn has_shared(m: &Module) -> bool {
+    (m.functions.iter().flat_map(|f| &f.vars).chain(&m.vars)).any(|v| v.space == Space::Shared)
+}
+
 /// The static `.shared` bytes a launch of each function uses as ptxas counts them
-/// ([`ptxas_static_bytes`] of [`used_vars`]); 0 for a function without a body. The front
+/// ([`ptxas_static_bytes`] of [`used_vars`]). A function without a body (a prototype, or
+/// one refused for what it uses) counts its own variables, which ptxas counts too. The front
 /// end keeps them in [`crate::ast::Function::static_shared`], counted before it inlines
 /// the functions with barriers.
 pub fn ptxas_counts(m: &Module) -> Vec<u32> {
+    if !has_shared(m) {
+        return vec![0; m.functions.len()];
+    }
     let dynamic_align = dynamic_align(m);
+    let bodies = Bodies::of(m);
     (0..m.functions.len() as u32)
         .map(FuncId)
-        .map(|f| match m.func(f).body {
-            Some(_) => ptxas_static_bytes(m, &used_vars(m, f), dynamic_align),
-            None => 0,
+        .map(|f| {
+            let used = match m.func(f).body {
+                Some(_) => used_vars(m, &bodies, f),
+                None => (0..m.func(f).vars.len() as u32)
+                    .map(|i| (Some(f), i))
+                    .filter(|&d| decl(m, d).space == Space::Shared)
+                    .collect(),
+            };
+            ptxas_static_bytes(m, &used, dynamic_align)
         })
         .collect()
 }
@@ -210,17 +252,16 @@ impl SharedLayout {
             uses: vec![None; n],
             ..SharedLayout::default()
         };
-        let shared = (m.functions.iter().flat_map(|f| &f.vars).chain(&m.vars))
-            .any(|v| v.space == Space::Shared);
-        if !shared {
+        if !has_shared(m) {
             return l;
         }
+        let bodies = Bodies::of(m);
         let used: Vec<Option<Vec<Decl>>> = (0..n as u32)
             .map(|f| {
                 m.func(FuncId(f))
                     .body
                     .as_ref()
-                    .map(|_| used_vars(m, FuncId(f)))
+                    .map(|_| used_vars(m, &bodies, FuncId(f)))
             })
             .collect();
         // The variables in declaration order (the module's, then each function's), and for

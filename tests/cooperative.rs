@@ -389,8 +389,9 @@ DONE:
 /// shared memory (`cvta`, `isspacep`), and shared atomics.
 #[test]
 fn dynamic_shared_memory_and_generic_addresses() {
+    // (An `.extern` array is declared at module level: ptxas takes no linkage in a body.)
     let ptx = kernel(
-        "  .shared .align 8 .b64 fixed[3];\n  .extern .shared .align 16 .b8 dyn[];",
+        "  .shared .align 8 .b64 fixed[3];",
         "  mov.u32 %r3, %dynamic_smem_size;
   mov.u32 %r4, %total_smem_size;
   mov.u64 %rd2, dyn;
@@ -426,6 +427,11 @@ fn dynamic_shared_memory_and_generic_addresses() {
   st.global.u32 [%rd0+24], %r11;
   st.global.u32 [%rd0+28], %r12;
   st.global.u32 [%rd0+32], %r13;",
+    )
+    .replacen(
+        ".visible .entry",
+        ".extern .shared .align 16 .b8 dyn[];\n.visible .entry",
+        1,
     );
     // 40 threads: 5 of them (3, 11, 19, 27, 35) count into dyn[3]; fixed's upper word of
     // element 0 sums every tid. `%total_smem_size`: the 24 static bytes aligned to the

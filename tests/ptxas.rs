@@ -202,6 +202,10 @@ fn malformed_forms_are_rejected_by_both() {
         "mov.u32 %a, %b+%c;",
         "mov.u32 %a, %tid.x+1;",
         "vadd.u32.u32.u32 %a, %b+1, %c;",
+        // Linkage is for module-level variables; an array of no size is `.extern .shared`.
+        ".extern .shared .align 16 .b8 dyn[];",
+        ".visible .shared .b8 vs[4];",
+        ".shared .align 16 .b8 unsized[];",
     ] {
         let text = wrap(line);
         assert!(

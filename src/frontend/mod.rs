@@ -571,8 +571,15 @@ impl<'s> ModuleBuilder<'s> {
         let mut dims: Vec<Option<usize>> = Vec::new();
         let mut init: Option<Pair<Rule>> = None;
         let mut vec = 1;
+        let mut external = false;
         for p in pair.into_inner() {
             match p.as_rule() {
+                // ptxas: "Parsing error near '.shared'" after a linkage in a body.
+                Rule::linkage if !module_level => self.err(
+                    span_of(&p),
+                    format!("`{}` is for module-level variables", p.as_str()),
+                ),
+                Rule::linkage => external |= p.as_str() == ".extern",
                 Rule::var_space | Rule::param_space => {
                     space = Space::from_ptx(&p.as_str()[1..]).expect("grammar spaces are known")
                 }
@@ -601,7 +608,7 @@ impl<'s> ModuleBuilder<'s> {
                     }
                 }
                 Rule::initializer => init = Some(p),
-                Rule::linkage | Rule::ptr_attr => {}
+                Rule::ptr_attr => {}
                 r => unreachable!("unexpected {r:?} in a declaration"),
             }
         }
@@ -666,9 +673,17 @@ impl<'s> ModuleBuilder<'s> {
                     format!("initialiser has more elements than `{name}` holds"),
                 );
             }
-        } else if unsized_array && space == Space::Shared {
+        } else if unsized_array && space == Space::Shared && external {
             // `.extern .shared .b8 smem[]`: the launch's dynamic shared memory.
             count = 0;
+        } else if unsized_array && space == Space::Shared {
+            // ptxas: "Non-external variable 'smem' has incomplete type".
+            self.err(
+                span,
+                format!(
+                    "`.shared` array `{name}` of no size must be `.extern` (dynamic shared memory)"
+                ),
+            );
         } else if unsized_array && role == VarRole::Body {
             self.err(
                 span,

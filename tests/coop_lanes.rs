@@ -2137,3 +2137,56 @@ C:
         assert_eq!(lanes, 2 * x as u64, "in lanes");
     }
 }
+
+/// A loop that comes back over its barrier in two hops after an exit: from after the exit to
+/// a point between the barrier and the exit, and from there back over the barrier. Lane k of
+/// each warp exits in pass k; the lanes left shuffle with their neighbours, where an exited
+/// neighbour gives 0 (semantics.md, "Warp collectives"), and those still there after four
+/// passes store their sums. Values worked out here for each thread.
+#[test]
+fn lanes_that_exited_stay_out_of_a_loop_entered_again_in_two_hops() {
+    let ptx = format!(
+        "{HEAD}.visible .entry k(.param .u64 out) {{
+  .reg .u32 %r<30>; .reg .pred %p<8>; .reg .u64 %rd<8>;
+  ld.param.u64 %rd0, [out];
+  mov.u32 %r1, %tid.x;
+  mul.lo.u32 %r2, %r1, 2654435761;
+  add.u32 %r2, %r2, 12345;
+  mul.wide.u32 %rd1, %r1, 4;
+  add.s64 %rd2, %rd0, %rd1;
+  and.b32 %r22, %r1, 31;
+  mov.u32 %r8, 0;
+  mov.u32 %r9, 0;
+L:
+  bar.sync 0;
+  shfl.sync.bfly.b32 %r3, %r2, 1, 31, -1;
+  add.u32 %r9, %r9, %r3;
+  bra.uni M;
+K:
+  add.u32 %r8, %r8, 1;
+  setp.lt.u32 %p1, %r8, 4;
+  @%p1 bra L;
+  st.global.u32 [%rd2], %r9;
+  ret;
+M:
+  setp.eq.u32 %p2, %r22, %r8;
+  @%p2 exit;
+  bra.uni K;
+}}"
+    );
+    let value = |t: u32| t.wrapping_mul(2654435761).wrapping_add(12345);
+    let want: Vec<u32> = (0..64u32)
+        .map(|t| match t % 32 {
+            0..4 => 0,
+            _ => (0..4u32)
+                .map(|pass| match (t ^ 1) % 32 >= pass {
+                    true => value(t ^ 1),
+                    false => 0,
+                })
+                .fold(0u32, u32::wrapping_add),
+        })
+        .collect();
+    let (out, lanes) = run(&ptx, "k", 1, Dim3::x(64), 64);
+    assert_eq!(out, want);
+    assert_eq!(lanes, 64, "in lanes");
+}

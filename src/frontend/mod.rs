@@ -574,12 +574,17 @@ impl<'s> ModuleBuilder<'s> {
         let mut external = false;
         for p in pair.into_inner() {
             match p.as_rule() {
-                // ptxas: "Parsing error near '.shared'" after a linkage in a body.
-                Rule::linkage if !module_level => self.err(
-                    span_of(&p),
-                    format!("`{}` is for module-level variables", p.as_str()),
-                ),
-                Rule::linkage => external |= p.as_str() == ".extern",
+                Rule::linkage => {
+                    // ptxas: "Parsing error near '.shared'" after a linkage in a body.
+                    if !module_level {
+                        let text = p.as_str();
+                        self.err(
+                            span_of(&p),
+                            format!("`{text}` is for module-level variables"),
+                        );
+                    }
+                    external |= p.as_str() == ".extern";
+                }
                 Rule::var_space | Rule::param_space => {
                     space = Space::from_ptx(&p.as_str()[1..]).expect("grammar spaces are known")
                 }

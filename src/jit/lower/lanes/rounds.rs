@@ -1224,8 +1224,10 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         self.lanes.wrap_unchecked = false;
     }
 
-    /// Whether a lane may have exited before instruction `p`: an exit (or a branch to the
-    /// end) before it, or after it but with a branch back from there to before it.
+    /// Whether a lane may have exited before instruction `p`: the group can stand there
+    /// after an exit, that is `p` lies after the first exit (the lanes that did not take
+    /// it go on forward), or what lies after it reaches `p` by branches back (also in
+    /// several hops: back to a point after `p` and from there back over it).
     fn may_have_exited(&self, p: usize) -> bool {
         let body = self.body();
         let f = self.lanes.l.f;
@@ -1237,10 +1239,28 @@ impl<'l, 'a, 'f, const P: usize> Group<'l, 'a, 'f, P> {
         let Some(first) = (0..body.len()).find(|&i| exits(i)) else {
             return false;
         };
-        first < p
-            || (first..body.len()).any(|j| {
-                matches!(body[j].inst, Inst::Bra { target, .. } if f.labels[target.0 as usize] <= p)
-            })
+        if first < p {
+            return true;
+        }
+        let mut reached = vec![false; body.len() + 1];
+        let mut work: Vec<usize> = (first + 1..body.len()).collect();
+        while let Some(i) = work.pop() {
+            if i >= body.len() || std::mem::replace(&mut reached[i], true) {
+                continue;
+            }
+            let guarded = body[i].guard.is_some();
+            match body[i].inst {
+                Inst::Bra { target, .. } => {
+                    work.push(f.labels[target.0 as usize]);
+                    if guarded {
+                        work.push(i + 1);
+                    }
+                }
+                Inst::Ret | Inst::Exit if !guarded => {}
+                _ => work.push(i + 1),
+            }
+        }
+        reached[p]
     }
 
     /// Lowers the block starting at instruction `l`.

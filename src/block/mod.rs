@@ -297,10 +297,6 @@ impl SharedLayout {
         let mut dynamic = None;
         for &d in &decls {
             let v = decl(m, d);
-            let mut by = vec![0u64; n.div_ceil(64)];
-            for &f in users(d) {
-                by[f / 64] |= 1 << (f % 64);
-            }
             if users(d).is_empty() {
                 // Named by nothing that runs: no room.
                 continue;
@@ -308,6 +304,10 @@ impl SharedLayout {
             if v.dynamic {
                 dynamic.get_or_insert(v.name.clone());
                 continue;
+            }
+            let mut by = vec![0u64; n.div_ceil(64)];
+            for &f in users(d) {
+                by[f / 64] |= 1 << (f % 64);
             }
             let align = v.align.max(16) as u64;
             let mut at = 0u64;

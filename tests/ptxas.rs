@@ -220,6 +220,46 @@ fn malformed_forms_are_rejected_by_both() {
     }
 }
 
+/// `.common` (numba's PTX declares its environment pointers so): a module-level `.global`
+/// variable, initialised or not, with no other linkage beside it.
+#[test]
+fn common_variables_as_ptxas_takes_them() {
+    let Some(ptxas) = ptxas::require("common_variables_as_ptxas_takes_them") else {
+        return;
+    };
+    let module = |decl: &str| {
+        format!(
+            ".version 8.3\n.target sm_90\n.address_size 64\n{decl}\n.visible .entry k() {{ ret; }}\n"
+        )
+    };
+    for decl in [
+        ".common .global .align 8 .u64 env;",
+        ".common .global .u32 table[4] = {1, 2, 3, 4};",
+    ] {
+        let text = module(decl);
+        assemble(&ptxas, &text, "sm_90", "common").unwrap();
+        Module::parse(&text).unwrap_or_else(|e| panic!("`{decl}`: {e}"));
+    }
+    for decl in [
+        ".common .shared .u32 x;",
+        ".common .const .u32 x;",
+        ".common .func f() { ret; }",
+        ".common .visible .global .u32 x;",
+        ".visible .common .global .u32 x;",
+    ] {
+        let text = module(decl);
+        assert!(
+            assemble(&ptxas, &text, "sm_90", "bad").is_err(),
+            "ptxas accepts `{decl}`"
+        );
+        let e = Module::parse(&text).expect_err(decl).to_string();
+        assert!(
+            e.contains("<input>:4:"),
+            "`{decl}` is not located on its line:\n{e}"
+        );
+    }
+}
+
 #[test]
 fn forms_ptxas_accepts_are_accepted() {
     let Some(ptxas) = ptxas::require("forms_ptxas_accepts_are_accepted") else {

@@ -193,6 +193,19 @@ fn initialisers_hold_other_variables_addresses() {
     }
 }
 
+/// A `.common` variable is, within its module, a `.global` definition like any other.
+#[test]
+fn common_variables_are_global_variables() {
+    expect(
+        "  ld.global.u32 %r1, [pair+4];\n  add.u32 %r1, %r1, 1;\n  \
+         st.global.u32 [pair], %r1;\n  ld.global.v2.u32 {%r2, %r3}, [pair];\n  \
+         cvt.u64.u32 %rd2, %r2;\n  cvt.u64.u32 %rd3, %r3;\n  \
+         st.global.v2.u64 [%rd1], {%rd2, %rd3};",
+        ".common .global .align 8 .u32 pair[2] = {5, 6};\n",
+        &[7, 6],
+    );
+}
+
 /// Line information as `-lineinfo`, `-G` and Triton write it: `.loc` between instructions
 /// (with `function_name` and `inlined_at` parts), labels the debug sections name, `.file`
 /// entries with a timestamp and size, and `.section` blocks of DWARF data. They change

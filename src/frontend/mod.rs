@@ -572,6 +572,7 @@ impl<'s> ModuleBuilder<'s> {
         let mut init: Option<Pair<Rule>> = None;
         let mut vec = 1;
         let mut external = false;
+        let mut common = None;
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::linkage => {
@@ -585,6 +586,7 @@ impl<'s> ModuleBuilder<'s> {
                     }
                     external |= p.as_str() == ".extern";
                 }
+                Rule::common => common = Some(span_of(&p)),
                 Rule::var_space | Rule::param_space => {
                     space = Space::from_ptx(&p.as_str()[1..]).expect("grammar spaces are known")
                 }
@@ -616,6 +618,12 @@ impl<'s> ModuleBuilder<'s> {
                 Rule::ptr_attr => {}
                 r => unreachable!("unexpected {r:?} in a declaration"),
             }
+        }
+        // ptxas: ".common variables must be declared in .global space".
+        if let Some(at) = common
+            && space != Space::Global
+        {
+            self.err(at, "`.common` variables must be in the .global space");
         }
         let ty = ty?;
         if vec > 1 && ty == Type::Pred {

@@ -129,6 +129,88 @@ pub unsafe extern "C" fn cuLaunchKernel(
     })
 }
 
+/// `CUlaunchConfig`, what `cuLaunchKernelEx` takes.
+#[repr(C)]
+pub struct LaunchConfigEx {
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_bytes: u32,
+    stream: CUstream,
+    attrs: *const LaunchAttribute,
+    num_attrs: u32,
+}
+
+/// `CUlaunchAttribute`: an id and a 64-byte union of values.
+#[repr(C)]
+pub struct LaunchAttribute {
+    id: u32,
+    _pad: u32,
+    value: [u32; 16],
+}
+
+/// `CUlaunchAttributeID`s that change nothing here: ignore, the L2 access policy window,
+/// cooperative (every block of a launch runs to its end anyway), the synchronization
+/// policy, the cluster scheduling preference, the priority and the memory synchronization
+/// domains.
+const NO_EFFECT_ATTRIBUTES: [u32; 8] = [0, 1, 2, 3, 5, 8, 9, 10];
+/// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`: taken for clusters of one block.
+const CLUSTER_DIMENSION: u32 = 4;
+
+/// `cuLaunchKernel` with its configuration in a struct, and launch attributes: those
+/// without effect on a CPU are accepted, clusters of one block too (what `%cluster_*`
+/// reads here), anything else is not supported.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernelEx(
+    config: *const LaunchConfigEx,
+    f: CUfunction,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    let checked = api(|| {
+        ready()?;
+        // SAFETY: CUDA's contract: null or a readable CUlaunchConfig.
+        let c = unsafe { config.as_ref() }.ok_or(CUDA_ERROR_INVALID_VALUE)?;
+        let attrs = match (c.num_attrs, c.attrs.is_null()) {
+            (0, _) => &[][..],
+            (_, true) => return Err(CUDA_ERROR_INVALID_VALUE.into()),
+            // SAFETY: CUDA's contract: `num_attrs` readable attributes.
+            (n, false) => unsafe { std::slice::from_raw_parts(c.attrs, n as usize) },
+        };
+        for a in attrs {
+            let one_block = a.id == CLUSTER_DIMENSION && a.value[..3].iter().all(|&d| d <= 1);
+            if !NO_EFFECT_ATTRIBUTES.contains(&a.id) && !one_block {
+                return Err(Failure::new(
+                    CUDA_ERROR_NOT_SUPPORTED,
+                    format!("launch attribute {} is not supported", a.id),
+                ));
+            }
+        }
+        Ok(())
+    });
+    if checked != CUDA_SUCCESS {
+        return checked;
+    }
+    // SAFETY: checked readable above.
+    let c = unsafe { &*config };
+    let ([gx, gy, gz], [bx, by, bz]) = (c.grid, c.block);
+    // SAFETY: the same contract as `cuLaunchKernel`'s for the parameters.
+    unsafe {
+        cuLaunchKernel(
+            f,
+            gx,
+            gy,
+            gz,
+            bx,
+            by,
+            bz,
+            c.shared_bytes,
+            c.stream,
+            params,
+            extra,
+        )
+    }
+}
+
 /// `.version X.Y` of a module's text as X*10+Y (`CU_FUNC_ATTRIBUTE_PTX_VERSION`).
 fn ptx_version(text: &str) -> i32 {
     text.lines()

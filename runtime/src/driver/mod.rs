@@ -21,6 +21,8 @@ pub mod context;
 pub mod device;
 pub mod errors;
 pub mod launch;
+pub mod library;
+pub mod link;
 pub mod memory;
 pub mod module;
 pub mod proc;

@@ -34,7 +34,7 @@ pub struct Kernel {
 static MODULES: LazyLock<RwLock<HashSet<usize>>> = LazyLock::new(Default::default);
 static KERNELS: LazyLock<RwLock<HashSet<usize>>> = LazyLock::new(Default::default);
 
-fn module(m: CUmodule) -> Result<&'static DriverModule> {
+pub(super) fn module(m: CUmodule) -> Result<&'static DriverModule> {
     let live = MODULES.read().unwrap_or_else(|e| e.into_inner());
     if live.contains(&(m as usize)) {
         // SAFETY: live modules are `Box<DriverModule>`s leaked by `load` and not yet

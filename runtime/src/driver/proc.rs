@@ -8,6 +8,8 @@ use super::context::*;
 use super::device::*;
 use super::errors::*;
 use super::launch::*;
+use super::library::*;
+use super::link::*;
 use super::memory::*;
 use super::module::*;
 use super::stream::*;
@@ -74,7 +76,22 @@ static TABLE: LazyLock<Vec<Entry>> = LazyLock::new(|| {
         "cuFuncGetAttribute" 2020 cuFuncGetAttribute,
         "cuFuncSetAttribute" 9000 cuFuncSetAttribute,
         "cuFuncSetCacheConfig" 3000 cuFuncSetCacheConfig,
+        "cuLibraryLoadData" 12000 cuLibraryLoadData,
+        "cuLibraryLoadFromFile" 12000 cuLibraryLoadFromFile,
+        "cuLibraryUnload" 12000 cuLibraryUnload,
+        "cuLibraryGetKernel" 12000 cuLibraryGetKernel,
+        "cuLibraryGetModule" 12000 cuLibraryGetModule,
+        "cuLibraryGetGlobal" 12000 cuLibraryGetGlobal,
+        "cuKernelGetFunction" 12000 cuKernelGetFunction,
+        "cuKernelGetAttribute" 12000 cuKernelGetAttribute,
+        "cuKernelSetAttribute" 12000 cuKernelSetAttribute,
+        "cuLinkCreate" 6050 cuLinkCreate_v2,
+        "cuLinkAddData" 6050 cuLinkAddData_v2,
+        "cuLinkAddFile" 6050 cuLinkAddFile_v2,
+        "cuLinkComplete" 5050 cuLinkComplete,
+        "cuLinkDestroy" 5050 cuLinkDestroy,
         "cuLaunchKernel" 4000 cuLaunchKernel,
+        "cuLaunchKernelEx" 11060 cuLaunchKernelEx,
         "cuMemGetInfo" 3020 cuMemGetInfo_v2,
         "cuMemAlloc" 3020 cuMemAlloc_v2,
         "cuMemAllocManaged" 6000 cuMemAllocManaged,

@@ -15,6 +15,27 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUlinkState_st *CUlinkState;
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
+
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char pad[64];
+    struct {
+      unsigned x, y, z;
+    } clusterDim;
+    int priority;
+  } value;
+} CUlaunchAttribute;
+typedef struct {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+} CUlaunchConfig;
 
 enum {
   CUDA_SUCCESS = 0,
@@ -31,6 +52,9 @@ enum { CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1, CU_DEVICE_ATTRIBUTE_WARP_S
        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97 };
 enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
 enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
+enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1 };
+enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+       CU_LAUNCH_ATTRIBUTE_PRIORITY = 8 };
 #define CU_LAUNCH_PARAM_END ((void *)0x00)
 #define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
 #define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
@@ -51,6 +75,8 @@ enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
 #define cuMemsetD32 cuMemsetD32_v2
 #define cuStreamDestroy cuStreamDestroy_v2
 #define cuEventDestroy cuEventDestroy_v2
+#define cuLinkCreate cuLinkCreate_v2
+#define cuLinkAddData cuLinkAddData_v2
 
 CUresult cuInit(unsigned flags);
 CUresult cuDriverGetVersion(int *version);
@@ -86,6 +112,18 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream st
 CUresult cuMemsetD32(CUdeviceptr dst, unsigned value, size_t count);
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared_bytes, CUstream stream, void **params, void **extra);
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra);
+CUresult cuLinkCreate(unsigned count, int *options, void **values, CUlinkState *state);
+CUresult cuLinkAddData(CUlinkState state, int type, void *data, size_t size, const char *name, unsigned count,
+                       int *options, void **values);
+CUresult cuLinkComplete(CUlinkState state, void **image, size_t *size);
+CUresult cuLinkDestroy(CUlinkState state);
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, int *jit_options, void **jit_values,
+                           unsigned jit_count, int *library_options, void **library_values, unsigned library_count);
+CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name);
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name);
+CUresult cuLibraryUnload(CUlibrary library);
+CUresult cuKernelGetFunction(CUfunction *f, CUkernel kernel);
 CUresult cuStreamCreate(CUstream *stream, unsigned flags);
 CUresult cuStreamSynchronize(CUstream stream);
 CUresult cuStreamDestroy(CUstream stream);

@@ -203,6 +203,64 @@ int main(int argc, char **argv) {
   CHECK(rc == CUDA_ERROR_NOT_SUPPORTED && strstr(ptxjit_last_error(), "frob"), "%d: %s", rc, ptxjit_last_error());
   CU(cuModuleUnload(partial));
 
+  /* What numba-cuda and cuda.core use: the driver's linker on one PTX module, whose image is
+   * that text; CUDA 12's library API; cuLaunchKernelEx with attributes. */
+  CUlinkState link;
+  int link_options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *link_values[] = {log, (void *)(uintptr_t)sizeof log};
+  CU(cuLinkCreate(2, link_options, link_values, &link));
+  CHECK(cuLinkAddData(link, CU_JIT_INPUT_CUBIN, "\x7f" "ELF", 4, "k.cubin", 0, NULL, NULL) == CUDA_ERROR_NOT_SUPPORTED,
+        "a cubin input");
+  CHECK(strstr(log, "PTX text only") != NULL, "log: %s", log);
+  CU(cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)EXTRA_PTX, strlen(EXTRA_PTX) + 1, "affine.ptx", 0, NULL, NULL));
+  CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)EXTRA_PTX, strlen(EXTRA_PTX), "again.ptx", 0, NULL, NULL) ==
+            CUDA_ERROR_NOT_SUPPORTED,
+        "a second module");
+  void *image = NULL;
+  size_t image_size = 0;
+  CU(cuLinkComplete(link, &image, &image_size));
+  CHECK(image_size == strlen(EXTRA_PTX) + 1 && strcmp(image, EXTRA_PTX) == 0, "image of %zu bytes", image_size);
+  CUlibrary lib;
+  CU(cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
+  CU(cuLinkDestroy(link));
+  CUkernel kern;
+  CUfunction from_kernel;
+  CU(cuLibraryGetKernel(&kern, lib, "affine"));
+  CU(cuKernelGetFunction(&from_kernel, kern));
+  CHECK((void *)from_kernel == (void *)kern, "a kernel is its function");
+  CU(cuLibraryGetGlobal(&bias, &bias_size, lib, "bias"));
+  new_bias = 11;
+  CU(cuMemcpyHtoD(bias, &new_bias, 4));
+  packed.k = 5;
+  packed.n = N;
+  CUlaunchAttribute attrs[2];
+  memset(attrs, 0, sizeof attrs);
+  attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attrs[0].value.clusterDim.x = attrs[0].value.clusterDim.y = attrs[0].value.clusterDim.z = 1;
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  CUlaunchConfig config = {12, 1, 1, 256, 1, 1, 0, NULL, attrs, 2};
+  CU(cuLaunchKernelEx(&config, from_kernel, NULL, extra));
+  CU(cuMemcpyDtoH(hout, dout, N * 4));
+  wrong = 0;
+  for (int i = 0; i < N; i++) wrong += hout[i] != hin[i] * 5u + 11u;
+  CHECK(wrong == 0, "%d affine results wrong after cuLaunchKernelEx", wrong);
+  attrs[0].value.clusterDim.x = 2;
+  CHECK(cuLaunchKernelEx(&config, from_kernel, NULL, extra) == CUDA_ERROR_NOT_SUPPORTED, "a cluster of 2");
+  attrs[0].value.clusterDim.x = 1;
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  CHECK(cuLaunchKernelEx(&config, from_kernel, NULL, extra) == CUDA_ERROR_NOT_SUPPORTED &&
+            strstr(ptxjit_last_error(), "attribute 6"),
+        "an attribute with an effect: %s", ptxjit_last_error());
+  CU(cuLibraryUnload(lib));
+  /* Bad PTX fails when it is added, with its located diagnostics in the error log. */
+  CU(cuLinkCreate(2, link_options, link_values, &link));
+  const char *bad_ptx = ".version 7.8\n.target sm_80\n.address_size 64\n.entry k() { .reg .u32 %r1; mov.u32 %r1 2; }\n";
+  rc = cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)bad_ptx, strlen(bad_ptx), "bad.ptx", 0, NULL, NULL);
+  CHECK(rc == CUDA_ERROR_INVALID_PTX && strstr(log, "bad.ptx:4:") != NULL, "%d, log: %s", rc, log);
+  CHECK(cuLinkComplete(link, &image, &image_size) == CUDA_ERROR_INVALID_VALUE, "completing an empty link");
+  CU(cuLinkDestroy(link));
+  CHECK(cuLinkDestroy(link) == 400, "a destroyed link");
+
   /* Entry points by name, and a stub for the unimplemented. */
   void *fn = NULL;
   int status = -1;

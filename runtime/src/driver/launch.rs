@@ -148,17 +148,24 @@ pub struct LaunchAttribute {
     value: [u32; 16],
 }
 
+// The layouts of CUDA's header.
+const _: () = assert!(size_of::<LaunchAttribute>() == 72 && size_of::<LaunchConfigEx>() == 56);
+
 /// `CUlaunchAttributeID`s that change nothing here: ignore, the L2 access policy window,
-/// cooperative (every block of a launch runs to its end anyway), the synchronization
-/// policy, the cluster scheduling preference, the priority and the memory synchronization
-/// domains.
-const NO_EFFECT_ATTRIBUTES: [u32; 8] = [0, 1, 2, 3, 5, 8, 9, 10];
+/// the synchronization policy, the cluster scheduling preference, programmatic stream
+/// serialization (it allows a launch to overlap the one before, and launches here end before
+/// the call returns), the priority, the memory synchronization domains and the preferred
+/// shared memory carveout.
+const NO_EFFECT_ATTRIBUTES: [u32; 9] = [0, 1, 3, 5, 6, 8, 9, 10, 14];
+/// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`: taken when off. A cooperative launch promises every
+/// block running at once (for a grid-wide barrier), which blocks run in turn do not keep.
+const COOPERATIVE: u32 = 2;
 /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`: taken for clusters of one block.
 const CLUSTER_DIMENSION: u32 = 4;
 
 /// `cuLaunchKernel` with its configuration in a struct, and launch attributes: those
 /// without effect on a CPU are accepted, clusters of one block too (what `%cluster_*`
-/// reads here), anything else is not supported.
+/// reads here) and a cooperative launch turned off; anything else is not supported.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLaunchKernelEx(
     config: *const LaunchConfigEx,
@@ -177,8 +184,10 @@ pub unsafe extern "C" fn cuLaunchKernelEx(
             (n, false) => unsafe { std::slice::from_raw_parts(c.attrs, n as usize) },
         };
         for a in attrs {
-            let one_block = a.id == CLUSTER_DIMENSION && a.value[..3].iter().all(|&d| d <= 1);
-            if !NO_EFFECT_ATTRIBUTES.contains(&a.id) && !one_block {
+            let taken = NO_EFFECT_ATTRIBUTES.contains(&a.id)
+                || (a.id == COOPERATIVE && a.value[0] == 0)
+                || (a.id == CLUSTER_DIMENSION && a.value[..3] == [1, 1, 1]);
+            if !taken {
                 return Err(Failure::new(
                     CUDA_ERROR_NOT_SUPPORTED,
                     format!("launch attribute {} is not supported", a.id),

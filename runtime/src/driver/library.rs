@@ -7,12 +7,12 @@
 use super::launch::{cuFuncGetAttribute, cuFuncSetAttribute};
 use super::module::*;
 use super::*;
-use std::ffi::{c_char, c_void};
+use std::ffi::{CString, c_char, c_void};
 
 pub type CUlibrary = CUmodule;
 pub type CUkernel = CUfunction;
 
-/// As `cuModuleLoadDataEx`, with the JIT options' logs.
+/// As `cuModuleLoadDataEx`, with the JIT options' logs, and no current context needed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryLoadData(
     library: *mut CUlibrary,
@@ -24,24 +24,48 @@ pub unsafe extern "C" fn cuLibraryLoadData(
     _library_values: *mut *mut c_void,
     _library_count: u32,
 ) -> CUresult {
+    let jit = (jit_count, jit_options, jit_values);
     // SAFETY: the same contract as `cuModuleLoadDataEx`'s.
-    unsafe { cuModuleLoadDataEx(library, code, jit_count, jit_options, jit_values) }
+    unsafe { load_library(library, code, jit, "<cuLibraryLoadData>") }
 }
 
-/// As `cuModuleLoad`.
+/// Loads a PTX file, as `cuLibraryLoadData` loads its text.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryLoadFromFile(
     library: *mut CUlibrary,
     path: *const c_char,
-    _jit_options: *mut u32,
-    _jit_values: *mut *mut c_void,
-    _jit_count: u32,
+    jit_options: *mut u32,
+    jit_values: *mut *mut c_void,
+    jit_count: u32,
     _library_options: *mut u32,
     _library_values: *mut *mut c_void,
     _library_count: u32,
 ) -> CUresult {
-    // SAFETY: the same contract as `cuModuleLoad`'s.
-    unsafe { cuModuleLoad(library, path) }
+    let mut text = CString::default();
+    let read = api(|| {
+        initialized()?;
+        // SAFETY: CUDA's contract: a NUL-terminated file name.
+        let path = unsafe { crate::ffi::text(path) }.ok_or(CUDA_ERROR_INVALID_VALUE)?;
+        let bytes = std::fs::read(path).map_err(|e| {
+            Failure::new(
+                CUDA_ERROR_FILE_NOT_FOUND,
+                format!("cannot read {path}: {e}"),
+            )
+        })?;
+        // The image is a C string: the text up to its first NUL.
+        let first = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
+        text = CString::new(first).expect("no NUL before the first");
+        Ok(())
+    });
+    if read != CUDA_SUCCESS {
+        return read;
+    }
+    // SAFETY: checked by `text` above.
+    let name = unsafe { crate::ffi::text(path) }.unwrap_or("<cuLibraryLoadFromFile>");
+    let jit = (jit_count, jit_options, jit_values);
+    // SAFETY: `text` is NUL-terminated and outlives the call; the options as the caller gave
+    // them (CUDA's contract).
+    unsafe { load_library(library, text.as_ptr() as *const c_void, jit, name) }
 }
 
 #[unsafe(no_mangle)]
@@ -94,25 +118,34 @@ pub unsafe extern "C" fn cuLibraryGetGlobal(
     unsafe { cuModuleGetGlobal_v2(dptr, bytes, library, name) }
 }
 
-/// As `cuFuncGetAttribute`; there is one device.
+/// The one device, or `CUDA_ERROR_INVALID_DEVICE`.
+fn one_device(d: i32) -> CUresult {
+    api(|| {
+        initialized()?;
+        device::device(d)
+    })
+}
+
+/// As `cuFuncGetAttribute`, on the one device.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuKernelGetAttribute(
     value: *mut i32,
     attr: i32,
     k: CUkernel,
-    _device: i32,
+    d: i32,
 ) -> CUresult {
-    // SAFETY: the same contract as `cuFuncGetAttribute`'s.
-    unsafe { cuFuncGetAttribute(value, attr, k) }
+    match one_device(d) {
+        // SAFETY: the same contract as `cuFuncGetAttribute`'s.
+        CUDA_SUCCESS => unsafe { cuFuncGetAttribute(value, attr, k) },
+        e => e,
+    }
 }
 
-/// As `cuFuncSetAttribute`; there is one device.
+/// As `cuFuncSetAttribute`, on the one device.
 #[unsafe(no_mangle)]
-pub extern "C" fn cuKernelSetAttribute(
-    attr: i32,
-    value: i32,
-    k: CUkernel,
-    _device: i32,
-) -> CUresult {
-    cuFuncSetAttribute(k, attr, value)
+pub extern "C" fn cuKernelSetAttribute(attr: i32, value: i32, k: CUkernel, d: i32) -> CUresult {
+    match one_device(d) {
+        CUDA_SUCCESS => cuFuncSetAttribute(k, attr, value),
+        e => e,
+    }
 }

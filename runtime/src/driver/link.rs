@@ -11,63 +11,94 @@ use super::*;
 use crate::ffi::{LastError, text};
 use std::collections::HashSet;
 use std::ffi::{c_char, c_void};
-use std::sync::{LazyLock, RwLock};
+use std::sync::{LazyLock, Mutex, RwLock};
 
 pub type CUlinkState = *mut c_void;
 
 /// `CUjitInputType`: PTX text.
 const INPUT_PTX: u32 = 1;
+/// The last `CUjitInputType` (NVVM IR).
+const INPUT_NVVM: u32 = 5;
 /// `CUjit_option`s of the logs.
 const INFO_LOG_BUFFER: u32 = 3;
 const INFO_LOG_BUFFER_SIZE_BYTES: u32 = 4;
 const ERROR_LOG_BUFFER: u32 = 5;
 const ERROR_LOG_BUFFER_SIZE_BYTES: u32 = 6;
 
-/// A link in progress: the caller's log buffers and the PTX added so far (with a NUL after
-/// it, so that the completed image is a C string).
+/// A log the caller asked for: its buffer, and where its size option's value is, into which
+/// the bytes written (with the NUL) go back.
+struct Log {
+    buffer: *mut c_char,
+    capacity: usize,
+    size_slot: *mut *mut c_void,
+    text: String,
+}
+
+impl Log {
+    /// Adds a line to the log and writes it all out, cut to the buffer.
+    fn add(&mut self, line: &str) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(line);
+        let n = self.text.len().min(self.capacity - 1) + 1;
+        // SAFETY: CUDA's contract: the buffer holds `capacity` bytes and the option values
+        // stay valid until the link is destroyed (output options are written during it).
+        unsafe {
+            device::write_text(
+                self.buffer,
+                self.capacity.min(i32::MAX as usize) as i32,
+                &self.text,
+            )
+            .ok();
+            *self.size_slot = n as *mut c_void;
+        }
+    }
+}
+
+/// A link in progress: its error log, and the PTX added so far (with a NUL after it, so
+/// that the completed image is a C string).
 struct Link {
-    info_log: Option<(*mut c_char, usize)>,
-    error_log: Option<(*mut c_char, usize)>,
+    error_log: Option<Log>,
     ptx: Option<Vec<u8>>,
 }
+
+// SAFETY: the raw pointers are the caller's log buffer and option slot, which CUDA's
+// contract keeps valid for the link's life whatever thread calls; the link is only reached
+// through its mutex.
+unsafe impl Send for Link {}
 
 /// Live links, by address.
 static LINKS: LazyLock<RwLock<HashSet<usize>>> = LazyLock::new(Default::default);
 
-fn link<'a>(state: CUlinkState) -> Result<&'a mut Link> {
+/// Runs `body` on the link behind `state`, locked.
+fn with_link<T>(state: CUlinkState, body: impl FnOnce(&mut Link) -> Result<T>) -> Result<T> {
     let live = LINKS.read().unwrap_or_else(|e| e.into_inner());
-    if live.contains(&(state as usize)) {
-        // SAFETY: live links are `Box<Link>`s leaked by `cuLinkCreate` and not yet
-        // destroyed; CUDA does not make a link state safe to use from two threads at once.
-        Ok(unsafe { &mut *(state as *mut Link) })
-    } else {
-        Err(Failure::new(
+    if !live.contains(&(state as usize)) {
+        return Err(Failure::new(
             CUDA_ERROR_INVALID_HANDLE,
             format!("{state:p} is not a link in progress"),
-        ))
+        ));
     }
+    // SAFETY: live links are `Box<Mutex<Link>>`s leaked by `cuLinkCreate`; `cuLinkDestroy`
+    // frees one only after removing it under the write lock, which waits for this read lock.
+    let link = unsafe { &*(state as *const Mutex<Link>) };
+    let mut l = link.lock().unwrap_or_else(|e| e.into_inner());
+    body(&mut l)
 }
 
 impl Link {
-    /// Writes `text` into the log buffer `which` (if the caller gave one), NUL-terminated and
-    /// cut to its size.
-    fn log(which: Option<(*mut c_char, usize)>, text: &str) {
-        if let Some((buf, size)) = which {
-            // SAFETY: CUDA's contract: the buffer given at `cuLinkCreate` holds `size` bytes
-            // and lives until the link is destroyed.
-            unsafe { device::write_text(buf, size.min(i32::MAX as usize) as i32, text).ok() };
-        }
-    }
-
     /// A failure, also written into the error log.
-    fn fail(&self, f: Failure) -> Failure {
-        Link::log(self.error_log, &f.1.text.to_string_lossy());
+    fn fail(&mut self, f: Failure) -> Failure {
+        if let Some(log) = &mut self.error_log {
+            log.add(&f.1.text.to_string_lossy());
+        }
         f
     }
 }
 
-/// Starts a link; of the options, the info and error log buffers are used and the rest
-/// ignored (they tune code generation, which the JIT does its own way).
+/// Starts a link; of the options, the error log is written (the info log stays empty) and
+/// the rest ignored (they tune code generation, which the JIT does its own way).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLinkCreate_v2(
     count: u32,
@@ -81,28 +112,38 @@ pub unsafe extern "C" fn cuLinkCreate_v2(
             return Err(CUDA_ERROR_INVALID_VALUE.into());
         }
         // SAFETY: CUDA's contract: `count` options and values (or none).
-        let (options, values) = unsafe {
+        let options = unsafe {
             if count == 0 || options.is_null() || values.is_null() {
-                (&[][..], &[][..])
+                &[][..]
             } else {
-                (
-                    std::slice::from_raw_parts(options, count as usize),
-                    std::slice::from_raw_parts(values, count as usize),
-                )
+                std::slice::from_raw_parts(options, count as usize)
             }
         };
-        let find = |o: u32| options.iter().position(|&x| x == o).map(|i| values[i]);
-        let buffer = |buf: u32, size: u32| match (find(buf), find(size)) {
-            (Some(b), Some(s)) if !b.is_null() && s as usize > 0 => {
-                Some((b as *mut c_char, s as usize))
-            }
-            _ => None,
+        let slot = |o: u32| {
+            options.iter().position(|&x| x == o).map(|i| {
+                // SAFETY: `i` < `count`, within the values (CUDA's contract).
+                unsafe { values.add(i) }
+            })
         };
-        let l = Box::into_raw(Box::new(Link {
-            info_log: buffer(INFO_LOG_BUFFER, INFO_LOG_BUFFER_SIZE_BYTES),
-            error_log: buffer(ERROR_LOG_BUFFER, ERROR_LOG_BUFFER_SIZE_BYTES),
+        let log = |buf: u32, size: u32| {
+            let (b, s) = (slot(buf)?, slot(size)?);
+            // SAFETY: both are slots of the values array (above).
+            let (buffer, capacity) = unsafe { (*b as *mut c_char, *s as usize) };
+            (!buffer.is_null() && capacity > 0).then(|| Log {
+                buffer,
+                capacity,
+                size_slot: s,
+                text: String::new(),
+            })
+        };
+        // The info log is empty: nothing to say (its size is the NUL alone).
+        if let Some(mut info) = log(INFO_LOG_BUFFER, INFO_LOG_BUFFER_SIZE_BYTES) {
+            info.add("");
+        }
+        let l = Box::into_raw(Box::new(Mutex::new(Link {
+            error_log: log(ERROR_LOG_BUFFER, ERROR_LOG_BUFFER_SIZE_BYTES),
             ptx: None,
-        }));
+        })));
         LINKS
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -114,6 +155,12 @@ pub unsafe extern "C" fn cuLinkCreate_v2(
 
 /// Adds `bytes` of input of kind `kind`, named `name` in diagnostics.
 fn add(l: &mut Link, kind: u32, bytes: &[u8], name: &str) -> Result {
+    if kind > INPUT_NVVM {
+        return Err(l.fail(Failure::new(
+            CUDA_ERROR_INVALID_VALUE,
+            format!("`{name}`: {kind} is not an input type"),
+        )));
+    }
     if kind != INPUT_PTX {
         return Err(l.fail(Failure::new(
             CUDA_ERROR_NOT_SUPPORTED,
@@ -126,8 +173,8 @@ fn add(l: &mut Link, kind: u32, bytes: &[u8], name: &str) -> Result {
             format!("`{name}`: ptxjit links one PTX module, and one was added already"),
         )));
     }
-    // The size may count a NUL at the end.
-    let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+    // PTX input is a C string: the text ends at its first NUL (the size may count it).
+    let bytes = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
     let text = std::str::from_utf8(bytes).map_err(|_| {
         l.fail(Failure::new(
             CUDA_ERROR_INVALID_PTX,
@@ -157,19 +204,20 @@ pub unsafe extern "C" fn cuLinkAddData_v2(
 ) -> CUresult {
     api(|| {
         initialized()?;
-        let l = link(state)?;
-        if data.is_null() || size == 0 {
-            return Err(CUDA_ERROR_INVALID_VALUE.into());
-        }
-        // SAFETY: CUDA's contract: `size` readable bytes at `data`, and `name` null or a
-        // NUL-terminated string.
-        let (bytes, name) = unsafe {
-            (
-                std::slice::from_raw_parts(data as *const u8, size),
-                text(name).unwrap_or("<cuLinkAddData>"),
-            )
-        };
-        add(l, kind, bytes, name)
+        with_link(state, |l| {
+            if data.is_null() || size == 0 {
+                return Err(CUDA_ERROR_INVALID_VALUE.into());
+            }
+            // SAFETY: CUDA's contract: `size` readable bytes at `data`, and `name` null or a
+            // NUL-terminated string.
+            let (bytes, name) = unsafe {
+                (
+                    std::slice::from_raw_parts(data as *const u8, size),
+                    text(name).unwrap_or("<cuLinkAddData>"),
+                )
+            };
+            add(l, kind, bytes, name)
+        })
     })
 }
 
@@ -185,16 +233,17 @@ pub unsafe extern "C" fn cuLinkAddFile_v2(
 ) -> CUresult {
     api(|| {
         initialized()?;
-        let l = link(state)?;
-        // SAFETY: CUDA's contract: a NUL-terminated path.
-        let path = unsafe { text(path) }.ok_or(CUDA_ERROR_INVALID_VALUE)?;
-        let bytes = std::fs::read(path).map_err(|e| {
-            l.fail(Failure::new(
-                CUDA_ERROR_FILE_NOT_FOUND,
-                format!("cannot read {path}: {e}"),
-            ))
-        })?;
-        add(l, kind, &bytes, path)
+        with_link(state, |l| {
+            // SAFETY: CUDA's contract: a NUL-terminated path.
+            let path = unsafe { text(path) }.ok_or(CUDA_ERROR_INVALID_VALUE)?;
+            match std::fs::read(path) {
+                Ok(bytes) => add(l, kind, &bytes, path),
+                Err(e) => Err(l.fail(Failure::new(
+                    CUDA_ERROR_FILE_NOT_FOUND,
+                    format!("cannot read {path}: {e}"),
+                ))),
+            }
+        })
     })
 }
 
@@ -207,24 +256,24 @@ pub unsafe extern "C" fn cuLinkComplete(
 ) -> CUresult {
     api(|| {
         initialized()?;
-        let l = link(state)?;
-        if image.is_null() {
-            return Err(CUDA_ERROR_INVALID_VALUE.into());
-        }
-        let Some(ptx) = &l.ptx else {
-            return Err(l.fail(Failure::new(
-                CUDA_ERROR_INVALID_VALUE,
-                "nothing was added to the link",
-            )));
-        };
-        Link::log(l.info_log, "");
-        Link::log(l.error_log, "");
-        // SAFETY: checked non-null; CUDA's contract: a writable pointer, and `size` null or
-        // a writable size.
-        unsafe {
-            crate::ffi::put(size, ptx.len());
-            out(image, ptx.as_ptr() as *mut c_void)
-        }
+        with_link(state, |l| {
+            if image.is_null() {
+                return Err(CUDA_ERROR_INVALID_VALUE.into());
+            }
+            let Some(ptx) = &l.ptx else {
+                return Err(l.fail(Failure::new(
+                    CUDA_ERROR_INVALID_VALUE,
+                    "nothing was added to the link",
+                )));
+            };
+            // SAFETY: checked non-null; CUDA's contract: a writable pointer, and `size` null
+            // or a writable size. The bytes stay in the link until it is destroyed (they are
+            // never replaced: a second input is refused).
+            unsafe {
+                crate::ffi::put(size, ptx.len());
+                out(image, ptx.as_ptr() as *mut c_void)
+            }
+        })
     })
 }
 
@@ -232,13 +281,19 @@ pub unsafe extern "C" fn cuLinkComplete(
 pub extern "C" fn cuLinkDestroy(state: CUlinkState) -> CUresult {
     api(|| {
         initialized()?;
-        link(state)?;
-        LINKS
+        let removed = LINKS
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&(state as usize));
-        // SAFETY: it was live (checked) and is now removed, so this frees it once.
-        drop(unsafe { Box::from_raw(state as *mut Link) });
+        if !removed {
+            return Err(Failure::new(
+                CUDA_ERROR_INVALID_HANDLE,
+                format!("{state:p} is not a link in progress"),
+            ));
+        }
+        // SAFETY: it was live and this call removed it (under the write lock, after every
+        // user's read lock), so this frees it once and no one holds it.
+        drop(unsafe { Box::from_raw(state as *mut Mutex<Link>) });
         Ok(())
     })
 }

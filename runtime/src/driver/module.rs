@@ -65,6 +65,12 @@ pub fn kernel(f: CUfunction) -> Result<&'static Kernel> {
 
 fn load(pmod: *mut CUmodule, ptx: &str, path: &str) -> Result<Arc<Program>> {
     ready()?;
+    load_anywhere(pmod, ptx, path)
+}
+
+/// `load` without a current context: a CUDA 12 library belongs to every context.
+fn load_anywhere(pmod: *mut CUmodule, ptx: &str, path: &str) -> Result<Arc<Program>> {
+    initialized()?;
     if pmod.is_null() {
         return Err(CUDA_ERROR_INVALID_VALUE.into());
     }
@@ -143,6 +149,32 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
     options: *mut u32,
     values: *mut *mut c_void,
 ) -> CUresult {
+    // SAFETY: the caller's promises, as `load_logged` takes them.
+    unsafe {
+        load_logged(
+            pmod,
+            image,
+            (count, options, values),
+            "<cuModuleLoadDataEx>",
+            load,
+        )
+    }
+}
+
+/// Loads the PTX `image` with `loader`, writing the logs the JIT options ask for; `path`
+/// names it in diagnostics.
+///
+/// # Safety
+///
+/// CUDA's contract for `cuModuleLoadDataEx`: `image` a NUL-terminated image, and `count`
+/// options and values (or none).
+pub(super) unsafe fn load_logged(
+    pmod: *mut CUmodule,
+    image: *const c_void,
+    (count, options, values): (u32, *mut u32, *mut *mut c_void),
+    path: &str,
+    loader: fn(*mut CUmodule, &str, &str) -> Result<Arc<Program>>,
+) -> CUresult {
     api(|| {
         // SAFETY: CUDA's contract: `count` options and values (or none).
         let (options, values) = unsafe {
@@ -170,8 +202,7 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
             }
         };
         // SAFETY: CUDA's contract: a NUL-terminated image.
-        let loaded =
-            unsafe { ptx_text(image) }.and_then(|ptx| load(pmod, ptx, "<cuModuleLoadDataEx>"));
+        let loaded = unsafe { ptx_text(image) }.and_then(|ptx| loader(pmod, ptx, path));
         write_log(INFO_LOG_BUFFER, INFO_LOG_BUFFER_SIZE_BYTES, "");
         match loaded {
             Ok(_) => {
@@ -188,6 +219,21 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
             }
         }
     })
+}
+
+/// As `cuModuleLoadDataEx`, with no current context needed (`cuLibraryLoadData`).
+///
+/// # Safety
+///
+/// As `cuModuleLoadDataEx`'s.
+pub(super) unsafe fn load_library(
+    pmod: *mut CUmodule,
+    image: *const c_void,
+    jit: (u32, *mut u32, *mut *mut c_void),
+    path: &str,
+) -> CUresult {
+    // SAFETY: the caller's promises.
+    unsafe { load_logged(pmod, image, jit, path, load_anywhere) }
 }
 
 /// Loads a PTX file.

@@ -211,7 +211,7 @@ int main(int argc, char **argv) {
   CU(cuLinkCreate(2, link_options, link_values, &link));
   CHECK(cuLinkAddData(link, CU_JIT_INPUT_CUBIN, "\x7f" "ELF", 4, "k.cubin", 0, NULL, NULL) == CUDA_ERROR_NOT_SUPPORTED,
         "a cubin input");
-  CHECK(strstr(log, "PTX text only") != NULL, "log: %s", log);
+  CHECK(strstr(log, "PTX text only") != NULL && (size_t)link_values[1] == strlen(log) + 1, "log: %s", log);
   CU(cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)EXTRA_PTX, strlen(EXTRA_PTX) + 1, "affine.ptx", 0, NULL, NULL));
   CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)EXTRA_PTX, strlen(EXTRA_PTX), "again.ptx", 0, NULL, NULL) ==
             CUDA_ERROR_NOT_SUPPORTED,
@@ -220,8 +220,13 @@ int main(int argc, char **argv) {
   size_t image_size = 0;
   CU(cuLinkComplete(link, &image, &image_size));
   CHECK(image_size == strlen(EXTRA_PTX) + 1 && strcmp(image, EXTRA_PTX) == 0, "image of %zu bytes", image_size);
+  /* A library needs no current context; a module does. */
+  CU(cuCtxSetCurrent(NULL));
+  CUmodule no_context;
+  CHECK(cuModuleLoadData(&no_context, image) == CUDA_ERROR_INVALID_CONTEXT, "a module without a context");
   CUlibrary lib;
   CU(cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
+  CU(cuCtxSetCurrent(ctx));
   CU(cuLinkDestroy(link));
   CUkernel kern;
   CUfunction from_kernel;
@@ -247,9 +252,14 @@ int main(int argc, char **argv) {
   attrs[0].value.clusterDim.x = 2;
   CHECK(cuLaunchKernelEx(&config, from_kernel, NULL, extra) == CUDA_ERROR_NOT_SUPPORTED, "a cluster of 2");
   attrs[0].value.clusterDim.x = 1;
-  attrs[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attrs[1].value.cooperative = 1;
+  CHECK(cuLaunchKernelEx(&config, from_kernel, NULL, extra) == CUDA_ERROR_NOT_SUPPORTED, "a cooperative launch");
+  attrs[1].value.cooperative = 0;
+  CU(cuLaunchKernelEx(&config, from_kernel, NULL, extra));
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;
   CHECK(cuLaunchKernelEx(&config, from_kernel, NULL, extra) == CUDA_ERROR_NOT_SUPPORTED &&
-            strstr(ptxjit_last_error(), "attribute 6"),
+            strstr(ptxjit_last_error(), "attribute 7"),
         "an attribute with an effect: %s", ptxjit_last_error());
   CU(cuLibraryUnload(lib));
   /* Bad PTX fails when it is added, with its located diagnostics in the error log. */
@@ -257,6 +267,15 @@ int main(int argc, char **argv) {
   const char *bad_ptx = ".version 7.8\n.target sm_80\n.address_size 64\n.entry k() { .reg .u32 %r1; mov.u32 %r1 2; }\n";
   rc = cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)bad_ptx, strlen(bad_ptx), "bad.ptx", 0, NULL, NULL);
   CHECK(rc == CUDA_ERROR_INVALID_PTX && strstr(log, "bad.ptx:4:") != NULL, "%d, log: %s", rc, log);
+  /* PTX input is a C string: bytes after its NUL are not read. */
+  char padded[2048];
+  size_t len = strlen(EXTRA_PTX);
+  memcpy(padded, EXTRA_PTX, len + 1);
+  memset(padded + len + 1, 'x', 8);
+  CU(cuLinkAddData(link, CU_JIT_INPUT_PTX, padded, len + 9, "padded.ptx", 0, NULL, NULL));
+  CHECK(cuLinkAddData(link, 9, padded, len, "nine", 0, NULL, NULL) == CUDA_ERROR_INVALID_VALUE, "input type 9");
+  CU(cuLinkDestroy(link));
+  CU(cuLinkCreate(0, NULL, NULL, &link));
   CHECK(cuLinkComplete(link, &image, &image_size) == CUDA_ERROR_INVALID_VALUE, "completing an empty link");
   CU(cuLinkDestroy(link));
   CHECK(cuLinkDestroy(link) == 400, "a destroyed link");

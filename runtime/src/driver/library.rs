@@ -41,17 +41,12 @@ pub unsafe extern "C" fn cuLibraryLoadFromFile(
     _library_values: *mut *mut c_void,
     _library_count: u32,
 ) -> CUresult {
-    let mut text = CString::default();
+    let (mut text, mut name) = (CString::default(), "");
     let read = api(|| {
         initialized()?;
         // SAFETY: CUDA's contract: a NUL-terminated file name.
-        let path = unsafe { crate::ffi::text(path) }.ok_or(CUDA_ERROR_INVALID_VALUE)?;
-        let bytes = std::fs::read(path).map_err(|e| {
-            Failure::new(
-                CUDA_ERROR_FILE_NOT_FOUND,
-                format!("cannot read {path}: {e}"),
-            )
-        })?;
+        name = unsafe { crate::ffi::text(path) }.ok_or(CUDA_ERROR_INVALID_VALUE)?;
+        let bytes = read_file(name)?;
         // The image is a C string: the text up to its first NUL.
         let first = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
         text = CString::new(first).expect("no NUL before the first");
@@ -60,8 +55,6 @@ pub unsafe extern "C" fn cuLibraryLoadFromFile(
     if read != CUDA_SUCCESS {
         return read;
     }
-    // SAFETY: checked by `text` above.
-    let name = unsafe { crate::ffi::text(path) }.unwrap_or("<cuLibraryLoadFromFile>");
     let jit = (jit_count, jit_options, jit_values);
     // SAFETY: `text` is NUL-terminated and outlives the call; the options as the caller gave
     // them (CUDA's contract).

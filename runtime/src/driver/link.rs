@@ -7,6 +7,8 @@
 //! nor is more than one input: several PTX modules would have to be linked into one, their
 //! `.extern` declarations resolved against each other's definitions, which is not built.
 
+use super::jit_log::{self, JitLog, JitLogs};
+use super::module::read_file;
 use super::*;
 use crate::ffi::{LastError, text};
 use std::collections::HashSet;
@@ -19,47 +21,10 @@ pub type CUlinkState = *mut c_void;
 const INPUT_PTX: u32 = 1;
 /// The last `CUjitInputType` (NVVM IR).
 const INPUT_NVVM: u32 = 5;
-/// `CUjit_option`s of the logs.
-const INFO_LOG_BUFFER: u32 = 3;
-const INFO_LOG_BUFFER_SIZE_BYTES: u32 = 4;
-const ERROR_LOG_BUFFER: u32 = 5;
-const ERROR_LOG_BUFFER_SIZE_BYTES: u32 = 6;
-
-/// A log the caller asked for: its buffer, and where its size option's value is, into which
-/// the bytes written (with the NUL) go back.
-struct Log {
-    buffer: *mut c_char,
-    capacity: usize,
-    size_slot: *mut *mut c_void,
-    text: String,
-}
-
-impl Log {
-    /// Adds a line to the log and writes it all out, cut to the buffer.
-    fn add(&mut self, line: &str) {
-        if !self.text.is_empty() {
-            self.text.push('\n');
-        }
-        self.text.push_str(line);
-        let n = self.text.len().min(self.capacity - 1) + 1;
-        // SAFETY: CUDA's contract: the buffer holds `capacity` bytes and the option values
-        // stay valid until the link is destroyed (output options are written during it).
-        unsafe {
-            device::write_text(
-                self.buffer,
-                self.capacity.min(i32::MAX as usize) as i32,
-                &self.text,
-            )
-            .ok();
-            *self.size_slot = n as *mut c_void;
-        }
-    }
-}
-
 /// A link in progress: its error log, and the PTX added so far (with a NUL after it, so
 /// that the completed image is a C string).
 struct Link {
-    error_log: Option<Log>,
+    error_log: Option<JitLog>,
     ptx: Option<Vec<u8>>,
 }
 
@@ -90,9 +55,7 @@ fn with_link<T>(state: CUlinkState, body: impl FnOnce(&mut Link) -> Result<T>) -
 impl Link {
     /// A failure, also written into the error log.
     fn fail(&mut self, f: Failure) -> Failure {
-        if let Some(log) = &mut self.error_log {
-            log.add(&f.1.text.to_string_lossy());
-        }
+        jit_log::add(&mut self.error_log, &f.1.text.to_string_lossy());
         f
     }
 }
@@ -111,37 +74,14 @@ pub unsafe extern "C" fn cuLinkCreate_v2(
         if state.is_null() {
             return Err(CUDA_ERROR_INVALID_VALUE.into());
         }
-        // SAFETY: CUDA's contract: `count` options and values (or none).
-        let options = unsafe {
-            if count == 0 || options.is_null() || values.is_null() {
-                &[][..]
-            } else {
-                std::slice::from_raw_parts(options, count as usize)
-            }
-        };
-        let slot = |o: u32| {
-            options.iter().position(|&x| x == o).map(|i| {
-                // SAFETY: `i` < `count`, within the values (CUDA's contract).
-                unsafe { values.add(i) }
-            })
-        };
-        let log = |buf: u32, size: u32| {
-            let (b, s) = (slot(buf)?, slot(size)?);
-            // SAFETY: both are slots of the values array (above).
-            let (buffer, capacity) = unsafe { (*b as *mut c_char, *s as usize) };
-            (!buffer.is_null() && capacity > 0).then(|| Log {
-                buffer,
-                capacity,
-                size_slot: s,
-                text: String::new(),
-            })
-        };
+        // SAFETY: CUDA's contract: `count` options and values (or none), the log buffers
+        // and the option values valid until the link is destroyed (output options are
+        // written during it).
+        let mut logs = unsafe { JitLogs::of(count, options, values) };
         // The info log is empty: nothing to say (its size is the NUL alone).
-        if let Some(mut info) = log(INFO_LOG_BUFFER, INFO_LOG_BUFFER_SIZE_BYTES) {
-            info.add("");
-        }
+        jit_log::add(&mut logs.info, "");
         let l = Box::into_raw(Box::new(Mutex::new(Link {
-            error_log: log(ERROR_LOG_BUFFER, ERROR_LOG_BUFFER_SIZE_BYTES),
+            error_log: logs.error,
             ptx: None,
         })));
         LINKS
@@ -236,12 +176,9 @@ pub unsafe extern "C" fn cuLinkAddFile_v2(
         with_link(state, |l| {
             // SAFETY: CUDA's contract: a NUL-terminated path.
             let path = unsafe { text(path) }.ok_or(CUDA_ERROR_INVALID_VALUE)?;
-            match std::fs::read(path) {
+            match read_file(path) {
                 Ok(bytes) => add(l, kind, &bytes, path),
-                Err(e) => Err(l.fail(Failure::new(
-                    CUDA_ERROR_FILE_NOT_FOUND,
-                    format!("cannot read {path}: {e}"),
-                ))),
+                Err(f) => Err(l.fail(f)),
             }
         })
     })

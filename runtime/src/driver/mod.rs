@@ -20,6 +20,7 @@
 pub mod context;
 pub mod device;
 pub mod errors;
+pub mod jit_log;
 pub mod launch;
 pub mod library;
 pub mod link;

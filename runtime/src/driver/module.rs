@@ -1,6 +1,7 @@
 //! Modules from PTX text (`cuModuleLoadData`, `…Ex`, `cuModuleLoad`), their kernels
 //! (`CUfunction` handles) and variables (`cuModuleGetGlobal`).
 
+use super::jit_log::{self, JitLogs};
 use super::*;
 use crate::ffi::{LastError, text};
 use crate::program::{LoadError, Program};
@@ -133,12 +134,6 @@ pub unsafe extern "C" fn cuModuleLoadData(pmod: *mut CUmodule, image: *const c_v
     })
 }
 
-/// `CUjit_option` values read here.
-const INFO_LOG_BUFFER: u32 = 3;
-const INFO_LOG_BUFFER_SIZE_BYTES: u32 = 4;
-const ERROR_LOG_BUFFER: u32 = 5;
-const ERROR_LOG_BUFFER_SIZE_BYTES: u32 = 6;
-
 /// As `cuModuleLoadData`; the error log options receive the located diagnostics (the info
 /// log an empty string), other options are accepted and ignored.
 #[unsafe(no_mangle)]
@@ -176,45 +171,18 @@ pub(super) unsafe fn load_logged(
     loader: fn(*mut CUmodule, &str, &str) -> Result<Arc<Program>>,
 ) -> CUresult {
     api(|| {
-        // SAFETY: CUDA's contract: `count` options and values (or none).
-        let (options, values) = unsafe {
-            if count == 0 || options.is_null() || values.is_null() {
-                (&[][..], &mut [][..])
-            } else {
-                (
-                    std::slice::from_raw_parts(options, count as usize),
-                    std::slice::from_raw_parts_mut(values, count as usize),
-                )
-            }
-        };
-        let find = |o: u32| options.iter().position(|&x| x == o);
-        // Writes `log` into the buffer option `buf` sized by option `size`, and the bytes
-        // written back into the size option.
-        let mut write_log = |buf: u32, size: u32, log: &str| {
-            if let (Some(b), Some(s)) = (find(buf), find(size)) {
-                let cap = values[s] as usize;
-                let p = values[b] as *mut c_char;
-                if cap > 0 && !p.is_null() {
-                    // SAFETY: CUDA's contract: the buffer holds the size option's bytes.
-                    unsafe { device::write_text(p, cap.min(i32::MAX as usize) as i32, log).ok() };
-                    values[s] = (log.len().min(cap - 1) + 1) as *mut c_void;
-                }
-            }
-        };
+        // SAFETY: the caller's promise (CUDA's contract for the options).
+        let mut logs = unsafe { JitLogs::of(count, options, values) };
         // SAFETY: CUDA's contract: a NUL-terminated image.
         let loaded = unsafe { ptx_text(image) }.and_then(|ptx| loader(pmod, ptx, path));
-        write_log(INFO_LOG_BUFFER, INFO_LOG_BUFFER_SIZE_BYTES, "");
+        jit_log::add(&mut logs.info, "");
         match loaded {
             Ok(_) => {
-                write_log(ERROR_LOG_BUFFER, ERROR_LOG_BUFFER_SIZE_BYTES, "");
+                jit_log::add(&mut logs.error, "");
                 Ok(())
             }
             Err(Failure(code, e)) => {
-                write_log(
-                    ERROR_LOG_BUFFER,
-                    ERROR_LOG_BUFFER_SIZE_BYTES,
-                    &e.text.to_string_lossy(),
-                );
+                jit_log::add(&mut logs.error, &e.text.to_string_lossy());
                 Err(Failure(code, e))
             }
         }
@@ -234,6 +202,16 @@ pub(super) unsafe fn load_library(
 ) -> CUresult {
     // SAFETY: the caller's promises.
     unsafe { load_logged(pmod, image, jit, path, load_anywhere) }
+}
+
+/// The bytes of the file at `path`, or `CUDA_ERROR_FILE_NOT_FOUND` saying why not.
+pub(super) fn read_file(path: &str) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        Failure::new(
+            CUDA_ERROR_FILE_NOT_FOUND,
+            format!("cannot read {path}: {e}"),
+        )
+    })
 }
 
 /// Loads a PTX file.

@@ -64,6 +64,20 @@ fn generated_programs_are_ptx_to_ptxas() {
     }
 }
 
+/// Asserts that ptxas refuses `text` and that we do with an error located on `line`, the
+/// line of `form` in it.
+fn rejected_by_both(ptxas: &Path, text: &str, form: &str, line: usize) {
+    assert!(
+        assemble(ptxas, text, "sm_90", "bad").is_err(),
+        "ptxas accepts `{form}`"
+    );
+    let e = Module::parse(text).expect_err(form).to_string();
+    assert!(
+        e.contains(&format!("<input>:{line}:")),
+        "`{form}` is not located on its line:\n{e}"
+    );
+}
+
 #[test]
 fn malformed_forms_are_rejected_by_both() {
     let Some(ptxas) = ptxas::require("malformed_forms_are_rejected_by_both") else {
@@ -208,15 +222,7 @@ fn malformed_forms_are_rejected_by_both() {
         ".shared .align 16 .b8 unsized[];",
     ] {
         let text = wrap(line);
-        assert!(
-            assemble(&ptxas, &text, "sm_90", "bad").is_err(),
-            "ptxas accepts `{line}`"
-        );
-        let e = Module::parse(&text).expect_err(line).to_string();
-        assert!(
-            e.contains("<input>:11:"),
-            "`{line}` is not located on its line:\n{e}"
-        );
+        rejected_by_both(&ptxas, &text, line, 11);
     }
 }
 
@@ -248,15 +254,7 @@ fn common_variables_as_ptxas_takes_them() {
         ".visible .common .global .u32 x;",
     ] {
         let text = module(decl);
-        assert!(
-            assemble(&ptxas, &text, "sm_90", "bad").is_err(),
-            "ptxas accepts `{decl}`"
-        );
-        let e = Module::parse(&text).expect_err(decl).to_string();
-        assert!(
-            e.contains("<input>:4:"),
-            "`{decl}` is not located on its line:\n{e}"
-        );
+        rejected_by_both(&ptxas, &text, decl, 4);
     }
 }
 
